@@ -1,0 +1,138 @@
+"""Input checks shared by every estimator; each raises ``ValueError`` naming the argument."""
+import numbers
+
+import numpy as np
+
+
+def check_array(X, name="X", ndim=2, allow_empty=False):
+    """Return ``X`` as a new C-contiguous float64 array after checking shape and finiteness.
+
+    A copy is always made so that no estimator can modify what the user passed in.
+    """
+    try:
+        arr = np.array(X, dtype=np.float64, order="C", copy=True)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"{name} must be numeric array-like; got {type(X).__name__}: {exc}")
+    if ndim == 2 and arr.ndim == 1:
+        raise ValueError(
+            f"{name} must be 2-D of shape (n_samples, n_features); got a 1-D array of shape "
+            f"{arr.shape}. Reshape with X.reshape(-1, 1) for a single feature."
+        )
+    if arr.ndim != ndim:
+        raise ValueError(f"{name} must be {ndim}-D; got shape {arr.shape}")
+    if not allow_empty and arr.shape[0] == 0:
+        raise ValueError(f"{name} has no rows; at least one sample is required")
+    if ndim == 2 and arr.shape[1] == 0:
+        raise ValueError(f"{name} has no columns; at least one feature is required")
+    if not np.all(np.isfinite(arr)):
+        bad = int(np.sum(~np.isfinite(arr)))
+        raise ValueError(f"{name} contains {bad} NaN or infinite value(s); remove or impute them")
+    return arr
+
+
+def check_X_y(X, y):
+    """Check a training pair: 2-D finite X, 1-D y without NaN, equal lengths."""
+    X = check_array(X, "X")
+    y = np.asarray(y)
+    if y.ndim == 2 and y.shape[1] == 1:
+        y = y.ravel()
+    if y.ndim != 1:
+        raise ValueError(f"y must be 1-D of shape (n_samples,); got shape {y.shape}")
+    if y.shape[0] != X.shape[0]:
+        raise ValueError(
+            f"X and y have different lengths: X has {X.shape[0]} rows, y has {y.shape[0]}"
+        )
+    if y.dtype.kind in "fc" and not np.all(np.isfinite(y)):
+        raise ValueError("y contains NaN or infinite values")
+    return X, y.copy()
+
+
+def check_binary_labels(y):
+    """Map two arbitrary labels to -1/+1. Returns ``(classes, y_pm)``; ``classes[1]`` is +1."""
+    classes = np.unique(y)
+    if classes.size < 2:
+        raise ValueError(
+            f"classification requires at least 2 classes in y; got {classes.size} "
+            f"({classes.tolist()})"
+        )
+    if classes.size > 2:
+        raise ValueError(
+            f"this classifier is binary and needs exactly 2 classes; got {classes.size}: "
+            f"{classes.tolist()[:10]}"
+        )
+    y_pm = np.where(y == classes[1], 1.0, -1.0)
+    return classes, y_pm
+
+
+def check_classes(y, min_classes=2):
+    """Return ``(classes, y_index)`` for labels of any type, with ``y_index`` in 0..C-1."""
+    classes, y_index = np.unique(y, return_inverse=True)
+    if classes.size < min_classes:
+        raise ValueError(
+            f"classification requires at least {min_classes} classes in y; got "
+            f"{classes.size} ({classes.tolist()})"
+        )
+    return classes, y_index.astype(np.int64)
+
+
+def check_positive(value, name, allow_array=True):
+    """A positive finite scalar (or array of them) as float64."""
+    arr = np.asarray(value, dtype=np.float64)
+    if arr.ndim > 1 or (arr.ndim == 1 and not allow_array):
+        raise ValueError(f"{name} must be a positive scalar; got shape {arr.shape}")
+    if arr.size == 0 or not np.all(np.isfinite(arr)) or np.any(arr <= 0):
+        raise ValueError(f"{name} must be positive and finite; got {value!r}")
+    return arr.copy() if arr.ndim else float(arr)
+
+
+def check_int(value, name, minimum=None, maximum=None):
+    """An integer within ``[minimum, maximum]``."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise ValueError(f"{name} must be an integer; got {value!r}")
+    value = int(value)
+    if minimum is not None and value < minimum:
+        raise ValueError(f"{name} must be >= {minimum}; got {value}")
+    if maximum is not None and value > maximum:
+        raise ValueError(f"{name} must be <= {maximum}; got {value}")
+    return value
+
+
+def check_option(value, name, options):
+    """``value`` must be one of ``options``."""
+    if value not in options:
+        raise ValueError(f"{name} must be one of {list(options)}; got {value!r}")
+    return value
+
+
+def check_lengthscale(lengthscale, n_features, ard):
+    """Broadcast a length-scale to shape (D,) for ARD or check a scalar for isotropic use.
+
+    Returns an ndarray of shape (D,) in both cases: isotropic kernels repeat one value.
+    """
+    ls = np.asarray(lengthscale, dtype=np.float64)
+    if ls.ndim == 0:
+        ls = np.full(n_features, float(ls))
+    elif ls.ndim == 1 and ls.shape[0] == n_features:
+        if not ard and not np.all(ls == ls[0]):
+            raise ValueError(
+                "lengthscale has one value per feature but ard=False; pass ard=True or a scalar"
+            )
+        ls = ls.copy()
+    else:
+        raise ValueError(
+            f"lengthscale must be a scalar or have shape ({n_features},); got shape {ls.shape}"
+        )
+    if not np.all(np.isfinite(ls)) or np.any(ls <= 0):
+        raise ValueError(f"lengthscale must be positive and finite; got {lengthscale!r}")
+    return ls
+
+
+def check_random_state(random_state):
+    """A ``numpy.random.Generator`` from None, an int, or a Generator."""
+    if isinstance(random_state, np.random.Generator):
+        return random_state
+    if random_state is None or isinstance(random_state, (numbers.Integral, np.integer)):
+        return np.random.default_rng(random_state)
+    if isinstance(random_state, np.random.RandomState):
+        return np.random.default_rng(random_state.randint(0, 2**31 - 1))
+    raise ValueError(f"random_state must be None, an int or a numpy Generator; got {random_state!r}")

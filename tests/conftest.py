@@ -1,0 +1,40 @@
+"""Test-suite configuration: benchmark data location, a scratch numba cache, shared helpers."""
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+_SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "datasets"
+
+# Point the library at ../shared/datasets when it exists and the user has not chosen a folder.
+if "SPARSEGP_DATA" not in os.environ and _SHARED_DATA.is_dir():
+    os.environ["SPARSEGP_DATA"] = str(_SHARED_DATA)
+
+
+def data_available(name):
+    """True when ``<SPARSEGP_DATA>/<name>.npz`` exists."""
+    root = os.environ.get("SPARSEGP_DATA")
+    return bool(root) and (Path(root) / f"{name}.npz").is_file()
+
+
+def require_data(name):
+    """Skip the calling test, with a visible reason, when a benchmark data set is absent."""
+    if not data_available(name):
+        pytest.skip(
+            f"benchmark data '{name}.npz' not found: set SPARSEGP_DATA to the folder holding "
+            f"it (../shared/datasets in the development layout)"
+        )
+
+
+@pytest.fixture
+def rng():
+    """A fresh, seeded generator per test (no global seeding)."""
+    return np.random.default_rng(20071203)
+
+
+def readonly(*arrays):
+    """Mark arrays read-only so any estimator that writes into user input fails loudly."""
+    for a in arrays:
+        a.setflags(write=False)
+    return arrays if len(arrays) > 1 else arrays[0]

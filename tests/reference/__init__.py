@@ -1,0 +1,1 @@
+"""Slow, dense O(N^3) reference implementations that the fast code is checked against."""
