@@ -1,0 +1,98 @@
+"""Package-level behaviour: cheap import, lazy public names, the estimator base class."""
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import sparsegp
+from sparsegp._base import BaseEstimator, NotFittedError, clone
+from sparsegp import _validation as v
+
+
+def test_import_does_not_load_plotting_or_estimators():
+    code = ("import sys, sparsegp; "
+            "bad = [m for m in ('matplotlib', 'matplotlib.pyplot', 'sparsegp.plotting', "
+            "'sparsegp.classification._gfitc') if m in sys.modules]; "
+            "print(','.join(bad))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True, env={**os.environ, "PYTHONWARNINGS": ""})
+    assert out.stdout.strip() == ""
+
+
+def test_public_names_resolve_lazily():
+    for name in sparsegp.__all__:
+        if name == "__version__":
+            continue
+        assert getattr(sparsegp, name) is not None
+    with pytest.raises(AttributeError, match="no attribute"):
+        sparsegp.NotAThing  # noqa: B018
+
+
+class _Toy(BaseEstimator):
+    def __init__(self, alpha=1.0, beta="x", gamma=None):
+        self.alpha = alpha
+        self.beta = beta
+        self.gamma = gamma
+
+
+def test_get_set_params_roundtrip_and_clone():
+    est = _Toy(alpha=2.0)
+    assert est.get_params() == {"alpha": 2.0, "beta": "x", "gamma": None}
+    assert est.set_params(beta="y") is est and est.beta == "y"
+    with pytest.raises(ValueError, match="invalid parameter 'delta'"):
+        est.set_params(delta=1)
+    twin = clone(est)
+    assert twin is not est and twin.get_params() == est.get_params()
+    assert repr(est) == "_Toy(alpha=2.0, beta='y')"
+    with pytest.raises(NotFittedError, match="not fitted"):
+        est._check_is_fitted("coef_")
+
+
+def test_check_array_copies_and_rejects_bad_input():
+    X = np.arange(6.0).reshape(3, 2)
+    out = v.check_array(X)
+    assert out is not X and out.flags.c_contiguous and out.dtype == np.float64
+    out[0, 0] = 99
+    assert X[0, 0] == 0
+    with pytest.raises(ValueError, match="NaN or infinite"):
+        v.check_array([[1.0, np.nan]])
+    with pytest.raises(ValueError, match="2-D"):
+        v.check_array(np.ones(3))
+    with pytest.raises(ValueError, match="different lengths"):
+        v.check_X_y(np.ones((3, 2)), np.ones(4))
+
+
+def test_label_and_parameter_checks():
+    classes, y = v.check_binary_labels(np.array(["b", "a", "b"]))
+    assert list(classes) == ["a", "b"] and list(y) == [1.0, -1.0, 1.0]
+    with pytest.raises(ValueError, match="at least 2 classes"):
+        v.check_binary_labels(np.ones(4))
+    with pytest.raises(ValueError, match="exactly 2 classes"):
+        v.check_binary_labels(np.array([0, 1, 2]))
+    with pytest.raises(ValueError, match="variance must be positive"):
+        v.check_positive(-1.0, "variance")
+    np.testing.assert_array_equal(v.check_lengthscale(2.0, 3, ard=False), [2.0, 2.0, 2.0])
+    with pytest.raises(ValueError, match="ard=True"):
+        v.check_lengthscale([1.0, 2.0], 2, ard=False)
+    with pytest.raises(ValueError, match="shape"):
+        v.check_lengthscale([1.0, 2.0], 3, ard=True)
+    with pytest.raises(ValueError, match="must be one of"):
+        v.check_option("bfgs", "optimizer", ("cg", "lbfgs"))
+    g1 = v.check_random_state(3).standard_normal(3)
+    g2 = v.check_random_state(3).standard_normal(3)
+    np.testing.assert_array_equal(g1, g2)
+
+
+def test_inducing_initialisers(rng):
+    from sparsegp.inducing import init_inducing, kmeans_blocks
+    X = rng.standard_normal((50, 2))
+    Z = init_inducing(X, 5, "random", np.random.default_rng(0))
+    assert Z.shape == (5, 2) and all(any(np.all(z == x) for x in X) for z in Z)
+    Zk = init_inducing(X, 5, "kmeans", np.random.default_rng(0))
+    assert Zk.shape == (5, 2) and np.all(np.isfinite(Zk))
+    with pytest.raises(ValueError, match="n_inducing must be <="):
+        init_inducing(X, 51, "random", np.random.default_rng(0))
+    blocks = kmeans_blocks(X, 4, np.random.default_rng(0))
+    assert sorted(np.concatenate(blocks).tolist()) == list(range(50))
