@@ -174,15 +174,20 @@ def dense_ep(K, y, bias=0.0, tol=1e-10, max_sweeps=1000, damping=1.0, order=None
     )
 
 
-def dense_ep_log_evidence(K, y, bias, tau, nu):
-    """log Z_EP for the given sites (RW Algorithm 3.5 form of eq. 3.65, with the bias)."""
-    K = np.asarray(K, dtype=float)
-    tau = np.asarray(tau, dtype=float)
-    nu = np.asarray(nu, dtype=float)
-    Sigma, mu, L, _ = _posterior(K, tau, nu)
+def _site_terms(K, y, bias, tau, nu):
+    """Posterior, cavity precision/mean and log Zhat for given sites."""
+    Sigma, mu, L, _ = _posterior(np.asarray(K, dtype=float), tau, nu)
     tau_c, nu_c = _cavities(Sigma, mu, tau, nu)
     mu_c = nu_c / tau_c
     log_zhat, _, _ = tilted_moments(np.asarray(y, float), mu_c, 1.0 / tau_c, bias)
+    return Sigma, L, tau_c, mu_c, log_zhat
+
+
+def dense_ep_log_evidence(K, y, bias, tau, nu):
+    """log Z_EP for the given sites (RW Algorithm 3.5 form of eq. 3.65, with the bias)."""
+    tau = np.asarray(tau, dtype=float)
+    nu = np.asarray(nu, dtype=float)
+    Sigma, L, tau_c, mu_c, log_zhat = _site_terms(K, y, bias, tau, nu)
     return float(
         np.sum(log_zhat)
         - np.sum(np.log(np.diag(L)))
@@ -197,10 +202,8 @@ def dense_ep_log_evidence_textbook(K, y, bias, tau, nu):
     K = np.asarray(K, dtype=float)
     tau = np.asarray(tau, dtype=float)
     nu = np.asarray(nu, dtype=float)
-    Sigma, mu, _, _ = _posterior(K, tau, nu)
-    tau_c, nu_c = _cavities(Sigma, mu, tau, nu)
-    mu_c, s2_c = nu_c / tau_c, 1.0 / tau_c
-    log_zhat, _, _ = tilted_moments(np.asarray(y, float), mu_c, s2_c, bias)
+    _, _, tau_c, mu_c, log_zhat = _site_terms(K, y, bias, tau, nu)
+    s2_c = 1.0 / tau_c
     mu_site = nu / tau
     term_sites = stats.norm.logpdf(mu_site, loc=mu_c, scale=np.sqrt(s2_c + 1.0 / tau))
     term_prior = stats.multivariate_normal.logpdf(
