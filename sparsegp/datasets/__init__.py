@@ -1,0 +1,38 @@
+"""Synthetic problems and benchmark data readers/converters. Nothing is ever downloaded.
+
+Generators (deterministic given ``random_state``): :func:`make_xor`, :func:`make_gp_classes`,
+:func:`make_regression_1d`. Readers of the ``.npz`` files in ``$SPARSEGP_DATA``:
+:func:`load_dataset` (one train/test split), :func:`load_table` (all rows + metadata),
+:func:`list_datasets`.
+"""
+from ._loaders import (
+    DATA_ENV_VAR,
+    RAETSCH_SETS,
+    DatasetNotFoundError,
+    get_data_home,
+    list_datasets,
+    load_dataset,
+    load_table,
+)
+from ._synthetic import (
+    XOR_BAYES_ERROR,
+    make_gp_classes,
+    make_regression_1d,
+    make_xor,
+    regression_1d_function,
+)
+
+__all__ = [
+    "DATA_ENV_VAR",
+    "RAETSCH_SETS",
+    "XOR_BAYES_ERROR",
+    "DatasetNotFoundError",
+    "get_data_home",
+    "list_datasets",
+    "load_dataset",
+    "load_table",
+    "make_gp_classes",
+    "make_regression_1d",
+    "make_xor",
+    "regression_1d_function",
+]
