@@ -1,0 +1,389 @@
+"""Assumed-density-filtering (ADF) core of the informative vector machine (seed 003, notes §2).
+
+This module is shared by :class:`sparsegp.IVMClassifier` (seed 003) and the stagewise classifier
+of seed 004 (notes §3), which includes sites chosen by another rule through the same kernels.
+
+Model
+-----
+Prior f ~ N(0, K) with K = k_SE + v_b (the SE kernel plus the constant ``bias_variance`` v_b of
+notes §2.7); likelihood Phi(y (f + b)). After including the active set I (in order
+i_0, i_1, ..., i_{k-1}) with Gaussian sites exp(-p_i (f_i - m_i)^2 / 2) the posterior is
+N(h, A), A = (K^-1 + Pi)^-1, h = A Pi m, represented without any n x n matrix as
+
+    B = I + S K_II S = L L^T        (S = Pi_I^(1/2), L lower, k x k)
+    M = L^-1 S K_I.                 (k x n)
+    A = K - M^T M,   diag A = diag K - colsum(M^2),   h = sum_r g_r M[r, :]
+
+State layout (allocated once by :func:`new_state`; all C-contiguous, modified in place)
+-------------------------------------------------------------------------------------
+=============  ====================  ======================================================
+field          shape, dtype          meaning
+=============  ====================  ======================================================
+``Mt``         (n, d_max) float64    M transposed: ``Mt[j, r]`` = M[r, j]; row j of ``Mt`` is
+                                     column j of M, so every per-point dot product is
+                                     contiguous (notes §2.9 layout hint)
+``L``          (d_max, d_max) f8     lower Cholesky factor of B; rows >= k are unused
+``diag_A``     (n,) float64          posterior marginal variances a_jj (clamped at >= 0)
+``h``          (n,) float64          posterior marginal means h_j (latent, without the bias b)
+``count``      (n,) int64            rows of column j of M that are computed; ``diag_A[j]`` and
+                                     ``h[j]`` are exact for the first ``count[j]`` inclusions.
+                                     Columns with ``count[j] < k`` are *lagging* (delayed
+                                     updates, notes §2.4); :func:`adf_catch_up` brings them
+                                     up to date.
+``active``     (d_max,) int64        ``active[r]`` = index of the r-th included point
+``sqrt_p``     (d_max,) float64      sqrt of the site precision p of row r
+``site_mean``  (d_max,) float64      site mean m of row r
+``g``          (d_max,) float64      mean step of row r: h += g_r * M[r, :]
+                                     (g_r = alpha~_r / sqrt(eta_r), 0 when p_r = 0)
+``is_active``  (n,) bool             True for included points
+``k``          (1,) int64            number of inclusions so far (``k[0]``)
+=============  ====================  ======================================================
+
+:class:`ADFState` is a ``NamedTuple`` of exactly these fields in this order, so Python code
+calls the kernels as ``adf_include(X, variance, lengthscale, bias_variance, *state, i, p, m,
+cols, work)``.
+
+Contract (for the IVM and for the stagewise classifier of seed 004)
+------------------------------------------------------------------
+* Kernel parameters ``(X, variance, lengthscale, bias_variance)`` lead every kernel that
+  needs kernel values: ``X`` (n, D) C-contiguous float64, ``variance`` s2 > 0,
+  ``lengthscale`` (D,) float64 (isotropic models repeat one value), ``bias_variance`` v_b >= 0.
+  The kernel column k(X, x_i) + v_b is computed inside (O(n D)); nothing n x n is formed.
+  Changing any kernel parameter invalidates the state: call :func:`reset_state`.
+* Site parameters are ARBITRARY: :func:`adf_include` / :func:`adf_include_column` take any
+  (p_i >= 0, m_i). The moment-matched ADF values of seed 003 eq. 2 come from
+  :func:`probit_site` (h_i, a_ii, y_i, b) -> (p, m, alpha, nu, log_z); seed 004's
+  site-parameter optimisation may pass its own.
+* ``cols`` (int64 array) lists the columns (data points) whose M entries, ``diag_A`` and ``h``
+  an inclusion must update. Pass ``np.arange(n)`` for the exact full posterior (full greedy
+  selection, the stagewise classifier); pass the selection index J for the randomized greedy
+  scheme, leaving the other columns lagging. Every kernel first catches up the columns it
+  touches, so a lagging column is never used stale.
+* Costs: :func:`adf_include` O(|cols| (k + D)) plus catch-up work; each (row, column) entry of M
+  is computed at most once over a whole run, so full greedy costs O(n d^2) in total.
+* Look-ahead (seed 004 eq. 7): :func:`adf_cov_column` gives A[:, i] (= k~_{., i}) for the
+  columns in ``cols`` without changing the posterior; a candidate's effect on the posterior is
+  h' = h + alpha~ A[:, i], diag A' = diag A - eta A[:, i]^2 with eta = p / (1 + p a_ii),
+  alpha~ = eta (m - h_i) (:func:`site_step`). Having chosen i, pass the same column to
+  :func:`adf_include_column` to avoid recomputing it.
+* Inclusion of an already included point, or beyond ``d_max``, is the caller's error; the
+  kernels return ``-1.0`` for eta in that case and change nothing.
+
+References: seed 003 eqs. 2-3; seed 004 eqs. 2-3 and 7; notes §2.1, §2.2, §2.4, §2.9, §3.2.
+"""
+import math
+from typing import NamedTuple
+
+import numba
+import numpy as np
+
+from ._jit import jit
+from .probit import probit_tilted
+
+
+class ADFState(NamedTuple):
+    """The in-place state of the ADF core (see the module docstring for every field)."""
+
+    Mt: np.ndarray
+    L: np.ndarray
+    diag_A: np.ndarray
+    h: np.ndarray
+    count: np.ndarray
+    active: np.ndarray
+    sqrt_p: np.ndarray
+    site_mean: np.ndarray
+    g: np.ndarray
+    is_active: np.ndarray
+    k: np.ndarray
+
+
+def new_state(n, d_max, variance, bias_variance=0.0):
+    """Allocate an empty state (prior: h = 0, diag A = s2 + v_b) for n points, d_max sites.
+
+    The ``Mt`` buffer (n * d_max float64) dominates the memory, as in seed 003 §3; it is
+    allocated with ``np.empty`` so pages are touched only as rows are filled.
+    """
+    state = ADFState(
+        Mt=np.empty((n, d_max)),
+        L=np.zeros((d_max, d_max)),
+        diag_A=np.empty(n),
+        h=np.empty(n),
+        count=np.empty(n, dtype=np.int64),
+        active=np.empty(d_max, dtype=np.int64),
+        sqrt_p=np.empty(d_max),
+        site_mean=np.empty(d_max),
+        g=np.empty(d_max),
+        is_active=np.empty(n, dtype=np.bool_),
+        k=np.zeros(1, dtype=np.int64),
+    )
+    return reset_state(state, variance, bias_variance)
+
+
+def reset_state(state, variance, bias_variance=0.0):
+    """Empty the active set of ``state`` in place (prior of the given kernel); returns it."""
+    state.diag_A[:] = float(variance) + float(bias_variance)
+    state.h[:] = 0.0
+    state.count[:] = 0
+    state.is_active[:] = False
+    state.k[0] = 0
+    state.L[:] = 0.0
+    state.active[:] = -1
+    return state
+
+
+def active_sites(state):
+    """Copies of (active indices, site precisions p, site means m, L[:k, :k]) of a state."""
+    k = int(state.k[0])
+    return (state.active[:k].copy(), state.sqrt_p[:k] ** 2, state.site_mean[:k].copy(),
+            state.L[:k, :k].copy())
+
+
+# ------------------------------------------------------------------------------------------
+# moment matching and site algebra (O(1))
+
+
+@jit
+def probit_site(y_i, h_i, a_ii, bias):
+    """Moment-matched ADF site for including point i (seed 003 eq. 2, notes §2.1).
+
+    The cavity of an ADF inclusion is the current marginal N(h_i, a_ii) (site i is still 0).
+
+    Returns
+    -------
+    p : float
+        Site precision nu / (1 - a_ii nu) >= 0 (0 when nu underflows, i.e. the point is
+        classified with certainty and its site carries no information).
+    m : float
+        Site mean h_i + alpha / nu (h_i when p = 0).
+    alpha, nu : float
+        d log Z / d h_i and -d^2 log Z / d h_i^2 of Z = E[Phi(y_i (f_i + b))] (notes §0.4).
+    log_z : float
+        log Phi(y_i (h_i + b) / sqrt(1 + a_ii)).
+    """
+    log_z, alpha, nu = probit_tilted(y_i, h_i, a_ii, bias)
+    if not (nu > 0.0):
+        return 0.0, h_i, alpha, 0.0, log_z
+    p = nu / (1.0 - a_ii * nu)
+    m = h_i + alpha / nu
+    return p, m, alpha, nu, log_z
+
+
+@jit
+def site_step(p_i, m_i, h_i, a_ii):
+    """(eta, alpha~) of including a site (p_i, m_i) at a point with marginal (h_i, a_ii).
+
+    eta = p / (1 + p a_ii), alpha~ = eta (m - h_i); the posterior moves by
+    h += alpha~ A[:, i], A -= eta A[:, i] A[i, :] (seed 004 eq. 7, notes §3.2). With the
+    moment-matched site of :func:`probit_site`, eta = nu and alpha~ = alpha exactly.
+    """
+    eta = p_i / (1.0 + p_i * a_ii)
+    return eta, eta * (m_i - h_i)
+
+
+# ------------------------------------------------------------------------------------------
+# small leaves
+
+
+@jit
+def _dot(a, b, n):
+    """sum_{q < n} a[q] b[q] with four partial sums (breaks the add latency chain)."""
+    s0 = 0.0
+    s1 = 0.0
+    s2 = 0.0
+    s3 = 0.0
+    q = 0
+    while q + 4 <= n:
+        s0 += a[q] * b[q]
+        s1 += a[q + 1] * b[q + 1]
+        s2 += a[q + 2] * b[q + 2]
+        s3 += a[q + 3] * b[q + 3]
+        q += 4
+    while q < n:
+        s0 += a[q] * b[q]
+        q += 1
+    return (s0 + s1) + (s2 + s3)
+
+
+@jit
+def kernel_value(X, a, b, variance, inv_ls, bias_variance):
+    """k(x_a, x_b) = s2 exp(-|(x_a - x_b) / l|^2 / 2) + v_b; ``inv_ls`` = 1 / lengthscale."""
+    s = 0.0
+    for t in range(X.shape[1]):
+        u = (X[a, t] - X[b, t]) * inv_ls[t]
+        s += u * u
+    return variance * math.exp(-0.5 * s) + bias_variance
+
+
+@jit
+def _catch_up_one(j, X, variance, inv_ls, bias_variance, Mt, L, diag_A, h, count, active,
+                  sqrt_p, g, k):
+    """Bring column j of M (and diag_A[j], h[j]) from ``count[j]`` rows to k rows.
+
+    Row r is forward substitution in L M = S K_I. (notes §2.4):
+    M[r, j] = (sqrt(p_r) k(x_j, x_{i_r}) - sum_{q<r} L[r, q] M[q, j]) / L[r, r].
+    """
+    c = count[j]
+    if c >= k:
+        return
+    da = diag_A[j]
+    hj = h[j]
+    for r in range(c, k):
+        kv = kernel_value(X, j, active[r], variance, inv_ls, bias_variance)
+        mu = (sqrt_p[r] * kv - _dot(L[r], Mt[j], r)) / L[r, r]
+        Mt[j, r] = mu
+        da -= mu * mu
+        hj += g[r] * mu
+    # Marginal variances are >= 0 in exact arithmetic; round-off can cross zero after many
+    # subtractions (seed 004 §3 remarks on it), so clamp.
+    diag_A[j] = da if da > 0.0 else 0.0
+    h[j] = hj
+    count[j] = k
+
+
+# ------------------------------------------------------------------------------------------
+# public kernels
+
+
+@jit(parallel=True)
+def adf_catch_up(X, variance, lengthscale, bias_variance, Mt, L, diag_A, h, count, active,
+                 sqrt_p, site_mean, g, is_active, k, cols):
+    """Bring every column listed in ``cols`` (int64 (c,)) up to the current k inclusions.
+
+    Afterwards ``diag_A[cols]`` and ``h[cols]`` are the exact current posterior marginals.
+    Each (row, column) entry is computed once over a run (delayed updates, notes §2.4).
+    O(sum over cols of (k - count[j]) (k + D)); parallel over columns.
+    """
+    kk = k[0]
+    inv_ls = 1.0 / lengthscale
+    for t in numba.prange(cols.shape[0]):
+        _catch_up_one(cols[t], X, variance, inv_ls, bias_variance, Mt, L, diag_A, h, count,
+                      active, sqrt_p, g, kk)
+
+
+@jit(parallel=True)
+def adf_cov_column(X, variance, lengthscale, bias_variance, Mt, L, diag_A, h, count, active,
+                   sqrt_p, site_mean, g, is_active, k, i, cols, out):
+    """Posterior covariance column: ``out[j] = A[j, i]`` for every j in ``cols``.
+
+    A[j, i] = K[j, i] - sum_r M[r, j] M[r, i] (= k~_{j,i} of seed 004 eq. 7); column i and
+    the columns in ``cols`` are caught up first (which changes no posterior value, only
+    fills the lagging rows of M). Entries of ``out`` outside ``cols`` are not touched.
+    ``out`` has shape (n,). O(|cols| (k + D)) plus catch-up.
+    """
+    kk = k[0]
+    inv_ls = 1.0 / lengthscale
+    _catch_up_one(i, X, variance, inv_ls, bias_variance, Mt, L, diag_A, h, count, active,
+                  sqrt_p, g, kk)
+    for t in numba.prange(cols.shape[0]):
+        j = cols[t]
+        _catch_up_one(j, X, variance, inv_ls, bias_variance, Mt, L, diag_A, h, count,
+                      active, sqrt_p, g, kk)
+        kv = kernel_value(X, j, i, variance, inv_ls, bias_variance)
+        out[j] = kv - _dot(Mt[j], Mt[i], kk)
+    return out
+
+
+@jit(parallel=True)
+def adf_include_column(Mt, L, diag_A, h, count, active, sqrt_p, site_mean, g, is_active, k,
+                       i, p_i, m_i, acol, cols):
+    """Include point i with site (p_i, m_i), given its covariance column ``acol`` = A[:, i].
+
+    ``acol`` (n,) must hold A[j, i] for every j in ``cols`` and for j = i, computed from the
+    current state (:func:`adf_cov_column` with the same ``cols``); every column in ``cols``
+    and column i must be up to date (they are, right after that call). Appends row k of L,
+    [sqrt(p) M[:, i]^T, sqrt(1 + p a_ii)], and row k of M, mu = sqrt(eta) A[:, i]
+    (seed 003 eq. 3 with mu = sqrt(nu) A[:, i], notes §2.2), then for j in ``cols``:
+    diag_A[j] -= mu_j^2, h[j] += alpha~ A[j, i]. Columns outside ``cols`` lag by one row.
+
+    Returns
+    -------
+    eta, alpha_tilde : float
+        :func:`site_step` of the inclusion; ``(-1.0, 0.0)`` (and nothing changed) when i is
+        already active, the buffer is full, column i is stale or p_i < 0 / not finite.
+    """
+    kk = k[0]
+    if (is_active[i] or kk >= L.shape[0] or count[i] != kk or not (p_i >= 0.0)
+            or not math.isfinite(p_i) or not math.isfinite(m_i)):
+        return -1.0, 0.0
+    a_ii = diag_A[i]
+    h_i = h[i]
+    eta, alpha_t = site_step(p_i, m_i, h_i, a_ii)
+    sp = math.sqrt(p_i)
+    lam = math.sqrt(1.0 + p_i * a_ii)
+    for q in range(kk):
+        L[kk, q] = sp * Mt[i, q]
+    L[kk, kk] = lam
+    se = math.sqrt(eta)
+    # h += alpha~ A[:, i] = (alpha~ / sqrt(eta)) mu; a zero site leaves h unchanged
+    gk = alpha_t / se if eta > 0.0 else 0.0
+    active[kk] = i
+    sqrt_p[kk] = sp
+    site_mean[kk] = m_i
+    g[kk] = gk
+    is_active[i] = True
+    for t in numba.prange(cols.shape[0]):
+        j = cols[t]
+        if count[j] != kk:
+            continue
+        mu = se * acol[j]
+        Mt[j, kk] = mu
+        da = diag_A[j] - mu * mu
+        diag_A[j] = da if da > 0.0 else 0.0
+        h[j] += gk * mu
+        count[j] = kk + 1
+    if count[i] == kk:  # i not in cols: still write its own row entry (cheap, O(1))
+        mu = se * acol[i]
+        Mt[i, kk] = mu
+        da = diag_A[i] - mu * mu
+        diag_A[i] = da if da > 0.0 else 0.0
+        h[i] += gk * mu
+        count[i] = kk + 1
+    k[0] = kk + 1
+    return eta, alpha_t
+
+
+@jit
+def adf_include(X, variance, lengthscale, bias_variance, Mt, L, diag_A, h, count, active,
+                sqrt_p, site_mean, g, is_active, k, i, p_i, m_i, cols, work):
+    """Include point i with site (p_i, m_i) into the active set, updating ``cols``.
+
+    :func:`adf_cov_column` into ``work`` ((n,) scratch, overwritten) followed by
+    :func:`adf_include_column`; O(|cols| (k + D)) plus catch-up. Use ``cols = arange(n)``
+    for the exact posterior everywhere. For the moment-matched ADF site of seed 003 eq. 2,
+    first catch up column i and take ``p_i, m_i`` from
+    ``probit_site(y[i], h[i], diag_A[i], bias)``.
+
+    Returns
+    -------
+    eta, alpha_tilde : float
+        As :func:`adf_include_column` (eta = -1.0 when the inclusion was refused).
+    """
+    kk = k[0]
+    if is_active[i] or kk >= L.shape[0]:
+        return -1.0, 0.0
+    adf_cov_column(X, variance, lengthscale, bias_variance, Mt, L, diag_A, h, count, active,
+                   sqrt_p, site_mean, g, is_active, k, i, cols, work)
+    # A[i, i] itself (cols may not contain i); identical to diag_A[i] up to round-off
+    work[i] = diag_A[i]
+    return adf_include_column(Mt, L, diag_A, h, count, active, sqrt_p, site_mean, g,
+                              is_active, k, i, p_i, m_i, work, cols)
+
+
+@jit
+def adf_include_probit(X, variance, lengthscale, bias_variance, Mt, L, diag_A, h, count,
+                       active, sqrt_p, site_mean, g, is_active, k, i, y_i, bias, cols, work):
+    """Moment-matched ADF inclusion of point i with label y_i in {-1, +1} (seed 003 eqs. 2-3).
+
+    Catches up column i, computes (p, m) by :func:`probit_site` from its current marginal,
+    and calls :func:`adf_include`. Returns ``(p, m, log_z)``; ``p = -1.0`` when refused.
+    """
+    kk = k[0]
+    if is_active[i] or kk >= L.shape[0]:
+        return -1.0, 0.0, 0.0
+    inv_ls = 1.0 / lengthscale
+    _catch_up_one(i, X, variance, inv_ls, bias_variance, Mt, L, diag_A, h, count, active,
+                  sqrt_p, g, kk)
+    p, m, alpha, nu, log_z = probit_site(y_i, h[i], diag_A[i], bias)
+    adf_include(X, variance, lengthscale, bias_variance, Mt, L, diag_A, h, count, active,
+                sqrt_p, site_mean, g, is_active, k, i, p, m, cols, work)
+    return p, m, log_z

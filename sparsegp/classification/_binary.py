@@ -1,0 +1,452 @@
+"""Pieces shared by the binary probit GP classifiers (``EPClassifier``, ``GFITCClassifier``).
+
+What lives here, and how a classifier uses it:
+
+``_BinaryGPClassifierMixin``
+    Mix into a :class:`sparsegp._base.BaseEstimator` subclass whose constructor has the shared
+    arguments ``lengthscale, variance, bias, ard, jitter, optimize, optimizer, max_iter,
+    n_restarts, ep_tol, max_sweeps, damping, random_state, verbose``.  It provides
+
+    * ``_validate_binary_fit(X, y)`` -> ``(X, y_pm, hyper)``: call first thing in ``fit``.  Checks
+      X/y and every shared constructor argument (clear ``ValueError`` naming the argument), sets
+      ``classes_`` and ``n_features_in_``, maps labels to y_pm in {-1, +1} with ``classes_[1]`` ->
+      +1, and returns a :class:`HyperParams` (``variance`` float, ``lengthscale`` ndarray (D,) —
+      isotropic models repeat one value —, ``bias``, ``ard``, ``rng`` the estimator's Generator).
+    * ``_set_hyper_attributes(variance, lengthscale, bias)``: sets ``variance_``, ``bias_`` and
+      ``lengthscale_`` (a float when ``ard=False``, an ndarray (D,) when ``ard=True``).
+    * ``_gradient_dict(g_variance, g_lengthscale, g_bias, **extra)``: the
+      ``log_evidence_gradient_`` dict in natural parameters; ``g_lengthscale`` (D,) is summed for
+      isotropic models; extra keys (e.g. ``inducing_points=...``) are added as given.
+    * ``_warn_ep_not_converged(n_sweeps, max_change)``: the ``ConvergenceWarning`` text.
+    * Prediction: the subclass implements ``_predict_latent(X)`` on a checked float64 array and
+      returns ``(mean, var)`` of f*; the mixin supplies ``predict_latent``, ``decision_function``
+      (the probit argument (mean + bias_) / sqrt(1 + var), positive -> ``classes_[1]``),
+      ``predict_proba`` ((n, 2), columns ordered as ``classes_``) and ``predict``.
+
+Parameter packing (log space for the optimiser): ``theta = [log s2, log l (1 value, or D with
+ARD), bias, *extra]`` where ``extra`` is an optional flat block (GFITC: the inducing inputs
+``Z.ravel()``).  ``pack_theta``, ``unpack_theta`` and ``theta_gradient`` (chain rule from the
+natural-parameter gradient: d/dlog p = p d/dp) convert between the two.
+
+Optimiser driver: ``maximize_evidence(evaluate, theta0, ...)`` runs scipy's ``CG`` (default,
+``max_iter`` iterations as in seed 000 §5) or ``L-BFGS-B`` on ``-log Z``, passes the state of
+the previous evaluation back in for EP warm starts, turns failures inside ``evaluate`` (a Cholesky
+failure, NaN) into ``log Z = -inf``, runs ``n_restarts`` extra starts drawn around ``theta0`` with
+the estimator's Generator and keeps the best evidence.  ``verbose`` prints
+``"iter k: log evidence ..."`` per optimiser iteration.
+
+Probabilities: ``probit_proba(mean, var, bias)`` = Phi((mean + bias) / sqrt(1 + var)) (notes
+§1.7, with the erratum that the bias belongs inside).
+"""
+import warnings
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import linalg as sla
+from scipy import optimize, special
+
+from .._validation import (
+    check_array,
+    check_binary_labels,
+    check_int,
+    check_lengthscale,
+    check_option,
+    check_positive,
+    check_random_state,
+    check_X_y,
+)
+from ..exceptions import ConvergenceWarning
+
+__all__ = [
+    "HyperParams",
+    "EvidenceOptimum",
+    "_BinaryGPClassifierMixin",
+    "pack_theta",
+    "unpack_theta",
+    "theta_gradient",
+    "maximize_evidence",
+    "probit_proba",
+    "OPTIMIZERS",
+]
+
+#: Accepted values of the ``optimizer`` argument and the scipy method each maps to.
+OPTIMIZERS = {"cg": "CG", "lbfgs": "L-BFGS-B", "l-bfgs-b": "L-BFGS-B"}
+
+#: Standard deviation of the log-parameter perturbation for random restarts.
+RESTART_SCALE = 1.0
+
+#: Exceptions that mean "these hyper-parameters are numerically unusable" inside an objective.
+_NUMERICAL_ERRORS = (np.linalg.LinAlgError, sla.LinAlgError, FloatingPointError,
+                     ZeroDivisionError, OverflowError)
+
+
+@dataclass
+class HyperParams:
+    """Validated shared hyper-parameters (natural scale) and options of a binary classifier."""
+
+    variance: float
+    lengthscale: np.ndarray  # (D,)
+    bias: float
+    ard: bool
+    jitter: float
+    optimize: bool
+    optimizer: str
+    max_iter: int
+    n_restarts: int
+    ep_tol: float
+    max_sweeps: int
+    damping: float
+    rng: np.random.Generator
+
+
+# ----------------------------------------------------------------------------------------------
+# parameter packing
+
+
+def pack_theta(variance, lengthscale, bias, ard, extra=None):
+    """Log-space parameter vector ``[log s2, log l..., bias, *extra]``.
+
+    Parameters
+    ----------
+    variance : float
+    lengthscale : ndarray of shape (D,)
+        Only the first entry is used when ``ard`` is False.
+    bias : float
+    ard : bool
+    extra : ndarray, optional
+        Unconstrained block appended as is (flattened).
+
+    Returns
+    -------
+    theta : ndarray of shape (2 + (D if ard else 1) + extra.size,)
+    """
+    ls = np.atleast_1d(np.asarray(lengthscale, dtype=np.float64))
+    log_ls = np.log(ls) if ard else np.log(ls[:1])
+    parts = [[np.log(variance)], log_ls, [bias]]
+    if extra is not None:
+        parts.append(np.asarray(extra, dtype=np.float64).ravel())
+    return np.concatenate(parts).astype(np.float64)
+
+
+def unpack_theta(theta, n_features, ard):
+    """Inverse of :func:`pack_theta`.
+
+    Returns
+    -------
+    variance : float
+    lengthscale : ndarray of shape (D,)
+        Isotropic models repeat the single value.
+    bias : float
+    extra : ndarray
+        The remaining (flat) entries, possibly empty; reshape it yourself.
+    """
+    theta = np.asarray(theta, dtype=np.float64)
+    n_ls = n_features if ard else 1
+    variance = float(np.exp(theta[0]))
+    ls = np.exp(theta[1:1 + n_ls])
+    lengthscale = ls.copy() if ard else np.full(n_features, ls[0])
+    bias = float(theta[1 + n_ls])
+    extra = theta[2 + n_ls:].copy()
+    return variance, lengthscale, bias, extra
+
+
+def theta_gradient(g_variance, g_lengthscale, g_bias, variance, lengthscale, ard, g_extra=None):
+    """Gradient w.r.t. :func:`pack_theta`'s vector from natural-parameter derivatives.
+
+    ``g_lengthscale`` is the per-dimension derivative (D,) (summed here for isotropic models,
+    whose single l is shared by every dimension); log parameters get p * d/dp.
+    """
+    g_ls = np.asarray(g_lengthscale, dtype=np.float64)
+    ls = np.asarray(lengthscale, dtype=np.float64)
+    if ard:
+        g_log_ls = g_ls * ls
+    else:
+        g_log_ls = np.array([np.sum(g_ls) * ls[0]])
+    parts = [[g_variance * variance], g_log_ls, [g_bias]]
+    if g_extra is not None:
+        parts.append(np.asarray(g_extra, dtype=np.float64).ravel())
+    return np.concatenate(parts).astype(np.float64)
+
+
+# ----------------------------------------------------------------------------------------------
+# optimiser driver
+
+
+@dataclass
+class EvidenceOptimum:
+    """Outcome of :func:`maximize_evidence`.
+
+    Attributes
+    ----------
+    theta : ndarray
+        The best parameter vector found (highest evidence evaluated over all starts).
+    log_evidence : float
+        Its log evidence (``-inf`` if every evaluation failed).
+    state : object
+        What ``evaluate`` returned as state at ``theta`` (e.g. EP sites for a warm final fit).
+    n_iter : int
+        Optimiser iterations of the start that produced ``theta``.
+    n_evaluations : int
+        Objective evaluations over all starts.
+    start_log_evidence : list of float
+        Best log evidence of each start (the first is ``theta0``).
+    """
+
+    theta: np.ndarray
+    log_evidence: float
+    state: object
+    n_iter: int
+    n_evaluations: int
+    start_log_evidence: list
+
+
+def maximize_evidence(evaluate, theta0, optimizer="cg", max_iter=20, n_restarts=0, rng=None,
+                      perturb=None, n_log_params=None, verbose=False, label="evidence"):
+    """Maximise an evidence over ``theta`` with warm-started evaluations and random restarts.
+
+    Parameters
+    ----------
+    evaluate : callable ``evaluate(theta, warm_state) -> (log_evidence, grad, state)``
+        ``grad`` is d log_evidence / d theta (same shape as theta); ``state`` is anything the
+        next evaluation may start from (EP site parameters); ``warm_state`` is the state of the
+        previous evaluation of the same start, or None at the start.  Numerical failures
+        (``LinAlgError``, ``FloatingPointError``, non-finite output) count as ``-inf`` evidence.
+    theta0 : ndarray
+        Starting point of the first run (see :func:`pack_theta`).
+    optimizer : {"cg", "lbfgs"}
+        scipy ``CG`` or ``L-BFGS-B``.
+    max_iter : int
+        Optimiser iterations per start (seed 000 uses 20 CG iterations).
+    n_restarts : int
+        Extra starts; start k draws ``perturb(theta0, rng)`` (default: the first ``n_log_params``
+        entries — the log-parameters — plus independent N(0, RESTART_SCALE**2) draws; the bias
+        and any extra block unchanged).
+    rng : numpy.random.Generator
+    perturb : callable ``perturb(theta0, rng) -> theta``, optional
+        Custom restart sampler (e.g. GFITC: also re-draw the inducing inputs).
+    n_log_params : int, optional
+        Number of leading log-parameters in theta (1 + number of length-scales); default
+        ``theta0.size - 1``, right for ``[log s2, log l.., bias]`` without an extra block.
+    verbose : bool
+        Print ``"iter k: log evidence ..."`` after each optimiser iteration.
+    label : str
+        Prefix for verbose lines.
+
+    Returns
+    -------
+    EvidenceOptimum
+    """
+    method = OPTIMIZERS[optimizer]
+    rng = np.random.default_rng() if rng is None else rng
+    theta0 = np.asarray(theta0, dtype=np.float64)
+    n_log = theta0.size - 1 if n_log_params is None else int(n_log_params)
+    starts = [theta0]
+    for _ in range(n_restarts):
+        if perturb is not None:
+            starts.append(np.asarray(perturb(theta0, rng), dtype=np.float64))
+        else:
+            start = theta0.copy()
+            start[:n_log] += RESTART_SCALE * rng.standard_normal(n_log)
+            starts.append(start)
+
+    best = None
+    n_evals = 0
+    start_values = []
+    for k, start in enumerate(starts):
+        run = _Run(evaluate)
+        if verbose:
+            print(f"[{label}] start {k}: theta = {np.array2string(start, precision=4)}")
+        run.fun(start)  # first evaluation also provides the initial best
+        it = [0]
+
+        def callback(xk, *args, run=run, it=it):
+            it[0] += 1
+            if verbose:
+                print(f"[{label}] iter {it[0]}: log evidence {run.value_at(xk):.6f}")
+
+        try:
+            with warnings.catch_warnings():
+                # the line search may probe -inf (failed) points; scipy warns about them
+                warnings.simplefilter("ignore", RuntimeWarning)
+                res = optimize.minimize(run.fun, start, jac=True, method=method,
+                                        callback=callback, options={"maxiter": max_iter})
+            n_iter = int(res.nit)
+        except _NUMERICAL_ERRORS + (ValueError,):
+            n_iter = it[0]
+        n_evals += run.n_evals
+        start_values.append(run.best_value)
+        if verbose:
+            print(f"[{label}] start {k} done: best log evidence {run.best_value:.6f}")
+        if best is None or run.best_value > best.log_evidence:
+            best = EvidenceOptimum(run.best_theta, run.best_value, run.best_state, n_iter, 0,
+                                   [])
+    best.n_evaluations = n_evals
+    best.start_log_evidence = start_values
+    return best
+
+
+class _Run:
+    """Objective wrapper of one optimiser start: warm state, failure handling, best point."""
+
+    def __init__(self, evaluate):
+        self.evaluate = evaluate
+        self.state = None
+        self.best_value = -np.inf
+        self.best_theta = None
+        self.best_state = None
+        self.n_evals = 0
+        self._cache = {}
+
+    def fun(self, theta):
+        theta = np.array(theta, dtype=np.float64)
+        self.n_evals += 1
+        try:
+            with np.errstate(over="raise", invalid="raise", divide="raise"):
+                value, grad, state = self.evaluate(theta, self.state)
+            value = float(value)
+            grad = np.asarray(grad, dtype=np.float64)
+            ok = np.isfinite(value) and np.all(np.isfinite(grad))
+        except _NUMERICAL_ERRORS:
+            ok = False
+        if self.best_theta is None:
+            self.best_theta = theta.copy()
+        if not ok:
+            self._cache[theta.tobytes()] = -np.inf
+            # a huge but finite objective keeps scipy's line searches backtracking cleanly
+            return 1e300, np.zeros_like(theta)
+        self.state = state
+        self._cache[theta.tobytes()] = value
+        if value > self.best_value:
+            self.best_value, self.best_theta, self.best_state = value, theta.copy(), state
+        return -value, -grad
+
+    def value_at(self, theta):
+        return self._cache.get(np.asarray(theta, dtype=np.float64).tobytes(), np.nan)
+
+
+# ----------------------------------------------------------------------------------------------
+# predictions
+
+
+def probit_proba(mean, var, bias):
+    """p(y* = +1 | x*) = Phi((mean + bias) / sqrt(1 + var)), shape of ``mean``."""
+    return special.ndtr((np.asarray(mean) + bias) / np.sqrt(1.0 + np.asarray(var)))
+
+
+class _BinaryGPClassifierMixin:
+    """Label handling, shared validation, hyper-parameter attributes and predictions.
+
+    See the module docstring for the contract; subclasses implement ``_predict_latent``.
+    """
+
+    _fitted_attribute = "log_evidence_"
+
+    # -- fit helpers -----------------------------------------------------------------------
+
+    def _validate_binary_fit(self, X, y):
+        """Check X, y and the shared constructor arguments; return ``(X, y_pm, HyperParams)``."""
+        X, y = check_X_y(X, y)
+        classes, y_pm = check_binary_labels(y)
+        D = X.shape[1]
+        variance = float(check_positive(self.variance, "variance", allow_array=False))
+        if not isinstance(self.ard, (bool, np.bool_)):
+            raise ValueError(f"ard must be True or False; got {self.ard!r}")
+        lengthscale = check_lengthscale(self.lengthscale, D, bool(self.ard))
+        bias = self.bias
+        if isinstance(bias, (bool, np.bool_)) or not np.isscalar(bias) \
+                or not np.isfinite(float(bias)):
+            raise ValueError(f"bias must be a finite real number; got {bias!r}")
+        jitter = self.jitter
+        if isinstance(jitter, (bool, np.bool_)) or not np.isscalar(jitter) \
+                or not np.isfinite(float(jitter)) or float(jitter) < 0:
+            raise ValueError(f"jitter must be a non-negative finite number; got {jitter!r}")
+        if not isinstance(self.optimize, (bool, np.bool_)):
+            raise ValueError(f"optimize must be True or False; got {self.optimize!r}")
+        optimizer = check_option(self.optimizer, "optimizer", tuple(OPTIMIZERS))
+        max_iter = check_int(self.max_iter, "max_iter", minimum=0)
+        n_restarts = check_int(self.n_restarts, "n_restarts", minimum=0)
+        ep_tol = float(check_positive(self.ep_tol, "ep_tol", allow_array=False))
+        max_sweeps = check_int(self.max_sweeps, "max_sweeps", minimum=1)
+        damping = self.damping
+        if isinstance(damping, (bool, np.bool_)) or not np.isscalar(damping) \
+                or not (0.0 < float(damping) <= 1.0):
+            raise ValueError(f"damping must be a number in (0, 1]; got {damping!r}")
+        rng = check_random_state(self.random_state)
+        self.classes_ = classes
+        self.n_features_in_ = D
+        hyper = HyperParams(variance, lengthscale, float(bias), bool(self.ard), float(jitter),
+                            bool(self.optimize), optimizer, max_iter, n_restarts, ep_tol,
+                            max_sweeps, float(damping), rng)
+        return X, y_pm, hyper
+
+    def _set_hyper_attributes(self, variance, lengthscale, bias):
+        """Set ``variance_``, ``lengthscale_`` (float if isotropic, (D,) if ARD) and ``bias_``."""
+        self.variance_ = float(variance)
+        ls = np.asarray(lengthscale, dtype=np.float64)
+        self.lengthscale_ = ls.copy() if self.ard else float(ls.ravel()[0])
+        self.bias_ = float(bias)
+
+    def _gradient_dict(self, g_variance, g_lengthscale, g_bias, **extra):
+        """``log_evidence_gradient_`` in natural parameters (isotropic l: summed over dims)."""
+        g_ls = np.asarray(g_lengthscale, dtype=np.float64)
+        out = {
+            "variance": float(g_variance),
+            "lengthscale": g_ls.copy() if self.ard else float(np.sum(g_ls)),
+            "bias": float(g_bias),
+        }
+        out.update(extra)
+        return out
+
+    def _warn_ep_not_converged(self, n_sweeps, max_change):
+        warnings.warn(
+            f"EP did not converge in {n_sweeps} sweeps (largest site change {max_change:.3g} > "
+            f"ep_tol={self.ep_tol}); increase max_sweeps or use damping < 1 (e.g. 0.5)",
+            ConvergenceWarning, stacklevel=3,
+        )
+
+    # -- prediction ------------------------------------------------------------------------
+
+    def _check_predict_input(self, X):
+        self._check_is_fitted(self._fitted_attribute)
+        X = check_array(X, "X")
+        if X.shape[1] != self.n_features_in_:
+            raise ValueError(
+                f"X has {X.shape[1]} features, but {type(self).__name__} was fitted with "
+                f"{self.n_features_in_}"
+            )
+        return X
+
+    def predict_latent(self, X):
+        """Mean and variance of the latent f* (bias excluded).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+
+        Returns
+        -------
+        mean : ndarray of shape (n_samples,)
+        var : ndarray of shape (n_samples,)
+            p(y* = classes_[1] | x*) = Phi((mean + bias_) / sqrt(1 + var)).
+        """
+        X = self._check_predict_input(X)
+        mean, var = self._predict_latent(X)
+        return mean, np.maximum(var, 0.0)
+
+    def decision_function(self, X):
+        """Probit argument (mean + bias_) / sqrt(1 + var), shape (n_samples,).
+
+        Positive values predict ``classes_[1]``; Phi of it is that class's probability.
+        """
+        mean, var = self.predict_latent(X)
+        return (mean + self.bias_) / np.sqrt(1.0 + var)
+
+    def predict_proba(self, X):
+        """Class probabilities, shape (n_samples, 2), columns ordered as ``classes_``."""
+        d = self.decision_function(X)
+        # Phi(-d) rather than 1 - Phi(d) keeps tiny probabilities accurate
+        return np.column_stack([special.ndtr(-d), special.ndtr(d)])
+
+    def predict(self, X):
+        """Most probable class label for each row of X, shape (n_samples,)."""
+        return self.classes_[(self.decision_function(X) > 0).astype(np.int64)]
