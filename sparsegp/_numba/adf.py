@@ -240,6 +240,16 @@ def _catch_up_one(j, X, variance, inv_ls, bias_variance, Mt, L, diag_A, h, count
     count[j] = k
 
 
+@jit
+def _append_entry(j, r, mu, g_r, Mt, diag_A, h, count):
+    """Write M[r, j] = mu and apply its rank-one effect on column j (eq. 3)."""
+    Mt[j, r] = mu
+    da = diag_A[j] - mu * mu
+    diag_A[j] = da if da > 0.0 else 0.0
+    h[j] += g_r * mu
+    count[j] = r + 1
+
+
 # ------------------------------------------------------------------------------------------
 # public kernels
 
@@ -323,21 +333,10 @@ def adf_include_column(Mt, L, diag_A, h, count, active, sqrt_p, site_mean, g, is
     is_active[i] = True
     for t in numba.prange(cols.shape[0]):
         j = cols[t]
-        if count[j] != kk:
-            continue
-        mu = se * acol[j]
-        Mt[j, kk] = mu
-        da = diag_A[j] - mu * mu
-        diag_A[j] = da if da > 0.0 else 0.0
-        h[j] += gk * mu
-        count[j] = kk + 1
+        if count[j] == kk:
+            _append_entry(j, kk, se * acol[j], gk, Mt, diag_A, h, count)
     if count[i] == kk:  # i not in cols: still write its own row entry (cheap, O(1))
-        mu = se * acol[i]
-        Mt[i, kk] = mu
-        da = diag_A[i] - mu * mu
-        diag_A[i] = da if da > 0.0 else 0.0
-        h[i] += gk * mu
-        count[i] = kk + 1
+        _append_entry(i, kk, se * acol[i], gk, Mt, diag_A, h, count)
     k[0] = kk + 1
     return eta, alpha_t
 
