@@ -1,0 +1,235 @@
+"""Compiled kernels of EP over the FITC prior (generalized FITC classification, seed 000).
+
+Posterior representation (notes §1.2, whitened variant of §1.5 (c)):
+
+    A = D + P R^T R P^T,     h = nn + P gamma
+
+with ``d`` (N,) the diagonal of D, ``P`` (N, M) C-contiguous (row n is what site n touches),
+``R`` (M, M) upper triangular with positive diagonal (the paper's orientation), ``nn`` (N,) and
+``gamma`` (M,). One call of :func:`ep_fitc_sweep` visits a whole list of sites; Python owns
+the outer loop (refresh, convergence test, warm starts).
+
+Why the factor update is written here rather than calling ``linalg.chol_downdate_rank1``: the
+library routine works on a lower factor row by row with a serial rotation recurrence and first
+solves ``L^{-1} x``. In a site update that solve is already known (``R^{-T} x = sqrt(c) R p``),
+its feasibility ``1 - c p^T R^T R p = (1 + pi d_n) / (1 + pi A_nn)`` is an O(1) number, and on
+the upper factor the hyperbolic recurrence of notes §0.6 is a pair of contiguous AXPYs per row
+that LLVM vectorises. A downdate that still fails half-way marks the factor as stale; the
+caller refreshes the whole posterior from the site vectors (footnote 3), which rebuilds ``R``
+from scratch, so an untouched factor is not needed.
+"""
+import math
+
+from ._jit import jit
+from .linalg import DOWNDATE_MARGIN
+from .probit import probit_tilted
+
+#: Status codes returned by :func:`ep_fitc_sweep`.
+SWEEP_DONE = 0
+SWEEP_DOWNDATE_FAILED = 1
+
+
+@jit(fastmath={"reassoc", "contract"})
+def _dot_from(a, b, start, stop):
+    """sum_{k=start}^{stop-1} a[k] b[k]; reassociation lets LLVM vectorise the reduction."""
+    s = 0.0
+    for k in range(start, stop):
+        s += a[k] * b[k]
+    return s
+
+
+@jit
+def _upper_times(R, p, u):
+    """u <- R p for upper triangular R (M, M). O(M^2 / 2)."""
+    M = R.shape[0]
+    for i in range(M):
+        u[i] = _dot_from(R[i], p, i, M)
+
+
+@jit
+def _upper_t_times(R, u, w):
+    """w <- R^T u for upper triangular R, as row AXPYs (contiguous). O(M^2 / 2)."""
+    M = R.shape[0]
+    for j in range(M):
+        w[j] = 0.0
+    for i in range(M):
+        ui = u[i]
+        row = R[i]
+        for j in range(i, M):
+            w[j] += ui * row[j]
+
+
+@jit
+def chol_update_upper(R, x, sign):
+    """In place R <- chol(R^T R + sign x x^T) for upper R (notes §0.6), ``x`` (M,) overwritten.
+
+    ``sign`` is +1.0 (update, never fails) or -1.0 (downdate). Returns False as soon as a
+    downdate pivot would not be positive; R is then partly modified and must be rebuilt.
+    """
+    M = R.shape[0]
+    for k in range(M):
+        rkk = R[k, k]
+        xk = x[k]
+        r2 = rkk * rkk + sign * xk * xk
+        if not (r2 > DOWNDATE_MARGIN * rkk * rkk):  # also catches NaN
+            return False
+        r = math.sqrt(r2)
+        c = r / rkk
+        s = xk / rkk
+        R[k, k] = r
+        row = R[k]
+        ss = sign * s
+        inv_c = 1.0 / c
+        for j in range(k + 1, M):
+            row[j] = (row[j] + ss * x[j]) * inv_c
+        for j in range(k + 1, M):
+            x[j] = c * x[j] - s * row[j]
+    return True
+
+
+@jit
+def ep_fitc_sweep(y, order, start, tau, nu, d, P, R, nn, gamma, bias, damping,
+                  u, w, fail_pos):
+    """Sequential EP sweep over ``order[start:]`` (notes §1.3), updating everything in place.
+
+    Parameters
+    ----------
+    y : ndarray of shape (N,)
+        Labels in {-1, +1}.
+    order : ndarray of shape (K,), int64
+        Site indices to visit, in order.
+    start : int
+        First position of ``order`` to visit (a sweep resumes here after a refresh).
+    tau, nu : ndarray of shape (N,)
+        Site precisions and precision-adjusted means; changed in place.
+    d, P, R, nn, gamma : ndarrays of shapes (N,), (N, M), (M, M), (N,), (M,)
+        The posterior representation A = D + P R^T R P^T, h = nn + P gamma; changed in place.
+    bias : float
+        Probit bias beta: p(y | f) = Phi(y (f + beta)).
+    damping : float
+        Step in natural parameters, in (0, 1]; 1 is plain EP.
+    u, w : ndarray of shape (M,)
+        Scratch.
+    fail_pos : int
+        Test hook: the first downdate at position >= ``fail_pos`` is reported as failed
+        (pass -1 to disable).
+
+    Returns
+    -------
+    status : int
+        ``SWEEP_DONE`` or ``SWEEP_DOWNDATE_FAILED``; in the latter case the site at ``pos``
+        holds its new parameters, the representation is stale and must be refreshed before
+        the sweep resumes at ``pos + 1``.
+    pos : int
+        Position in ``order`` where the sweep stopped (``len(order)`` when done).
+    max_change : float
+        Largest |change| of tau or nu over the visited sites.
+    """
+    M = R.shape[0]
+    max_change = 0.0
+    K = order.shape[0]
+    for pos in range(start, K):
+        n = order[pos]
+        p = P[n]
+        # Marginal A_nn = d_n + ||R p_n||^2, h_n = nn_n + p_n^T gamma (notes §1.2).
+        _upper_times(R, p, u)
+        uu = _dot_from(u, u, 0, M)
+        a = d[n] + uu
+        h = nn[n] + _dot_from(p, gamma, 0, M)
+        if not (a > 0.0):
+            continue
+        # Cavity (step 2); a non-positive cavity precision is round-off: skip the site.
+        tau_c = 1.0 / a - tau[n]
+        if not (tau_c > 0.0):
+            continue
+        nu_c = h / a - nu[n]
+        mu_c = nu_c / tau_c
+        var_c = 1.0 / tau_c
+        # Moment match (step 3, notes §0.4).
+        _, alpha, nuq = probit_tilted(y[n], mu_c, var_c, bias)
+        denom = 1.0 - var_c * nuq
+        tau_new = nuq / denom
+        nu_new = (alpha + mu_c * nuq) / denom
+        if tau_new < 0.0:
+            tau_new = 0.0
+        if damping != 1.0:
+            tau_new = (1.0 - damping) * tau[n] + damping * tau_new
+            nu_new = (1.0 - damping) * nu[n] + damping * nu_new
+        pi = tau_new - tau[n]
+        b = nu_new - nu[n]
+        change = max(abs(pi), abs(b))
+        if change > max_change:
+            max_change = change
+        den = 1.0 + pi * a
+        if not (den > 0.0):
+            continue  # the new marginal variance would not be positive: reject
+        c = pi / den
+        dn = d[n]
+        # w = R^T R p_n; gamma' = gamma + (b - pi h) / (1 + pi d_n) R'^T R' p_n, and
+        # R'^T R' p_n = w (1 - c u.u) = w (1 + pi d_n) / (1 + pi A_nn)   (step 5).
+        _upper_t_times(R, u, w)
+        g = (b - pi * h) / den
+        for j in range(M):
+            gamma[j] += g * w[j]
+        if c > 0.0:
+            # Downdate by sqrt(c) w; feasible iff 1 - c u.u = (1 + pi d_n)/den > 0.
+            rho = (1.0 + pi * dn) / den
+            sc = math.sqrt(c)
+            for j in range(M):
+                w[j] *= sc
+            ok = rho > DOWNDATE_MARGIN and not (0 <= fail_pos <= pos)
+            if ok:
+                ok = chol_update_upper(R, w, -1.0)
+            if not ok:
+                tau[n] = tau_new
+                nu[n] = nu_new
+                return SWEEP_DOWNDATE_FAILED, pos, max_change
+        elif c < 0.0:
+            # A precision decrease is a rank-one update: cannot fail (footnote 3).
+            sc = math.sqrt(-c)
+            for j in range(M):
+                w[j] *= sc
+            chol_update_upper(R, w, 1.0)
+        f = 1.0 / (1.0 + pi * dn)
+        d[n] = dn * f
+        for j in range(M):
+            p[j] *= f
+        nn[n] = d[n] * nu_new
+        tau[n] = tau_new
+        nu[n] = nu_new
+    return SWEEP_DONE, K, max_change
+
+
+@jit
+def ep_site_targets(y, tau, nu, diag_a, h, bias, tau_new, nu_new, log_z, dlog_z, cav_tau,
+                    cav_nu):
+    """Cavities and moment-matched sites of every site from one posterior (parallel schedule).
+
+    Inputs ``diag_a``, ``h`` (N,) are the posterior marginals. Outputs (all (N,), written in
+    place): ``tau_new``, ``nu_new`` the undamped new sites (the current values where the cavity
+    precision is not positive), ``log_z`` log Phi(z_n), ``dlog_z`` its derivative w.r.t. the
+    cavity mean (equal to the one w.r.t. the bias, §1.9 step 6), ``cav_tau``, ``cav_nu`` the cavity
+    natural parameters (notes §1.3 steps 2-3). Also used for the evidence (§1.8).
+    """
+    N = y.shape[0]
+    for n in range(N):
+        a = diag_a[n]
+        tc = 1.0 / a - tau[n]
+        nc = h[n] / a - nu[n]
+        cav_tau[n] = tc
+        cav_nu[n] = nc
+        if not (tc > 0.0):
+            tau_new[n] = tau[n]
+            nu_new[n] = nu[n]
+            log_z[n] = 0.0
+            dlog_z[n] = 0.0
+            continue
+        mu_c = nc / tc
+        var_c = 1.0 / tc
+        lz, alpha, nuq = probit_tilted(y[n], mu_c, var_c, bias)
+        denom = 1.0 - var_c * nuq
+        t = nuq / denom
+        tau_new[n] = t if t > 0.0 else 0.0
+        nu_new[n] = (alpha + mu_c * nuq) / denom
+        log_z[n] = lz
+        dlog_z[n] = alpha

@@ -1,0 +1,633 @@
+"""Generalized FITC classification: EP over the FITC prior (Naish-Guzman & Holden 2007, seed 000).
+
+The EP engine, the O(NM^2) evidence and its gradient live here as private functions over plain
+arrays; :class:`GFITCClassifier` wraps them in a scikit-learn style estimator. The sequential
+site sweep is one compiled kernel (:mod:`sparsegp._numba.ep_fitc`); refreshes, evidence,
+gradients and predictions are BLAS-3 work in numpy/scipy. Nothing of size N x N is formed.
+
+Internally the prior is whitened (notes §1.5 (c)): with ``K_uu = L_u L_u^T`` and
+``V = L_u^{-1} K_uf`` (M, N), Q_ff = V^T V, so P_0 = V^T and R_0 = I. Every formula of notes §1
+carries over with K_uu -> I, and the M x M matrices stay well conditioned.
+"""
+import math
+import warnings
+
+import numpy as np
+from scipy import linalg as sla
+from scipy import optimize as sopt
+
+from .._base import BaseEstimator
+from .._config import EP_MAX_SWEEPS, EP_TOL, JITTER, MAX_JITTER
+from .._numba import ep_fitc as _ep
+from .._numba.probit import log_ndtr_vec
+from .._validation import (
+    check_array, check_binary_labels, check_int, check_lengthscale, check_option,
+    check_positive, check_random_state, check_X_y,
+)
+from ..exceptions import ConvergenceWarning, JitterWarning
+from ..inducing import init_inducing
+from ..kernels import se_grad_contract, se_kernel
+
+__all__ = ["GFITCClassifier"]
+
+_SCHEDULES = ("sequential", "parallel")
+#: Damping used by the parallel schedule when ``damping=1`` is requested: undamped parallel EP
+#: can oscillate (notes §1.6).
+PARALLEL_DAMPING = 0.5
+
+
+# --------------------------------------------------------------------------------------------
+# FITC prior and the EP posterior
+# --------------------------------------------------------------------------------------------
+class _FITCPrior:
+    """Whitened FITC prior pieces for fixed (X, Z, s2, l, jitter).
+
+    Attributes: ``Kfu`` (N, M) k(X, Z); ``Kuu`` (M, M) with jitter; ``Lu`` lower Cholesky of
+    Kuu; ``Vt`` (N, M) C-contiguous, ``Vt = K_fu L_u^{-T}`` so that ``Q_ff = Vt Vt^T``;
+    ``d0`` (N,) diag(K_ff - Q_ff) >= 0; ``jitter`` the jitter actually used.
+    """
+
+    def __init__(self, X, Z, variance, lengthscale, jitter, escalate=True):
+        self.X, self.Z = X, Z
+        self.variance = float(variance)
+        self.lengthscale = lengthscale
+        self.Kfu = se_kernel(X, Z, variance, lengthscale)
+        Kzz = se_kernel(Z, None, variance, lengthscale)
+        self.Kzz = Kzz
+        eps = jitter
+        while True:
+            Kuu = Kzz.copy()
+            Kuu[np.diag_indices_from(Kuu)] += eps * variance
+            try:
+                Lu = np.linalg.cholesky(Kuu)
+                if np.all(np.isfinite(Lu)):
+                    break
+            except np.linalg.LinAlgError:
+                pass
+            if not escalate or eps * 10.0 > MAX_JITTER:
+                raise np.linalg.LinAlgError(
+                    f"K_uu is not positive definite even with jitter {eps:g} x variance; "
+                    f"spread the inducing points or raise jitter")
+            eps = max(eps * 10.0, 1e-10)
+        if eps != jitter:
+            warnings.warn(f"K_uu needed jitter {eps:g} x variance (asked for {jitter:g}) to be "
+                          f"factorised; pseudo-inputs are nearly duplicated", JitterWarning,
+                          stacklevel=4)
+        self.jitter = eps
+        self.Kuu, self.Lu = Kuu, Lu
+        V = sla.solve_triangular(Lu, self.Kfu.T, lower=True, check_finite=False)
+        self.Vt = np.ascontiguousarray(V.T)
+        # Round-off can push K_nn - Q_nn a hair below zero; the FITC diagonal is >= 0.
+        self.d0 = np.maximum(self.variance - np.einsum("ij,ij->i", self.Vt, self.Vt), 0.0)
+
+
+class _Posterior:
+    """A = D + P R^T R P^T, h = nn + P gamma (notes §1.2) plus refresh by-products."""
+
+    __slots__ = ("d", "P", "R", "nn", "gamma", "logdet_S", "omega", "btil")
+
+
+def _upper_factor_of_inverse(S):
+    """Upper R with R^T R = S^{-1}, and log|S|, via the rot180 trick (notes §1.5)."""
+    Lr = np.linalg.cholesky(S[::-1, ::-1])
+    U = Lr[::-1, ::-1]  # upper, U U^T = S
+    R = sla.solve_triangular(U, np.eye(S.shape[0]), lower=False, check_finite=False)
+    return np.ascontiguousarray(R), 2.0 * float(np.sum(np.log(np.diag(U))))
+
+
+def _refresh(prior, tau, nu):
+    """Rebuild the posterior from the site vectors in O(NM^2) (notes §1.4, whitened)."""
+    post = _Posterior()
+    t = 1.0 / (1.0 + prior.d0 * tau)
+    post.omega = tau * t
+    post.btil = nu * t
+    post.d = prior.d0 * t
+    post.P = prior.Vt * t[:, None]
+    M = prior.Vt.shape[1]
+    S = (prior.Vt * post.omega[:, None]).T @ prior.Vt
+    S[np.diag_indices(M)] += 1.0
+    post.R, post.logdet_S = _upper_factor_of_inverse(S)
+    post.nn = post.d * nu
+    post.gamma = post.R.T @ (post.R @ (post.P.T @ nu))
+    return post
+
+
+def _marginals(post):
+    """diag A (N,), h (N,) and B = P R^T (N, M) in O(NM^2)."""
+    B = post.P @ post.R.T
+    diag_a = post.d + np.einsum("ij,ij->i", B, B)
+    h = post.nn + post.P @ post.gamma
+    return diag_a, h, B
+
+
+def _site_targets(y, tau, nu, diag_a, h, bias):
+    N = y.shape[0]
+    out = [np.empty(N) for _ in range(6)]
+    _ep.ep_site_targets(y, tau, nu, diag_a, h, float(bias), *out)
+    return out  # tau_new, nu_new, log_z, dlog_z, cav_tau, cav_nu
+
+
+class _EPResult:
+    """Converged (or last) EP state: sites, posterior, sweep count, convergence flag."""
+
+    __slots__ = ("tau", "nu", "post", "n_sweeps", "converged", "max_change", "n_aborts")
+
+
+def run_ep(prior, y, bias, tau=None, nu=None, tol=EP_TOL, max_sweeps=EP_MAX_SWEEPS,
+           damping=1.0, schedule="sequential", rng=None, fail_pos=-1):
+    """EP over the FITC prior from the given sites (zeros by default).
+
+    Parameters
+    ----------
+    prior : _FITCPrior
+    y : ndarray of shape (N,)
+        Labels in {-1, +1}.
+    bias : float
+    tau, nu : ndarray of shape (N,), optional
+        Initial sites (warm start); copied.
+    tol : float
+        Stop when the largest |change| of a site parameter over a sweep is below ``tol``.
+    max_sweeps : int
+    damping : float in (0, 1]
+    schedule : {"sequential", "parallel"}
+        Sequential: one compiled sweep over a random permutation, then a refresh. Parallel:
+        all sites from one posterior, damped (``damping`` if < 1 else ``PARALLEL_DAMPING``),
+        then a refresh.
+    rng : numpy.random.Generator
+        Source of the sweep permutations.
+    fail_pos : int
+        Test hook: force the first downdate at or after this position of the first sweep to
+        fail, exercising the abort-and-refresh path (footnote 3).
+
+    Returns
+    -------
+    _EPResult
+    """
+    N = y.shape[0]
+    M = prior.Vt.shape[1]
+    rng = np.random.default_rng(0) if rng is None else rng
+    tau = np.zeros(N) if tau is None else np.array(tau, dtype=np.float64)
+    nu = np.zeros(N) if nu is None else np.array(nu, dtype=np.float64)
+    post = _refresh(prior, tau, nu)
+    res = _EPResult()
+    res.n_aborts = 0
+    converged = False
+    max_change = np.inf
+    sweep = 0
+    if schedule == "sequential":
+        u = np.empty(M)
+        w = np.empty(M)
+        for sweep in range(1, max_sweeps + 1):
+            order = rng.permutation(N).astype(np.int64)
+            start, max_change = 0, 0.0
+            while True:
+                status, pos, mc = _ep.ep_fitc_sweep(
+                    y, order, start, tau, nu, post.d, post.P, post.R, post.nn, post.gamma,
+                    float(bias), float(damping), u, w, int(fail_pos))
+                max_change = max(max_change, mc)
+                if status == _ep.SWEEP_DONE:
+                    break
+                # Footnote 3: a failed downdate aborts into a full refresh, then the sweep
+                # resumes with the next site.
+                res.n_aborts += 1
+                fail_pos = -1
+                post = _refresh(prior, tau, nu)
+                start = pos + 1
+            post = _refresh(prior, tau, nu)
+            if max_change < tol:
+                converged = True
+                break
+    else:
+        delta = damping if damping < 1.0 else PARALLEL_DAMPING
+        for sweep in range(1, max_sweeps + 1):
+            diag_a, h, _ = _marginals(post)
+            tau_new, nu_new = _site_targets(y, tau, nu, diag_a, h, bias)[:2]
+            step_tau = delta * (tau_new - tau)
+            step_nu = delta * (nu_new - nu)
+            tau += step_tau
+            nu += step_nu
+            max_change = max(float(np.max(np.abs(step_tau))), float(np.max(np.abs(step_nu))))
+            post = _refresh(prior, tau, nu)
+            if max_change < tol:
+                converged = True
+                break
+    res.tau, res.nu, res.post = tau, nu, post
+    res.n_sweeps, res.converged, res.max_change = sweep, converged, max_change
+    return res
+
+
+def log_evidence(prior, y, bias, tau, nu, post):
+    """EP log-evidence log Z_EP in O(NM^2) (notes §1.8) and d log Z_EP / d bias (§1.9 step 6).
+
+    Returns ``(log_z, dlog_z_dbias, extras)`` where ``extras`` holds the marginals and cavities.
+    """
+    diag_a, h, B = _marginals(post)
+    _, _, log_z, dlog_z, cav_tau, cav_nu = _site_targets(y, tau, nu, diag_a, h, bias)
+    ok = cav_tau > 0.0
+    tc = np.where(ok, cav_tau, 1.0)
+    nc = np.where(ok, cav_nu, 0.0)
+    term_sites = float(np.sum(log_z[ok]))
+    logdet = float(np.sum(np.log1p(tau * prior.d0))) + post.logdet_S
+    r = B.T @ nu
+    quad = float(np.sum(post.d * nu * nu) + r @ r)
+    ratio = np.log1p(tau / tc)
+    rest = (tau * nc * nc / tc - 2.0 * nc * nu - nu * nu) / (tc + tau)
+    value = (term_sites - 0.5 * logdet + 0.5 * float(np.sum(ratio[ok])) + 0.5 * quad
+             + 0.5 * float(np.sum(rest[ok])))
+    return value, float(np.sum(dlog_z[ok])), (diag_a, h)
+
+
+def log_evidence_gradient(prior, tau, nu, post):
+    """Gradient of log Z_EP w.r.t. s2, per-dimension l (D,) and Z (M, D) (notes §1.9).
+
+    Uses the effective Gaussian-likelihood identity (step 0) with the sites fixed; O(NM^2)
+    time and O(NM) memory. Returns ``(d_variance, d_lengthscale (D,), d_Z (M, D))``.
+    """
+    omega, btil = post.omega, post.btil
+    V = prior.Vt.T  # (M, N), Fortran-ordered view; BLAS takes it as is
+    R = post.R  # R^T R = S^{-1}: any F with F F^T = S gives F^{-1} = R here (step 2)
+    W = (R @ V) * omega  # (M, N)
+    c = R @ (V @ btil)
+    alpha = btil - W.T @ c  # (K~ + S~)^{-1} mu~
+    kappa = omega - np.einsum("ij,ij->j", W, W)  # diag (K~ + S~)^{-1}
+    g = 0.5 * (alpha * alpha - kappa)
+    Psi = sla.solve_triangular(prior.Lu, V, lower=True, trans="T", check_finite=False)
+    # Psi G_hat with G = 1/2 (alpha alpha^T - (K~ + S~)^{-1}), diagonal removed (step 4).
+    PsiG = 0.5 * (np.outer(Psi @ alpha, alpha) - Psi * omega + (Psi @ W.T) @ W)
+    PsiG -= Psi * g
+    G_uf = 2.0 * PsiG  # dL/dK_uf (M, N)
+    G_uu = -(PsiG @ Psi.T)
+    G_uu = 0.5 * (G_uu + G_uu.T)
+    s2 = prior.variance
+    d_var = (float(np.sum(G_uf * prior.Kfu.T)) + float(np.sum(G_uu * prior.Kuu))
+             + s2 * float(np.sum(g))) / s2
+    gl1, gz1 = se_grad_contract(prior.X, prior.Z, prior.Kfu, np.ascontiguousarray(G_uf.T),
+                                prior.lengthscale)
+    gl2, gz2 = se_grad_contract(prior.Z, prior.Z, prior.Kzz, G_uu, prior.lengthscale,
+                                symmetric=True)
+    return d_var, gl1 + gl2, gz1 + gz2
+
+
+def zero_site_log_evidence(y, bias, variance):
+    """log Z_EP at tau = nu = 0: sum_n log Phi(y_n beta / sqrt(1 + s2)) (notes §1.8)."""
+    return float(np.sum(log_ndtr_vec(y * bias / math.sqrt(1.0 + variance))))
+
+
+def fit_ep(prior, y, bias, tau0=None, nu0=None, **ep_kw):
+    """EP with the GPML warm-start safeguard (notes §1.6); returns ``(res, log_z, dbias)``.
+
+    If a warm start ends at a lower evidence than the zero-site value, EP is rerun from zero.
+    """
+    res = run_ep(prior, y, bias, tau0, nu0, **ep_kw)
+    lz, db, _ = log_evidence(prior, y, bias, res.tau, res.nu, res.post)
+    if tau0 is not None and not (lz >= zero_site_log_evidence(y, bias, prior.variance)):
+        res = run_ep(prior, y, bias, None, None, **ep_kw)
+        lz, db, _ = log_evidence(prior, y, bias, res.tau, res.nu, res.post)
+    return res, lz, db
+
+
+# --------------------------------------------------------------------------------------------
+# Hyper-parameter packing and optimisation
+# --------------------------------------------------------------------------------------------
+def _pack(variance, lengthscale, bias, Z, ard):
+    ls = np.log(lengthscale) if ard else np.log(lengthscale[:1])
+    return np.concatenate([[math.log(variance)], ls, [bias], Z.ravel()])
+
+
+def _unpack(theta, D, M, ard):
+    variance = math.exp(theta[0])
+    k = D if ard else 1
+    ls = np.exp(theta[1:1 + k])
+    ls = ls if ard else np.full(D, ls[0])
+    bias = float(theta[1 + k])
+    Z = theta[2 + k:].reshape(M, D).copy()
+    return variance, ls, bias, Z
+
+
+class _Objective:
+    """-log Z_EP and its gradient in the packed log-space parameters, EP warm-started."""
+
+    def __init__(self, X, y, M, ard, jitter, ep_kw):
+        self.X, self.y, self.M, self.ard = X, y, M, ard
+        self.D = X.shape[1]
+        self.jitter = jitter
+        self.ep_kw = ep_kw
+        self.tau = self.nu = None
+        self.best = (np.inf, None, None, None)
+        self.n_eval = 0
+
+    def __call__(self, theta):
+        self.n_eval += 1
+        variance, ls, bias, Z = _unpack(theta, self.D, self.M, self.ard)
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", ConvergenceWarning)
+                prior = _FITCPrior(self.X, Z, variance, ls, self.jitter, escalate=False)
+                res, lz, db = fit_ep(prior, self.y, bias, self.tau, self.nu, **self.ep_kw)
+                dv, dl, dz = log_evidence_gradient(prior, res.tau, res.nu, res.post)
+        except (np.linalg.LinAlgError, FloatingPointError, ValueError):
+            return 1e300, np.zeros_like(theta)
+        if not np.isfinite(lz):
+            return 1e300, np.zeros_like(theta)
+        self.tau, self.nu = res.tau, res.nu
+        dls = dl * ls if self.ard else np.array([float(np.sum(dl * ls))])
+        grad = np.concatenate([[dv * variance], dls, [db], dz.ravel()])
+        if -lz < self.best[0]:
+            self.best = (-lz, theta.copy(), res.tau.copy(), res.nu.copy())
+        return -lz, -grad
+
+
+def _optimise(objective, theta0, optimizer, max_iter, verbose, restart):
+    """Minimise -log Z_EP from ``theta0``; returns the best theta seen and its value."""
+    it = [0]
+
+    def callback(xk, *args):
+        it[0] += 1
+        if verbose:
+            print(f"[GFITC] restart {restart} iteration {it[0]}: "
+                  f"log Z_EP = {-objective.best[0]:.6f}")
+
+    method = "CG" if optimizer == "cg" else "L-BFGS-B"
+    with np.errstate(over="ignore", invalid="ignore"):
+        sopt.minimize(objective, theta0, jac=True, method=method,
+                      options={"maxiter": max_iter}, callback=callback)
+    return objective.best
+
+
+# --------------------------------------------------------------------------------------------
+# Estimator
+# --------------------------------------------------------------------------------------------
+class GFITCClassifier(BaseEstimator):
+    """Sparse GP classifier: EP over the FITC prior with learnt pseudo-inputs (GFITC/SPGPC).
+
+    Binary probit likelihood with bias, p(y = +1 | f) = Phi(f + beta), squared-exponential
+    covariance (isotropic or ARD) and M pseudo-inputs whose locations are learnt together with
+    the kernel parameters and the bias by maximising the EP evidence (Naish-Guzman & Holden,
+    2007). Training costs O(N M^2) per EP sweep and per evidence gradient, O(N M) memory.
+
+    Parameters
+    ----------
+    n_inducing : int, default=10
+        Number of pseudo-inputs M (1 <= M <= n_samples). Ignored when ``inducing_points`` is
+        given.
+    inducing_points : array-like of shape (M, n_features), optional
+        Initial pseudo-input locations (fixed if ``optimize=False``).
+    init : {"random", "kmeans"}, default="random"
+        Initialisation of the pseudo-inputs when ``inducing_points`` is None: a random subset
+        of the training inputs, or k-means centres.
+    lengthscale : float or array-like of shape (n_features,), default=1.0
+        Initial SE length-scale(s).
+    variance : float, default=1.0
+        Initial signal variance s2.
+    bias : float, default=0.0
+        Initial probit bias beta.
+    ard : bool, default=False
+        One length-scale per input dimension.
+    jitter : float, default=1e-6
+        ``jitter * variance`` is added to the diagonal of K_uu.
+    optimize : bool, default=True
+        Learn variance, length-scale(s), bias and pseudo-inputs by maximising log Z_EP. If False,
+        run EP at the given hyper-parameters only.
+    optimizer : {"cg", "lbfgs"}, default="cg"
+        scipy's nonlinear conjugate gradients (the paper's choice) or L-BFGS-B.
+    max_iter : int, default=20
+        Optimiser iterations per (re)start.
+    n_restarts : int, default=0
+        Extra random initialisations (new pseudo-inputs from ``init``, variance and
+        length-scales scaled by exp(U(-1, 1))); the fit with the best evidence is kept.
+    ep_tol : float, default=1e-6
+        EP stops when the largest change of a site parameter over a sweep is below this.
+    max_sweeps : int, default=200
+        Maximum EP sweeps per evidence evaluation.
+    damping : float, default=1.0
+        EP step in natural parameters, in (0, 1]. The parallel schedule uses 0.5 when 1 is
+        given (undamped parallel EP can oscillate).
+    schedule : {"sequential", "parallel"}, default="parallel"
+        Sequential: compiled sweep over a random permutation with O(M^2) rank-one updates and a
+        refresh after each sweep. Parallel: all sites from one posterior, then one BLAS refresh.
+    random_state : None, int or numpy.random.Generator
+        Seeds the pseudo-input initialisation, the restarts and the EP site orders.
+    verbose : bool, default=False
+        Print the evidence after each optimiser iteration.
+
+    Attributes
+    ----------
+    classes_ : ndarray of shape (2,)
+        Class labels; ``classes_[1]`` is the positive class (y = +1).
+    inducing_points_ : ndarray of shape (M, n_features)
+    lengthscale_ : ndarray of shape (n_features,)
+    variance_ : float
+    bias_ : float
+    log_evidence_ : float
+        EP estimate of log p(y | X) at the fitted state.
+    log_evidence_gradient_ : dict
+        Derivatives of ``log_evidence_`` w.r.t. the natural parameters: ``"variance"`` (float),
+        ``"lengthscale"`` (float, or (n_features,) if ``ard``), ``"bias"`` (float),
+        ``"inducing_points"`` (M, n_features).
+    n_sweeps_ : int
+        EP sweeps of the final EP run.
+    site_precision_ : ndarray of shape (n_samples,)
+        EP site precisions tau~.
+    site_mean_ : ndarray of shape (n_samples,)
+        EP site means mu~ = nu~ / tau~ (0 where tau~ = 0).
+    n_features_in_ : int
+
+    References
+    ----------
+    A. Naish-Guzman and S. Holden, "The Generalized FITC Approximation", NIPS 2007.
+    """
+
+    def __init__(self, n_inducing=10, inducing_points=None, init="random", lengthscale=1.0,
+                 variance=1.0, bias=0.0, ard=False, jitter=JITTER, optimize=True,
+                 optimizer="cg", max_iter=20, n_restarts=0, ep_tol=EP_TOL,
+                 max_sweeps=EP_MAX_SWEEPS, damping=1.0, schedule="parallel",
+                 random_state=None, verbose=False):
+        self.n_inducing = n_inducing
+        self.inducing_points = inducing_points
+        self.init = init
+        self.lengthscale = lengthscale
+        self.variance = variance
+        self.bias = bias
+        self.ard = ard
+        self.jitter = jitter
+        self.optimize = optimize
+        self.optimizer = optimizer
+        self.max_iter = max_iter
+        self.n_restarts = n_restarts
+        self.ep_tol = ep_tol
+        self.max_sweeps = max_sweeps
+        self.damping = damping
+        self.schedule = schedule
+        self.random_state = random_state
+        self.verbose = verbose
+
+    # ---------------------------------------------------------------- validation
+    def _validate(self, X, y):
+        X, y = check_X_y(X, y)
+        classes, y_pm = check_binary_labels(y)
+        N, D = X.shape
+        if self.inducing_points is not None:
+            Z0 = check_array(self.inducing_points, "inducing_points")
+            if Z0.shape[1] != D:
+                raise ValueError(
+                    f"inducing_points must have {D} columns like X; got shape {Z0.shape}")
+            if Z0.shape[0] > N:
+                raise ValueError(f"inducing_points has {Z0.shape[0]} rows, more than the "
+                                 f"{N} training points")
+        else:
+            Z0 = None
+            check_int(self.n_inducing, "n_inducing", minimum=1)
+            if self.n_inducing > N:
+                raise ValueError(f"n_inducing must be <= the number of training points "
+                                 f"({N}); got {self.n_inducing}")
+            check_option(self.init, "init", ("random", "kmeans"))
+        ls = check_lengthscale(self.lengthscale, D, bool(self.ard))
+        variance = check_positive(self.variance, "variance", allow_array=False)
+        bias = float(self.bias)
+        if not math.isfinite(bias):
+            raise ValueError(f"bias must be finite; got {self.bias!r}")
+        jitter = check_positive(self.jitter, "jitter", allow_array=False)
+        check_option(self.optimizer, "optimizer", ("cg", "lbfgs"))
+        check_option(self.schedule, "schedule", _SCHEDULES)
+        check_int(self.max_iter, "max_iter", minimum=0)
+        check_int(self.n_restarts, "n_restarts", minimum=0)
+        check_int(self.max_sweeps, "max_sweeps", minimum=1)
+        check_positive(self.ep_tol, "ep_tol", allow_array=False)
+        damping = float(self.damping)
+        if not 0.0 < damping <= 1.0:
+            raise ValueError(f"damping must be in (0, 1]; got {self.damping!r}")
+        rng = check_random_state(self.random_state)
+        return X, y_pm, classes, Z0, ls, variance, bias, jitter, rng
+
+    def _ep_kwargs(self, rng):
+        return dict(tol=float(self.ep_tol), max_sweeps=int(self.max_sweeps),
+                    damping=float(self.damping), schedule=self.schedule, rng=rng)
+
+    # ---------------------------------------------------------------- fit
+    def fit(self, X, y):
+        """Fit the pseudo-inputs, kernel parameters and bias by EP evidence maximisation.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,)
+            Exactly two distinct labels.
+
+        Returns
+        -------
+        self : GFITCClassifier
+        """
+        X, y_pm, classes, Z0, ls, variance, bias, jitter, rng = self._validate(X, y)
+        N, D = X.shape
+        ard = bool(self.ard)
+        if Z0 is None:
+            Z0 = init_inducing(X, int(self.n_inducing), self.init, rng)
+        M = Z0.shape[0]
+        ep_kw = self._ep_kwargs(rng)
+        if self.optimize and (self.max_iter > 0):
+            best = (np.inf, None, None, None)
+            for restart in range(int(self.n_restarts) + 1):
+                if restart == 0:
+                    theta0 = _pack(variance, ls, bias, Z0, ard)
+                else:
+                    Zr = (init_inducing(X, M, self.init, rng) if self.inducing_points is None
+                          else Z0 + 0.1 * rng.standard_normal(Z0.shape) * np.std(X, axis=0))
+                    scale = np.exp(rng.uniform(-1.0, 1.0, size=2))
+                    theta0 = _pack(variance * scale[0], ls * scale[1], bias, Zr, ard)
+                obj = _Objective(X, y_pm, M, ard, jitter, ep_kw)
+                cand = _optimise(obj, theta0, self.optimizer, int(self.max_iter),
+                                 self.verbose, restart)
+                if self.verbose:
+                    print(f"[GFITC] restart {restart}: log Z_EP = {-cand[0]:.6f} "
+                          f"({obj.n_eval} evaluations)")
+                if cand[0] < best[0]:
+                    best = cand
+            if best[1] is None:
+                raise ValueError("the evidence could not be evaluated at any initialisation; "
+                                 "check the scale of X, the initial length-scale and jitter")
+            variance, ls, bias, Z = _unpack(best[1], D, M, ard)
+            tau0, nu0 = best[2], best[3]
+        else:
+            Z, tau0, nu0 = Z0, None, None
+        prior = _FITCPrior(X, Z, variance, ls, jitter)
+        res, lz, db = fit_ep(prior, y_pm, bias, tau0, nu0, **ep_kw)
+        if not res.converged:
+            warnings.warn(
+                f"EP did not converge in {res.n_sweeps} sweeps (largest site change "
+                f"{res.max_change:.3g} > ep_tol={self.ep_tol:g}); raise max_sweeps, lower "
+                f"damping or loosen ep_tol", ConvergenceWarning, stacklevel=2)
+        dv, dl, dz = log_evidence_gradient(prior, res.tau, res.nu, res.post)
+        self._store(X, classes, prior, res, lz, bias)
+        self.log_evidence_gradient_ = {
+            "variance": float(dv),
+            "lengthscale": dl.copy() if ard else float(np.sum(dl)),
+            "bias": float(db),
+            "inducing_points": dz,
+        }
+        return self
+
+    def _store(self, X, classes, prior, res, lz, bias):
+        self.classes_ = classes
+        self.n_features_in_ = X.shape[1]
+        self.inducing_points_ = prior.Z.copy()
+        self.lengthscale_ = np.array(prior.lengthscale, dtype=np.float64)
+        self.variance_ = float(prior.variance)
+        self.bias_ = float(bias)
+        self.jitter_ = float(prior.jitter)
+        self.log_evidence_ = float(lz)
+        self.n_sweeps_ = int(res.n_sweeps)
+        self.site_precision_ = res.tau.copy()
+        with np.errstate(divide="ignore", invalid="ignore"):
+            self.site_mean_ = np.where(res.tau > 0, res.nu / np.where(res.tau > 0, res.tau, 1),
+                                       0.0)
+        # Prediction cache, form (B) of notes §1.7: mu* = (R L_u^{-1} k*)^T c,
+        # var* = s2 - ||L_u^{-1} k*||^2 + ||R L_u^{-1} k*||^2.
+        post = res.post
+        self._Lu = prior.Lu
+        self._R = post.R
+        self._c = post.R @ (prior.Vt.T @ post.btil)
+
+    # ---------------------------------------------------------------- predict
+    def predict_latent(self, X):
+        """Posterior mean and variance of the latent f* (bias excluded).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+
+        Returns
+        -------
+        mean : ndarray of shape (n_samples,)
+        var : ndarray of shape (n_samples,)
+        """
+        self._check_is_fitted("classes_")
+        X = check_array(X, "X")
+        if X.shape[1] != self.n_features_in_:
+            raise ValueError(f"X has {X.shape[1]} features, but this GFITCClassifier was "
+                             f"fitted with {self.n_features_in_}")
+        Ks = se_kernel(self.inducing_points_, X, self.variance_, self.lengthscale_)  # (M, n)
+        a = sla.solve_triangular(self._Lu, Ks, lower=True, check_finite=False)
+        e = self._R @ a
+        mean = e.T @ self._c
+        var = self.variance_ - np.einsum("ij,ij->j", a, a) + np.einsum("ij,ij->j", e, e)
+        return mean, np.maximum(var, 0.0)
+
+    def decision_function(self, X):
+        """(mu* + beta) / sqrt(1 + var*): positive favours ``classes_[1]``; shape (n_samples,)."""
+        mean, var = self.predict_latent(X)
+        return (mean + self.bias_) / np.sqrt(1.0 + var)
+
+    def predict_proba(self, X):
+        """Class probabilities, shape (n_samples, 2), columns ordered as ``classes_``.
+
+        p(y* = +1 | x*) = Phi((mu* + beta) / sqrt(1 + var*)) (notes §1.7, with the bias).
+        """
+        z = self.decision_function(X)
+        log_p1 = log_ndtr_vec(z)
+        log_p0 = log_ndtr_vec(-z)
+        return np.column_stack([np.exp(log_p0), np.exp(log_p1)])
+
+    def predict(self, X):
+        """Most probable class label for each row of X, shape (n_samples,)."""
+        z = self.decision_function(X)
+        return np.where(z > 0.0, self.classes_[1], self.classes_[0])
