@@ -1,0 +1,401 @@
+"""Full (dense, O(N^3)) Gaussian-process classifier with expectation propagation.
+
+The "GPC" column of seed 000's Table 1 and the model that GFITC approaches as M -> N.  Prior
+f ~ N(0, K), K = k(X, X) + jitter * variance * I (squared-exponential k), likelihood
+p(y | f) = Phi(y (f + bias)).  EP follows Rasmussen & Williams (2006), Algorithms 3.5/3.6 and 5.2
+(RW below): sequential sweeps with rank-one covariance updates (one compiled kernel per sweep,
+:func:`sparsegp._numba.ep_dense.ep_dense_sweep`), and after every sweep the covariance is
+recomputed from the sites through B = I + S^1/2 K S^1/2 (S = diag(tau), tau > 0 for the probit,
+notes §0.4, so S^1/2 is real).
+"""
+import numpy as np
+from scipy import linalg as sla
+
+from .._base import BaseEstimator
+from .._numba.ep_dense import ep_dense_sweep, probit_cavity_terms
+from .._numba.probit import log_ndtr_vec
+from ..kernels import se_grad_contract, se_kernel
+from .._validation import check_random_state
+from ._binary import (
+    HyperParams,
+    _BinaryGPClassifierMixin,
+    maximize_evidence,
+    pack_theta,
+    theta_gradient,
+    unpack_theta,
+)
+
+__all__ = ["EPClassifier"]
+
+_PREDICT_BATCH = 2048
+
+
+class _EPFit:
+    """Converged (or stopped) dense EP state at one set of hyper-parameters."""
+
+    __slots__ = ("K", "tau", "nu", "Sigma", "mu", "L", "mu_cav", "var_cav", "log_z", "alpha",
+                 "log_evidence", "n_sweeps", "converged", "max_change")
+
+
+def _refresh(K, tau, nu):
+    """Posterior from the sites (RW Algorithm 3.5 line 10): returns (Sigma, mu, L).
+
+    L = chol(B), B = I + S^1/2 K S^1/2; Sigma = K - V^T V with V = L^-1 S^1/2 K.  Never forms
+    K^-1 or 1/tau, so tau_n = 0 is fine.
+    """
+    sq = np.sqrt(tau)
+    B = sq[:, None] * K * sq[None, :]
+    B[np.diag_indices_from(B)] += 1.0
+    L = np.linalg.cholesky(B)
+    V = sla.solve_triangular(L, sq[:, None] * K, lower=True, check_finite=False)
+    Sigma = np.ascontiguousarray(K - V.T @ V)
+    mu = Sigma @ nu
+    return Sigma, mu, L
+
+
+def _evidence_terms(fit, y, bias):
+    """Fill the cavity terms of ``fit`` and its log Z_EP (RW eq. 3.65 in the form of
+    Algorithm 3.5 lines 13-16, with the bias inside log Zhat_n; notes §1.8).
+
+    log Z_EP = sum log Phi(z_n) - sum log L_nn + 1/2 sum log(1 + tau_n/tau_-n) + 1/2 nu^T Sigma nu
+               + 1/2 sum (tau_-n tau_n mu_-n^2 - 2 tau_-n mu_-n nu_n - nu_n^2)/(tau_-n + tau_n)
+    """
+    n = y.shape[0]
+    var = np.ascontiguousarray(np.diag(fit.Sigma))
+    fit.mu_cav, fit.var_cav = np.empty(n), np.empty(n)
+    fit.log_z, fit.alpha = np.empty(n), np.empty(n)
+    n_bad = probit_cavity_terms(var, fit.mu, fit.tau, fit.nu, y, bias, fit.mu_cav, fit.var_cav,
+                                fit.log_z, fit.alpha)
+    if n_bad:
+        raise np.linalg.LinAlgError(f"{n_bad} non-positive cavity precision(s)")
+    tau, nu = fit.tau, fit.nu
+    tau_c = 1.0 / fit.var_cav
+    mu_c = fit.mu_cav
+    fit.log_evidence = float(
+        np.sum(fit.log_z)
+        - np.sum(np.log(np.diag(fit.L)))
+        + 0.5 * np.sum(np.log1p(tau / tau_c))
+        + 0.5 * (nu @ fit.mu)
+        + 0.5 * np.sum((tau_c * tau * mu_c**2 - 2.0 * tau_c * mu_c * nu - nu**2) / (tau_c + tau))
+    )
+    return fit
+
+
+def _run_ep(K, y, bias, tau0, nu0, tol, max_sweeps, damping, rng):
+    """EP to convergence from sites (tau0, nu0) (zeros or a warm start).
+
+    A warm start whose evidence is below that of zero sites, sum log Phi(y bias/sqrt(1 + K_nn)),
+    is discarded and EP starts from zero instead (the rule of GPML's infEP).
+    """
+    n = y.shape[0]
+    fit = _EPFit()
+    fit.K = K
+    fit.tau = np.zeros(n) if tau0 is None else np.array(tau0, dtype=np.float64)
+    fit.nu = np.zeros(n) if nu0 is None else np.array(nu0, dtype=np.float64)
+    fit.Sigma, fit.mu, fit.L = _refresh(K, fit.tau, fit.nu)
+    if tau0 is not None and np.any(fit.tau != 0):
+        zero_sites = float(np.sum(log_ndtr_vec(y * bias / np.sqrt(1.0 + np.diag(K)))))
+        warm_ok = True
+        try:
+            warm_ok = _evidence_terms(fit, y, bias).log_evidence >= zero_sites
+        except np.linalg.LinAlgError:
+            warm_ok = False
+        if not warm_ok:
+            fit.tau, fit.nu = np.zeros(n), np.zeros(n)
+            fit.Sigma, fit.mu, fit.L = K.copy(), np.zeros(n), np.eye(n)
+    work = np.empty(n)
+    fit.converged = False
+    fit.max_change = np.inf
+    fit.n_sweeps = 0
+    for sweep in range(1, max_sweeps + 1):
+        order = rng.permutation(n).astype(np.int64)
+        max_change, _ = ep_dense_sweep(fit.Sigma, fit.mu, fit.tau, fit.nu, y, bias, damping,
+                                       order, work)
+        # rank-one updates accumulate round-off: recompute from the sites every sweep
+        fit.Sigma, fit.mu, fit.L = _refresh(K, fit.tau, fit.nu)
+        fit.n_sweeps, fit.max_change = sweep, max_change
+        if max_change < tol:
+            fit.converged = True
+            break
+    return _evidence_terms(fit, y, bias)
+
+
+def _gradients(fit, X, K_se, variance, lengthscale):
+    """d log Z_EP / d (variance, lengthscale_j (D,), bias) at an EP fixed point.
+
+    At the fixed point the site parameters may be held fixed (notes §1.9 step 0), so for a
+    parameter of the prior d log Z_EP = 1/2 tr((b b^T - R) dK) with R = (K + S^-1)^-1 =
+    S^1/2 B^-1 S^1/2 and b = R mu~ = nu - R K nu (RW Algorithm 5.2, eq. 5.27).
+
+    The bias enters only the likelihood.  With the sites fixed, the cavities (functions of K
+    and the sites) do not move, and in log Z_EP the bias appears only in the tilted
+    normalisers log Zhat_n = log Phi(y_n (mu_-n + bias)/sqrt(1 + s2_-n)); the implicit
+    dependence through the sites vanishes by stationarity.  Hence
+    d log Z_EP / d bias = sum_n d log Zhat_n / d bias = sum_n alpha_n, the same derivative as
+    with respect to the cavity mean (notes §1.9 step 6).
+    """
+    sq = np.sqrt(fit.tau)
+    Binv = sla.cho_solve((fit.L, True), np.eye(fit.L.shape[0]), check_finite=False)
+    R = sq[:, None] * Binv * sq[None, :]
+    b = fit.nu - R @ (fit.K @ fit.nu)
+    W = np.outer(b, b)
+    W -= R
+    W *= 0.5
+    # K = K_se + jitter * variance * I is proportional to the variance
+    g_var = float(np.sum(W * fit.K)) / variance
+    g_ls, _ = se_grad_contract(X, X, K_se, W, lengthscale, symmetric=True)
+    g_bias = float(np.sum(fit.alpha))
+    return g_var, g_ls, g_bias
+
+
+class EPClassifier(_BinaryGPClassifierMixin, BaseEstimator):
+    """Binary Gaussian-process classifier with full (dense) expectation propagation.
+
+    Squared-exponential covariance (isotropic or ARD), probit likelihood with a bias,
+    p(y = classes_[1] | f) = Phi(f + bias).  EP runs to convergence on the dense N x N posterior
+    (O(N^3) per sweep); the hyper-parameters maximise the EP evidence by conjugate gradients in
+    log space (bias unconstrained), EP warm-started from the previous site parameters.  The
+    constructor arguments, attributes and evidence gradient match
+    :class:`sparsegp.GFITCClassifier` without the inducing points.
+
+    Parameters
+    ----------
+    lengthscale : float or array-like of shape (n_features,), default=1.0
+        Initial SE length-scale(s); an array needs ``ard=True`` unless all entries are equal.
+    variance : float, default=1.0
+        Initial signal variance s2.
+    bias : float, default=0.0
+        Initial probit bias.
+    ard : bool, default=False
+        One length-scale per input dimension.
+    jitter : float, default=1e-6
+        ``jitter * variance`` is added to the diagonal of K (the same convention as GFITC's
+        K_uu).  EP here never inverts K, so ``jitter=0`` is allowed (compare with GFITC at
+        Z = X with ``jitter=0``: its FITC prior equals k(X, X) up to O(jitter^2)).
+    optimize : bool, default=True
+        Maximise the EP evidence over variance, length-scale(s) and bias; otherwise run EP at
+        the given values only.
+    optimizer : {"cg", "lbfgs"}, default="cg"
+        scipy ``CG`` (seed 000 uses 20 CG iterations) or ``L-BFGS-B``.
+    max_iter : int, default=20
+        Optimiser iterations per start.
+    n_restarts : int, default=0
+        Extra starts from log-parameters drawn around the given ones (N(0, 1) in log space);
+        the fit with the best evidence is kept.
+    ep_tol : float, default=1e-6
+        EP stops when the largest change of a site parameter in a sweep is below this.
+    max_sweeps : int, default=200
+        EP sweep limit (per evidence evaluation).
+    damping : float, default=1.0
+        EP damping in (0, 1]; 1 is undamped.
+    random_state : None, int or numpy.random.Generator, default=None
+        Seeds the site visiting order and the restarts.
+    verbose : bool, default=False
+        Print the optimiser's progress ("iter k: log evidence ...") and the final EP summary.
+
+    Attributes
+    ----------
+    classes_ : ndarray of shape (2,)
+        Labels; ``classes_[1]`` is the +1 class.
+    n_features_in_ : int
+    X_train_ : ndarray of shape (n_samples, n_features)
+    y_train_ : ndarray of shape (n_samples,)
+        Training labels mapped to -1/+1.
+    variance_ : float
+    lengthscale_ : float or ndarray of shape (n_features,)
+        A float when ``ard=False``.
+    bias_ : float
+    theta_ : ndarray
+        ``[log variance, log lengthscale(s), bias]``, the vector of
+        :meth:`log_marginal_likelihood`.
+    log_evidence_ : float
+        EP log evidence log Z_EP at the fitted state.
+    log_evidence_gradient_ : dict
+        Derivatives of ``log_evidence_`` w.r.t. the natural parameters: ``"variance"`` (float),
+        ``"lengthscale"`` (float, or (n_features,) with ARD), ``"bias"`` (float).
+    site_precision_ : ndarray of shape (n_samples,)
+        Site precisions tau~.
+    site_nu_ : ndarray of shape (n_samples,)
+        Site precision-times-means nu~.
+    site_mean_ : ndarray of shape (n_samples,)
+        Site means nu~ / tau~.
+    posterior_mean_, posterior_var_ : ndarray of shape (n_samples,)
+        Marginals of the approximate posterior of f at the training inputs.
+    n_sweeps_ : int
+        EP sweeps of the final EP run.
+    converged_ : bool
+        Whether the final EP run met ``ep_tol``.
+    n_iter_ : int
+        Optimiser iterations of the best start (0 without optimisation).
+    L_ : ndarray of shape (n_samples, n_samples)
+        Lower Cholesky factor of B = I + S^1/2 K S^1/2 (prediction cache).
+    alpha_ : ndarray of shape (n_samples,)
+        (K + S~^-1)^-1 mu~, so that the predictive mean is k(X_train_, x*)^T alpha_.
+
+    References
+    ----------
+    Rasmussen & Williams (2006), Gaussian Processes for Machine Learning, §3.6, Algorithms 3.5,
+    3.6, 5.2.  Naish-Guzman & Holden (2007), The Generalized FITC Approximation (seed 000).
+    """
+
+    def __init__(self, lengthscale=1.0, variance=1.0, bias=0.0, ard=False, jitter=1e-6,
+                 optimize=True, optimizer="cg", max_iter=20, n_restarts=0, ep_tol=1e-6,
+                 max_sweeps=200, damping=1.0, random_state=None, verbose=False):
+        self.lengthscale = lengthscale
+        self.variance = variance
+        self.bias = bias
+        self.ard = ard
+        self.jitter = jitter
+        self.optimize = optimize
+        self.optimizer = optimizer
+        self.max_iter = max_iter
+        self.n_restarts = n_restarts
+        self.ep_tol = ep_tol
+        self.max_sweeps = max_sweeps
+        self.damping = damping
+        self.random_state = random_state
+        self.verbose = verbose
+
+    # ------------------------------------------------------------------------------------------
+
+    def _covariance(self, X, variance, lengthscale, jitter):
+        K_se = se_kernel(X, None, variance, lengthscale)
+        K = K_se.copy()
+        K[np.diag_indices_from(K)] += jitter * variance
+        return K_se, K
+
+    def _ep_at(self, X, y, variance, lengthscale, bias, hyper, warm):
+        K_se, K = self._covariance(X, variance, lengthscale, hyper.jitter)
+        tau0, nu0 = (None, None) if warm is None else warm
+        fit = _run_ep(K, y, bias, tau0, nu0, hyper.ep_tol, hyper.max_sweeps, hyper.damping,
+                      hyper.rng)
+        return fit, K_se
+
+    def fit(self, X, y):
+        """Fit EP (and, with ``optimize=True``, the hyper-parameters) to the training data.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,)
+            Two distinct labels of any type.
+
+        Returns
+        -------
+        self : EPClassifier
+        """
+        X, y, hyper = self._validate_binary_fit(X, y)
+        D = X.shape[1]
+        theta0 = pack_theta(hyper.variance, hyper.lengthscale, hyper.bias, hyper.ard)
+        warm = None
+        n_iter = 0
+        if hyper.optimize and hyper.max_iter > 0:
+            def evaluate(theta, state):
+                variance, lengthscale, bias, _ = unpack_theta(theta, D, hyper.ard)
+                fit, K_se = self._ep_at(X, y, variance, lengthscale, bias, hyper, state)
+                g = _gradients(fit, X, K_se, variance, lengthscale)
+                grad = theta_gradient(*g, variance, lengthscale, hyper.ard)
+                return fit.log_evidence, grad, (fit.tau, fit.nu)
+
+            best = maximize_evidence(evaluate, theta0, optimizer=hyper.optimizer,
+                                     max_iter=hyper.max_iter, n_restarts=hyper.n_restarts,
+                                     rng=hyper.rng, verbose=self.verbose, label="EPClassifier")
+            if not np.isfinite(best.log_evidence):
+                raise ValueError(
+                    "EP failed at every hyper-parameter value tried (Cholesky failure or "
+                    "non-finite evidence); increase jitter or rescale X / the initial "
+                    "lengthscale and variance"
+                )
+            theta0, warm, n_iter = best.theta, best.state, best.n_iter
+        variance, lengthscale, bias, _ = unpack_theta(theta0, D, hyper.ard)
+        try:
+            fit, K_se = self._ep_at(X, y, variance, lengthscale, bias, hyper, warm)
+        except np.linalg.LinAlgError as exc:
+            raise ValueError(
+                f"EP failed at variance={variance:.4g}, lengthscale={lengthscale}, "
+                f"bias={bias:.4g} ({exc}); increase jitter or rescale the inputs"
+            ) from exc
+        if not fit.converged:
+            self._warn_ep_not_converged(fit.n_sweeps, fit.max_change)
+        g_var, g_ls, g_bias = _gradients(fit, X, K_se, variance, lengthscale)
+        self._store(fit, X, y, variance, lengthscale, bias, hyper.ard, n_iter)
+        self.log_evidence_gradient_ = self._gradient_dict(g_var, g_ls, g_bias)
+        if self.verbose:
+            print(f"[EPClassifier] final EP: {fit.n_sweeps} sweeps, log evidence "
+                  f"{fit.log_evidence:.6f}")
+        return self
+
+    def _store(self, fit, X, y, variance, lengthscale, bias, ard, n_iter):
+        self._set_hyper_attributes(variance, lengthscale, bias)
+        self.theta_ = pack_theta(variance, lengthscale, bias, ard)
+        self.X_train_ = X
+        self.y_train_ = y
+        self.site_precision_ = fit.tau
+        self.site_nu_ = fit.nu
+        with np.errstate(divide="ignore", invalid="ignore"):
+            self.site_mean_ = np.where(fit.tau > 0, fit.nu / fit.tau, 0.0)
+        self.posterior_mean_ = fit.mu
+        self.posterior_var_ = np.diag(fit.Sigma).copy()
+        self.log_evidence_ = fit.log_evidence
+        self.n_sweeps_ = fit.n_sweeps
+        self.converged_ = fit.converged
+        self.n_iter_ = n_iter
+        self.L_ = fit.L
+        # RW Algorithm 3.6 line 4: alpha = nu - S^1/2 B^-1 S^1/2 K nu
+        sq = np.sqrt(fit.tau)
+        self.alpha_ = fit.nu - sq * sla.cho_solve((fit.L, True), sq * (fit.K @ fit.nu),
+                                                  check_finite=False)
+
+    def _predict_latent(self, X):
+        """RW Algorithm 3.6: mean k*^T alpha_, variance k** - ||L^-1 S^1/2 k*||^2."""
+        ls = np.full(self.n_features_in_, self.lengthscale_) if np.ndim(self.lengthscale_) == 0 \
+            else self.lengthscale_
+        sq = np.sqrt(self.site_precision_)
+        mean = np.empty(X.shape[0])
+        var = np.empty(X.shape[0])
+        for start in range(0, X.shape[0], _PREDICT_BATCH):
+            stop = min(start + _PREDICT_BATCH, X.shape[0])
+            Ks = se_kernel(self.X_train_, X[start:stop], self.variance_, ls)
+            mean[start:stop] = Ks.T @ self.alpha_
+            V = sla.solve_triangular(self.L_, sq[:, None] * Ks, lower=True, check_finite=False)
+            var[start:stop] = self.variance_ - np.einsum("ij,ij->j", V, V)
+        return mean, var
+
+    def log_marginal_likelihood(self, theta=None, eval_gradient=False):
+        """EP log evidence at ``theta`` (log space), optionally with its gradient.
+
+        Parameters
+        ----------
+        theta : ndarray of shape (2 + n_lengthscales,), optional
+            ``[log variance, log lengthscale(s), bias]`` as in ``theta_``; None returns the
+            fitted ``log_evidence_``.  EP is warm-started from the fitted sites.
+        eval_gradient : bool, default=False
+            Also return d log Z_EP / d theta (log-space chain rule applied).
+
+        Returns
+        -------
+        log_evidence : float
+        gradient : ndarray of the shape of ``theta``, only if ``eval_gradient``
+        """
+        self._check_is_fitted("log_evidence_")
+        ard = bool(self.ard)
+        if theta is None:
+            if not eval_gradient:
+                return self.log_evidence_
+            g = self.log_evidence_gradient_
+            ls_now = np.atleast_1d(self.lengthscale_)
+            return self.log_evidence_, theta_gradient(
+                g["variance"], np.atleast_1d(g["lengthscale"]), g["bias"], self.variance_,
+                ls_now, ard)
+        X, y = self.X_train_, self.y_train_
+        # the options were validated by fit; only the sweep order needs a fresh generator
+        hyper = HyperParams(self.variance_, None, self.bias_, ard, float(self.jitter), False,
+                            self.optimizer, 0, 0, float(self.ep_tol), int(self.max_sweeps),
+                            float(self.damping), check_random_state(self.random_state))
+        variance, lengthscale, bias, _ = unpack_theta(theta, self.n_features_in_, ard)
+        fit, K_se = self._ep_at(X, y, variance, lengthscale, bias, hyper,
+                                (self.site_precision_, self.site_nu_))
+        if not eval_gradient:
+            return fit.log_evidence
+        g = _gradients(fit, X, K_se, variance, lengthscale)
+        return fit.log_evidence, theta_gradient(*g, variance, lengthscale, ard)
