@@ -1,0 +1,561 @@
+"""Shared Woodbury algebra for the sparse GP regression family (notes §4).
+
+Every sparse method is exact GP regression with an effective prior covariance ``Q_ff + Λ``
+(notes §4.1, seed 001 Table 1), Q_ff = K_fu K_uu⁻¹ K_uf:
+
+=========  =====================================  ==========================================
+method     Λ (noise included)                     test conditional
+=========  =====================================  ==========================================
+sor        σ² I                                   deterministic (Q**)
+dtc, vfe   σ² I                                   exact (K**)
+fitc       diag(K_ff − Q_ff) + σ² I               exact (K**)
+fic        as FITC                                diag(K** − Q**)
+pitc       blockdiag(K_ff − Q_ff) + σ² I          exact (K**)
+=========  =====================================  ==========================================
+
+The evidence and its gradient are computed from the whitened cross-covariance
+``Vt = K_fu L_u⁻ᵀ`` (N×M, C-contiguous) and the M×M matrix ``S = I + Vtᵀ Λ⁻¹ Vt``
+(notes §4.2), so time is O(N M²) (PITC: O(N (M² + M B + B²)) for block size B) and memory
+O(N M): no N×N matrix is ever formed, except by :func:`exact_lml` (the reference GP).
+
+Gradient derivation (notes §4.3, restated in the form used here). With
+G = ∂ℒ/∂(Q_ff + Λ) = ½(ααᵀ − (Q + Λ)⁻¹), α = (Q + Λ)⁻¹ y, H = S⁻¹, U = Λ⁻¹ Vt and
+p = Vtᵀ α, each method splits G into an adjoint Ĝ of Q_ff (``Ĝ = G − D`` with D diagonal
+or block-diagonal) and an adjoint of the diagonal (or blocks) of K_ff. Because
+(Q + Λ)⁻¹ K_fu = Λ⁻¹ K_fu Σ_u K_uu with Σ_u = (K_uu + K_uf Λ⁻¹ K_fu)⁻¹,
+
+    ∂ℒ/∂K_fu = 2 Ĝ K_fu K_uu⁻¹ = Y L_u⁻¹,      Y = α pᵀ − U H − 2 D Vt,
+    ∂ℒ/∂K_uu = −½ K_uu⁻¹ K_uf (∂ℒ/∂K_fu) = −½ L_u⁻ᵀ (p pᵀ − I + H − 2 Vtᵀ D Vt) L_u⁻¹.
+
+These are contracted with the SE derivatives by the compiled ``se_cross_grad``.
+"""
+import math
+import warnings
+
+import numpy as np
+from scipy.linalg import blas as _blas
+from scipy.linalg import cho_solve, solve_triangular
+
+from .._config import MAX_JITTER
+from .._numba import covfuncs as _cf
+from ..exceptions import JitterWarning
+
+SPARSE_METHODS = ("sor", "dtc", "fitc", "fic", "pitc", "vfe")
+APPROXIMATIONS = ("sod",) + SPARSE_METHODS + ("exact",)
+_LOG_2PI = math.log(2.0 * math.pi)
+
+
+class Posterior:
+    """What prediction needs from a fitted sparse model (plain arrays, picklable).
+
+    Attributes
+    ----------
+    method : str
+    Lu : ndarray of shape (M, M)
+        Lower Cholesky factor of K_uu (jitter included).
+    LS : ndarray of shape (M, M)
+        Lower Cholesky factor of S = I + Vtᵀ Λ⁻¹ Vt.
+    w : ndarray of shape (M,)
+        Weights of the predictive mean, μ* = k*ᵀ w (notes §4.4).
+    jitter : float
+        The jitter multiple actually used on K_uu.
+    """
+
+    def __init__(self, method, Lu, LS, w, jitter):
+        self.method = method
+        self.Lu = Lu
+        self.LS = LS
+        self.w = w
+        self.jitter = jitter
+
+
+def cross_cov(X, Z, variance, lengthscale, out=None):
+    """k(X, Z) as a C-contiguous (N, M) array through the compiled ``se_cross``."""
+    if out is None:
+        out = np.empty((X.shape[0], Z.shape[0]))
+    _cf.se_cross(X, Z, float(variance), lengthscale, out)
+    return out
+
+
+def chol_jitter(K, variance, jitter, name="K_uu"):
+    """Lower Cholesky factor of ``K + j s² I`` with j = ``jitter``, grown tenfold on failure.
+
+    Parameters
+    ----------
+    K : ndarray of shape (M, M)
+        Covariance without jitter (left unchanged).
+    variance : float
+        Signal variance s²; the jitter is proportional to it (notes §0.2).
+    jitter : float
+        Starting jitter multiple (>= 0).
+
+    Returns
+    -------
+    L : ndarray of shape (M, M)
+    used : float
+        The jitter multiple finally used. When it exceeds ``jitter`` a
+        :class:`~sparsegp.exceptions.JitterWarning` has been issued.
+
+    Raises
+    ------
+    numpy.linalg.LinAlgError
+        When even ``MAX_JITTER`` does not make the matrix positive definite.
+    """
+    used = float(jitter)
+    diag = np.diag_indices_from(K)
+    while True:
+        Kj = K.copy()
+        Kj[diag] += used * variance
+        try:
+            L = np.linalg.cholesky(Kj)
+            if np.all(np.isfinite(L)):
+                break
+        except np.linalg.LinAlgError:
+            pass
+        if used >= MAX_JITTER:
+            raise np.linalg.LinAlgError(
+                f"{name} is not positive definite even with jitter {used:g} x variance; "
+                "check for NaN inputs or duplicate inducing inputs with zero jitter"
+            )
+        used = min(max(used * 10.0, 1e-10), MAX_JITTER)
+    if used > jitter:
+        warnings.warn(
+            f"{name} was numerically singular with jitter {jitter:g}; the jitter was increased "
+            f"to {used:g} x variance (duplicate or nearly coincident inducing inputs?)",
+            JitterWarning,
+            stacklevel=3,
+        )
+    return L, used
+
+
+def check_blocks(blocks, n_samples):
+    """Validate an explicit PITC partition: a list of integer index arrays covering 0..N-1 once.
+
+    Returns a list of sorted int64 arrays.
+    """
+    if isinstance(blocks, np.ndarray) and blocks.ndim == 1 and blocks.dtype.kind in "iu":
+        raise ValueError(
+            "blocks must be an int (number of k-means blocks) or a list of index arrays; got a "
+            "single 1-D integer array (wrap it in a list for one block)"
+        )
+    try:
+        out = [np.sort(np.asarray(b).astype(np.int64, casting="safe").ravel()) for b in blocks]
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"blocks must be a list of integer index arrays; {exc}") from None
+    out = [b for b in out if b.size]
+    if not out:
+        raise ValueError("blocks is empty; it must partition the training indices 0..N-1")
+    allidx = np.concatenate(out)
+    counts = np.bincount(allidx[(allidx >= 0) & (allidx < n_samples)], minlength=n_samples)
+    if allidx.min() < 0 or allidx.max() >= n_samples:
+        raise ValueError(
+            f"blocks contain indices outside 0..{n_samples - 1} (got min {allidx.min()}, "
+            f"max {allidx.max()}); they must partition the training indices"
+        )
+    if np.any(counts > 1):
+        raise ValueError(
+            f"blocks overlap: {int(np.sum(counts > 1))} training indices appear in more than "
+            "one block; they must partition 0..N-1"
+        )
+    if np.any(counts == 0):
+        raise ValueError(
+            f"blocks do not cover the data: {int(np.sum(counts == 0))} of {n_samples} training "
+            "indices are in no block; they must partition 0..N-1"
+        )
+    return out
+
+
+def _trsm_right_lt(Lu, A):
+    """``A L⁻ᵀ`` for C-contiguous A (N, M) and lower L, without an (N, M) copy of A's transpose."""
+    # Aᵀ is Fortran-ordered (M, N): solving L X = Aᵀ in place gives X = L⁻¹ Aᵀ, whose transpose
+    # is the C-ordered A L⁻ᵀ.
+    return _blas.dtrsm(1.0, Lu, A.T, side=0, lower=1, trans_a=0, overwrite_b=1).T
+
+
+def _trsm_right_l(Lu, Y):
+    """``Y L⁻¹`` (overwrites Y, C-contiguous (N, M)); L lower."""
+    return _blas.dtrsm(1.0, Lu, Y.T, side=0, lower=1, trans_a=1, overwrite_b=1).T
+
+
+def sparse_lml(X, y, Z, variance, lengthscale, noise_variance, method, blocks=None,
+               jitter=1e-6, eval_gradient=True):
+    """Log marginal likelihood (VFE: the bound) of a sparse method and its gradient.
+
+    Parameters
+    ----------
+    X : ndarray of shape (N, D), C-contiguous float64
+    y : ndarray of shape (N,)
+    Z : ndarray of shape (M, D), C-contiguous float64
+    variance, noise_variance : float
+        Signal variance s² and noise variance σ² (natural parameters).
+    lengthscale : ndarray of shape (D,)
+    method : {"sor", "dtc", "fitc", "fic", "pitc", "vfe"}
+        SoR/DTC share the evidence, as do FITC/FIC.
+    blocks : list of int ndarrays, optional
+        PITC partition of 0..N-1 (already validated).
+    jitter : float
+        K_uu jitter as a multiple of ``variance`` (grown with a warning if needed).
+    eval_gradient : bool
+
+    Returns
+    -------
+    lml : float
+    grad : dict or None
+        ``"variance"`` (float), ``"lengthscale"`` (D,) per-dimension, ``"noise_variance"``
+        (float), ``"inducing_points"`` (M, D); derivatives with respect to the natural
+        parameters.
+    post : Posterior
+
+    Notes
+    -----
+    Cost O(N M²) time, O(N M) memory (a handful of N×M arrays); PITC adds O(N B²).
+    """
+    N, D = X.shape
+    M = Z.shape[0]
+    s2 = float(variance)
+    sn2 = float(noise_variance)
+    Kzz = cross_cov(Z, Z, s2, lengthscale)
+    Lu, used = chol_jitter(Kzz, s2, jitter)
+    A = cross_cov(X, Z, s2, lengthscale)                    # K_fu, (N, M)
+    Vt = _trsm_right_lt(Lu, A.copy())                       # K_fu L_u⁻ᵀ; Q_ff = Vt Vtᵀ
+    qdiag = np.einsum("nm,nm->n", Vt, Vt)
+
+    if method == "pitc":
+        return _pitc_lml(X, y, Z, s2, lengthscale, sn2, blocks, Lu, used, Kzz, A, Vt, qdiag,
+                         eval_gradient)
+
+    if method in ("fitc", "fic"):
+        Lam = (s2 - qdiag) + sn2
+        if np.any(Lam <= 0):
+            raise np.linalg.LinAlgError("FITC diagonal Λ is not positive")
+    else:
+        Lam = np.full(N, sn2)
+    omega = 1.0 / Lam
+    U = Vt * omega[:, None]                                 # Λ⁻¹ Vt
+    S = Vt.T @ U
+    S[np.diag_indices(M)] += 1.0
+    LS = np.linalg.cholesky(S)
+    r = U.T @ y                                             # Vtᵀ Λ⁻¹ y
+    c = solve_triangular(LS, r, lower=True, check_finite=False)
+    lml = -0.5 * (np.sum(np.log(Lam)) + 2.0 * np.sum(np.log(np.diag(LS)))
+                  + y @ (omega * y) - c @ c + N * _LOG_2PI)
+    trace_term = 0.0
+    if method == "vfe":
+        trace_term = (N * s2 - np.sum(qdiag)) / (2.0 * sn2)   # tr(K_ff − Q_ff)/(2σ²), §4.8
+        lml -= trace_term
+    gamma = solve_triangular(LS, c, lower=True, trans=1, check_finite=False)   # S⁻¹ r
+    post = Posterior(method, Lu, LS,
+                     solve_triangular(Lu, gamma, lower=True, trans=1, check_finite=False), used)
+    if not eval_gradient:
+        return lml, None, post
+
+    alpha = omega * y - U @ gamma                            # (Q + Λ)⁻¹ y
+    p = Vt.T @ alpha
+    Linv = solve_triangular(LS, np.eye(M), lower=True, check_finite=False)
+    H = Linv.T @ Linv                                        # S⁻¹
+    UH = U @ H
+    # g = diag G = ½(α² − diag (Q+Λ)⁻¹), diag (Q+Λ)⁻¹ = ω − rowsum(UH ⊙ U)
+    hdiag = np.einsum("nm,nm->n", UH, U)
+    g = 0.5 * (alpha * alpha - omega + hdiag)
+    trG = np.sum(g)
+    # D = the part of G moved from Q_ff's adjoint to K_ff's diagonal (table of notes §4.3)
+    if method in ("fitc", "fic"):
+        d = g
+        grad_var_diag = trG                                  # ∂ℒ/∂diag K_ff = g, ∂K_nn/∂s² = 1
+        grad_noise = trG
+    elif method == "vfe":
+        d = None
+        dconst = -0.5 / sn2
+        grad_var_diag = N * dconst
+        grad_noise = trG + (N * s2 - np.sum(qdiag)) / (2.0 * sn2 * sn2)
+    else:
+        d = None
+        dconst = 0.0
+        grad_var_diag = 0.0
+        grad_noise = trG
+
+    # Y = α pᵀ − U H − 2 D Vt (reuse UH's buffer)
+    Y = UH
+    np.negative(Y, out=Y)
+    Y += np.outer(alpha, p)
+    if d is not None:
+        Y -= (2.0 * d)[:, None] * Vt
+        VdV = Vt.T @ (d[:, None] * Vt)
+    else:
+        if dconst != 0.0:
+            Y -= (2.0 * dconst) * Vt
+        # Vtᵀ Vt = (S − I) / ω for constant Λ
+        VdV = dconst * sn2 * (S - np.eye(M))
+    Wf = _trsm_right_l(Lu, Y)                                 # ∂ℒ/∂K_fu
+    inner = np.outer(p, p) - np.eye(M) + H - 2.0 * VdV
+    inner = solve_triangular(Lu, inner, lower=True, trans=1, check_finite=False)
+    Wu = -0.5 * solve_triangular(Lu, inner.T, lower=True, trans=1, check_finite=False).T
+    Wu = 0.5 * (Wu + Wu.T)                                   # ∂ℒ/∂K_uu
+    grad = _contract(X, Z, A, Wf, Kzz, Wu, s2, used, lengthscale)
+    grad["variance"] += grad_var_diag
+    grad["noise_variance"] = float(grad_noise)
+    return lml, grad, post
+
+
+def _contract(X, Z, A, Wf, Kzz, Wu, s2, used, lengthscale):
+    """Push ∂ℒ/∂K_fu and ∂ℒ/∂K_uu through the SE derivatives (notes §0.3)."""
+    D = X.shape[1]
+    grad_ls = np.zeros(D)
+    grad_Z = np.zeros_like(Z)
+    _cf.se_cross_grad(X, Z, A, Wf, lengthscale, grad_ls, grad_Z)
+    gls_u = np.zeros(D)
+    gZ_u = np.zeros_like(Z)
+    _cf.se_cross_grad(Z, Z, Kzz, Wu, lengthscale, gls_u, gZ_u)
+    grad_ls += gls_u
+    grad_Z += 2.0 * gZ_u
+    # K_fu and K_uu (jitter included, notes §0.2) are proportional to s²
+    gvar = (np.sum(Wf * A) + np.sum(Wu * Kzz) + used * s2 * np.trace(Wu)) / s2
+    return {"variance": float(gvar), "lengthscale": grad_ls, "inducing_points": grad_Z}
+
+
+def _pitc_lml(X, y, Z, s2, lengthscale, sn2, blocks, Lu, used, Kzz, A, Vt, qdiag,
+              eval_gradient):
+    """PITC: Λ = blockdiag(K_ff − Q_ff) + σ² I with one Cholesky factor per block (§4.2, §4.5)."""
+    N, D = X.shape
+    M = Z.shape[0]
+    U = np.empty_like(Vt)                                    # Λ⁻¹ Vt, block by block
+    oy = np.empty(N)                                         # Λ⁻¹ y
+    logdet = 0.0
+    factors = []
+    for b in blocks:
+        Xb = X[b]
+        Vb = Vt[b]
+        Lam = cross_cov(Xb, Xb, s2, lengthscale)
+        Lam -= Vb @ Vb.T
+        Lam[np.diag_indices_from(Lam)] += sn2
+        Lb = np.linalg.cholesky(Lam)
+        factors.append(Lb)
+        logdet += 2.0 * np.sum(np.log(np.diag(Lb)))
+        U[b] = cho_solve((Lb, True), Vb, check_finite=False)
+        oy[b] = cho_solve((Lb, True), y[b], check_finite=False)
+    S = Vt.T @ U
+    S[np.diag_indices(M)] += 1.0
+    LS = np.linalg.cholesky(S)
+    r = U.T @ y
+    c = solve_triangular(LS, r, lower=True, check_finite=False)
+    lml = -0.5 * (logdet + 2.0 * np.sum(np.log(np.diag(LS))) + y @ oy - c @ c
+                  + N * _LOG_2PI)
+    gamma = solve_triangular(LS, c, lower=True, trans=1, check_finite=False)
+    post = Posterior("pitc", Lu, LS,
+                     solve_triangular(Lu, gamma, lower=True, trans=1, check_finite=False), used)
+    if not eval_gradient:
+        return lml, None, post
+
+    alpha = oy - U @ gamma
+    p = Vt.T @ alpha
+    Linv = solve_triangular(LS, np.eye(M), lower=True, check_finite=False)
+    H = Linv.T @ Linv
+    UH = U @ H
+    GV = np.empty_like(Vt)                                   # blockdiag(G) Vt
+    VdV = np.zeros((M, M))                                   # Vtᵀ blockdiag(G) Vt
+    grad_var_blocks = 0.0
+    grad_noise = 0.0
+    grad_ls = np.zeros(D)
+    for b, Lb in zip(blocks, factors):
+        # G_bb = ½(α_b α_bᵀ − Λ_b⁻¹ + (U H)_b U_bᵀ)   (notes §4.3)
+        Lbinv = solve_triangular(Lb, np.eye(b.size), lower=True, check_finite=False)
+        Gb = np.outer(alpha[b], alpha[b]) + UH[b] @ U[b].T - Lbinv.T @ Lbinv
+        Gb = 0.25 * (Gb + Gb.T)
+        Vb = Vt[b]
+        GV[b] = Gb @ Vb
+        VdV += Vb.T @ GV[b]
+        Xb = X[b]
+        Kbb = cross_cov(Xb, Xb, s2, lengthscale)
+        # K_bb's own derivatives: s² and ℓ only (K_ff does not depend on Z)
+        grad_var_blocks += np.sum(Gb * Kbb) / s2
+        grad_noise += np.trace(Gb)
+        _cf.se_cross_grad(Xb, Xb, Kbb, Gb, lengthscale, grad_ls, np.zeros_like(Xb))
+    Y = UH
+    np.negative(Y, out=Y)
+    Y += np.outer(alpha, p)
+    Y -= 2.0 * GV
+    Wf = _trsm_right_l(Lu, Y)
+    inner = np.outer(p, p) - np.eye(M) + H - 2.0 * VdV
+    inner = solve_triangular(Lu, inner, lower=True, trans=1, check_finite=False)
+    Wu = -0.5 * solve_triangular(Lu, inner.T, lower=True, trans=1, check_finite=False).T
+    Wu = 0.5 * (Wu + Wu.T)
+    grad = _contract(X, Z, A, Wf, Kzz, Wu, s2, used, lengthscale)
+    grad["lengthscale"] += grad_ls
+    grad["variance"] += grad_var_blocks
+    grad["noise_variance"] = float(grad_noise)
+    return lml, grad, post
+
+
+def exact_lml(X, y, variance, lengthscale, noise_variance, eval_gradient=True):
+    """Full GP evidence log N(y | 0, K + σ² I) and its gradient: O(N³) time, O(N²) memory.
+
+    Returns ``(lml, grad, (L, alpha))`` with L the lower factor of K + σ² I and
+    alpha = (K + σ² I)⁻¹ y; ``grad`` has keys ``"variance"``, ``"lengthscale"`` (D,),
+    ``"noise_variance"`` and ``"inducing_points"`` (None: the exact GP has none).
+    """
+    N = X.shape[0]
+    s2 = float(variance)
+    K = cross_cov(X, X, s2, lengthscale)
+    C = K.copy()
+    C[np.diag_indices(N)] += noise_variance
+    L = np.linalg.cholesky(C)
+    alpha = cho_solve((L, True), y, check_finite=False)
+    lml = -0.5 * (y @ alpha) - np.sum(np.log(np.diag(L))) - 0.5 * N * _LOG_2PI
+    if not eval_gradient:
+        return lml, None, (L, alpha)
+    Ci = cho_solve((L, True), np.eye(N), check_finite=False)
+    G = 0.5 * (np.outer(alpha, alpha) - Ci)
+    grad_ls = np.zeros(X.shape[1])
+    _cf.se_cross_grad(X, X, K, G, lengthscale, grad_ls, np.zeros_like(X))
+    grad = {"variance": float(np.sum(G * K) / s2), "lengthscale": grad_ls,
+            "noise_variance": float(np.trace(G)), "inducing_points": None}
+    return lml, grad, (L, alpha)
+
+
+def exact_predict(X_train, factors, Xs, variance, lengthscale, full_cov=False):
+    """Exact GP predictive mean and variance (or covariance) of the latent f at ``Xs``."""
+    L, alpha = factors
+    Ks = cross_cov(Xs, X_train, variance, lengthscale)
+    mean = Ks @ alpha
+    Vs = solve_triangular(L, Ks.T, lower=True, check_finite=False)
+    if full_cov:
+        cov = cross_cov(Xs, Xs, variance, lengthscale) - Vs.T @ Vs
+        return mean, cov
+    return mean, variance - np.einsum("mt,mt->t", Vs, Vs)
+
+
+def sparse_predict(post, Z, Xs, variance, lengthscale, full_cov=False):
+    """Predictive mean and variance (or joint covariance) of the latent f (notes §4.4).
+
+    μ* = k*ᵀ w; with a* = L_u⁻¹ k*, e* = L_S⁻¹ a*:
+    SoR σ*² = ‖e*‖²; DTC/VFE/FITC/FIC/PITC σ*² = k** − ‖a*‖² + ‖e*‖². Joint covariance:
+    SoR E*ᵀE*; DTC/VFE/FITC/PITC K** − A*ᵀA* + E*ᵀE* (exact test conditional); FIC
+    diag(K** − A*ᵀA*) + E*ᵀE* (fully independent test conditional). O(M²) per test point
+    (O(T² M) for a joint covariance over T points).
+    """
+    Ksu = cross_cov(Xs, Z, variance, lengthscale)
+    mean = Ksu @ post.w
+    As = solve_triangular(post.Lu, Ksu.T, lower=True, check_finite=False)
+    Es = solve_triangular(post.LS, As, lower=True, check_finite=False)
+    if not full_cov:
+        var = np.einsum("mt,mt->t", Es, Es)
+        if post.method != "sor":
+            var += variance - np.einsum("mt,mt->t", As, As)
+        return mean, np.maximum(var, 0.0)
+    cov = Es.T @ Es
+    if post.method == "fic":
+        cov[np.diag_indices_from(cov)] += variance - np.einsum("mt,mt->t", As, As)
+    elif post.method != "sor":
+        cov += cross_cov(Xs, Xs, variance, lengthscale) - As.T @ As
+    return mean, cov
+
+
+def augmented_predict(X, y, Z, Xs, variance, lengthscale, noise_variance, jitter,
+                      chunk=256):
+    """ASoR = ADTC prediction (notes §4.6): every test point joins the inducing set for itself.
+
+    Uses the training covariance K_y = Q_ff + σ² I of SoR/DTC (factorised once by Woodbury)
+    and a rank-one correction of Q_ff per test point, so the cost is O(N M²) once plus
+    O(N (M + D)) per test point (kernel column k(X, x*) and a few N-vector products); memory
+    O(N · chunk). The test conditional is exact for x* itself (Q'** = K**), hence SoR and
+    DTC augmentations coincide (seed 001, Remark 12).
+
+    Returns
+    -------
+    mean, var : ndarrays of shape (T,)
+        Latent predictive mean and variance.
+    """
+    s2 = float(variance)
+    sn2 = float(noise_variance)
+    N = X.shape[0]
+    Kzz = cross_cov(Z, Z, s2, lengthscale)
+    Lu, used = chol_jitter(Kzz, s2, jitter)
+    Vt = _trsm_right_lt(Lu, cross_cov(X, Z, s2, lengthscale))
+    S = Vt.T @ Vt / sn2
+    S[np.diag_indices_from(S)] += 1.0
+    LS = np.linalg.cholesky(S)
+
+    def ky_solve(B):
+        # (Vt Vtᵀ + σ² I)⁻¹ B = (B − Vt S⁻¹ Vtᵀ B / σ²) / σ²   (Woodbury)
+        T = cho_solve((LS, True), Vt.T @ B, check_finite=False)
+        return (B - Vt @ T / sn2) / sn2
+
+    alpha = ky_solve(y)
+    T = Xs.shape[0]
+    mean = np.empty(T)
+    var = np.empty(T)
+    for start in range(0, T, chunk):
+        Xc = Xs[start:start + chunk]
+        Kfs = cross_cov(X, Xc, s2, lengthscale)               # (N, c)
+        Au = solve_triangular(Lu, cross_cov(Z, Xc, s2, lengthscale), lower=True,
+                              check_finite=False)             # L_u⁻¹ k_u*
+        delta = s2 - np.einsum("mc,mc->c", Au, Au)            # Var[f* | u]
+        rho = Kfs - Vt @ Au                                   # k_f* − Q_f*
+        E = ky_solve(rho)
+        Aa = ky_solve(Kfs)
+        kE = np.einsum("nc,nc->c", Kfs, E)
+        denom = delta + np.einsum("nc,nc->c", rho, E)
+        keep = delta > 1e-12 * s2                              # x* already (nearly) in u
+        corr_m = np.where(keep, kE * (rho.T @ alpha) / np.where(keep, denom, 1.0), 0.0)
+        corr_v = np.where(keep, kE * kE / np.where(keep, denom, 1.0), 0.0)
+        mean[start:start + chunk] = Kfs.T @ alpha - corr_m
+        var[start:start + chunk] = s2 - np.einsum("nc,nc->c", Kfs, Aa) + corr_v
+    return mean, np.maximum(var, 0.0)
+
+
+def greedy_variance_selection(X, n_inducing, variance, lengthscale, rng, jitter=1e-6):
+    """Greedy forward selection of inducing inputs among the training inputs.
+
+    Criterion: the largest conditional prior variance Var[f(x_n) | u] = k(x_n, x_n) − Q_nn
+    given the points chosen so far — the point the current inducing set explains worst. This
+    is pivoted incomplete Cholesky of K_ff: O(N M²) time, O(N M) memory, no targets used.
+    The first point is drawn at random (all prior variances are equal for the SE kernel).
+
+    Returns
+    -------
+    index : ndarray of shape (M,)
+        Row indices into ``X``, in order of selection.
+    """
+    N = X.shape[0]
+    M = int(n_inducing)
+    R = np.zeros((N, M))                                      # rows: L_u⁻¹ k(z, x_n)ᵀ
+    resid = np.full(N, float(variance))
+    chosen = np.empty(M, dtype=np.int64)
+    taken = np.zeros(N, dtype=bool)
+    j = int(rng.integers(N))
+    for m in range(M):
+        chosen[m] = j
+        taken[j] = True
+        piv = math.sqrt(max(resid[j], jitter * variance))
+        k = cross_cov(X, X[j:j + 1], variance, lengthscale)[:, 0]
+        col = (k - R[:, :m] @ R[j, :m]) / piv
+        R[:, m] = col
+        resid -= col * col
+        resid[taken] = -np.inf
+        if m + 1 < M:
+            j = int(np.argmax(resid))
+    return chosen
+
+
+def bcm_predict(X, y, Xs, variance, lengthscale, noise_variance, method, blocks, jitter):
+    """Transduction: the Bayesian committee machine of seed 001 (notes §4.7).
+
+    The inducing inputs are the test inputs themselves (u = f*), with the training conditional
+    of ``method`` (PITC blocks: Tresp's BCM; FITC/FIC: diagonal; SoR/DTC/VFE: σ² I). The
+    posterior of u is the prediction: Σ_u = (K** + K*f Λ⁻¹ Kf*)⁻¹, mean K** Σ_u K*f Λ⁻¹ y,
+    covariance K** Σ_u K**. Cost O(N T² + N B²) for T test points, recomputed for every test
+    set (nothing is reused between calls); memory O(N T).
+
+    Returns
+    -------
+    mean : ndarray of shape (T,)
+    cov : ndarray of shape (T, T)
+    """
+    train = method if method in ("pitc", "fitc", "fic") else "dtc"
+    _, _, post = sparse_lml(X, y, Xs, variance, lengthscale, noise_variance, train,
+                            blocks=blocks, jitter=jitter, eval_gradient=False)
+    # At the inducing inputs the prediction is SoR's: K** w and K** Σ_u K** = L_u S⁻¹ L_uᵀ.
+    Kss = post.Lu @ post.Lu.T
+    mean = Kss @ post.w
+    B = solve_triangular(post.LS, post.Lu.T, lower=True, check_finite=False)
+    return mean, B.T @ B

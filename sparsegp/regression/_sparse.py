@@ -1,0 +1,479 @@
+"""``SparseGPRegressor``: the sparse GP regression family of seed 001 plus VFE and the exact GP."""
+import math
+import warnings
+
+import numpy as np
+from scipy.optimize import minimize
+
+from .._base import BaseEstimator
+from .._config import JITTER
+from .._validation import (check_array, check_int, check_lengthscale, check_option,
+                           check_positive, check_random_state, check_X_y)
+from ..exceptions import ConvergenceWarning, JitterWarning
+from ..inducing import init_inducing, kmeans, kmeans_blocks
+from . import _base
+
+_LOG_BOUND = math.log(1e6)
+
+
+class SparseGPRegressor(BaseEstimator):
+    """Sparse Gaussian-process regression with a squared-exponential covariance.
+
+    One estimator for the unifying view of Quiñonero-Candela & Rasmussen (seed 001): every
+    approximation is an exact GP with an effective prior covariance on the training set and a
+    test conditional (notes §4.1), computed in O(N M²) time and O(N M) memory through
+    Cholesky factors and Woodbury's identity — never an N×N matrix, except for ``"exact"``.
+
+    Parameters
+    ----------
+    approximation : {"fitc", "sod", "sor", "dtc", "fic", "pitc", "vfe", "exact"}, default="fitc"
+        ``"sod"``: exact GP on a subset of ``n_inducing`` training points (O(M³)).
+        ``"sor"``: subset of regressors, Q_ff, deterministic test conditional.
+        ``"dtc"``: Q_ff with the exact test conditional (same mean as SoR, larger variance).
+        ``"fitc"``: Q_ff + diag(K_ff − Q_ff), exact test conditional (joint predictions use
+        the full K**). ``"fic"``: the same training prior with a fully independent test
+        conditional (differs from FITC only in ``return_cov``). ``"pitc"``: block-diagonal
+        correction, blocks from ``blocks``. ``"vfe"``: Titsias' variational bound, DTC
+        evidence minus tr(K_ff − Q_ff)/(2σ²), DTC predictions. ``"exact"``: full GP (O(N³)).
+    n_inducing : int, default=50
+        Number of inducing inputs M (subset size for ``"sod"``); ignored when
+        ``inducing_points`` is given.
+    inducing_points : array-like of shape (M, D), optional
+        Initial inducing inputs; overrides ``n_inducing`` and ``init``.
+    init : {"random", "kmeans", "greedy"}, default="random"
+        ``"random"``: M training inputs drawn without replacement; ``"kmeans"``: k-means
+        centres; ``"greedy"``: greedy forward selection of training inputs by the largest
+        conditional prior variance Var[f(x) | u] = k(x, x) − Q(x, x) given the points already
+        chosen (pivoted incomplete Cholesky under the initial hyper-parameters; O(N M²), no
+        targets used) — the cheap posterior-variance criterion of seed 001's "choice of the
+        inducing variables".
+    lengthscale : float or array-like of shape (D,), default=1.0
+        Initial SE length-scale(s); one per feature requires ``ard=True``.
+    variance : float, default=1.0
+        Initial signal variance s².
+    noise_variance : float, default=0.1
+        Initial Gaussian noise variance σ² (> 0).
+    ard : bool, default=False
+        One length-scale per input dimension.
+    jitter : float, default=1e-6
+        K_uu jitter as a multiple of the signal variance (notes §0.2); grown tenfold, with a
+        :class:`~sparsegp.exceptions.JitterWarning`, when K_uu cannot be factorised.
+    optimize : bool, default=True
+        Maximise the evidence (VFE: the bound) over log s², log ℓ, log σ² and the inducing
+        inputs (not for ``"sod"``/``"exact"``, which have none to move).
+    optimizer : {"lbfgs", "cg"}, default="lbfgs"
+        ``scipy.optimize.minimize`` with L-BFGS-B (log-parameters bounded to [1e-6, 1e6]) or
+        nonlinear conjugate gradients.
+    max_iter : int, default=200
+        Optimiser iterations per start.
+    n_restarts : int, default=0
+        Extra starts from hyper-parameters perturbed log-uniformly by up to a factor 10 (and,
+        unless ``inducing_points`` is given, freshly initialised inducing inputs); the best
+        evidence wins.
+    blocks : int or list of index arrays, optional
+        PITC partition. An int asks for that many k-means blocks
+        (:func:`sparsegp.inducing.kmeans_blocks`); a list of integer arrays must partition
+        0..N-1. Default ⌈N / M⌉ k-means blocks (block size about M keeps O(N M²)).
+    random_state : None, int or numpy.random.Generator
+        Seeds the inducing-input initialisation, the k-means blocks and the restarts.
+    verbose : bool, default=False
+        Print the evidence during optimisation.
+
+    Attributes
+    ----------
+    inducing_points_ : ndarray of shape (M, D)
+        Final inducing inputs (the subset for ``"sod"``; absent for ``"exact"``).
+    variance_, noise_variance_ : float
+    lengthscale_ : float or ndarray of shape (D,)
+        Fitted hyper-parameters (an array when ``ard=True``).
+    log_marginal_likelihood_ : float
+        Log evidence of the approximation (VFE: the variational lower bound) at the fit.
+    log_marginal_likelihood_gradient_ : dict
+        Its gradient with respect to the natural parameters: ``"variance"`` (float),
+        ``"lengthscale"`` (float, or (D,) with ARD), ``"noise_variance"`` (float) and
+        ``"inducing_points"`` ((M, D), None for ``"sod"`` and ``"exact"``).
+    blocks_ : list of ndarray
+        PITC blocks used (PITC only).
+    subset_indices_ : ndarray of shape (M,)
+        Training rows used by ``"sod"``.
+    jitter_ : float
+        Jitter multiple finally used on K_uu.
+    n_iter_ : int
+        Optimiser iterations of the best start (0 without optimisation).
+    n_features_in_ : int
+    X_train_, y_train_ : ndarrays
+        Copies of the training data (needed by augmentation and transduction).
+
+    References
+    ----------
+    J. Quiñonero-Candela and C. E. Rasmussen, A unifying view of sparse approximate Gaussian
+    process regression, JMLR 6 (2005) (seed 001). M. Titsias, Variational learning of
+    inducing variables in sparse Gaussian processes, AISTATS 2009 (VFE).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sparsegp import SparseGPRegressor
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.uniform(-3, 3, size=(200, 1)); y = np.sin(X[:, 0]) + 0.1 * rng.normal(size=200)
+    >>> gp = SparseGPRegressor("fitc", n_inducing=10, random_state=0).fit(X, y)
+    >>> mean, std = gp.predict(X[:5], return_std=True)
+    """
+
+    def __init__(self, approximation="fitc", n_inducing=50, inducing_points=None, init="random",
+                 lengthscale=1.0, variance=1.0, noise_variance=0.1, ard=False, jitter=JITTER,
+                 optimize=True, optimizer="lbfgs", max_iter=200, n_restarts=0, blocks=None,
+                 random_state=None, verbose=False):
+        self.approximation = approximation
+        self.n_inducing = n_inducing
+        self.inducing_points = inducing_points
+        self.init = init
+        self.lengthscale = lengthscale
+        self.variance = variance
+        self.noise_variance = noise_variance
+        self.ard = ard
+        self.jitter = jitter
+        self.optimize = optimize
+        self.optimizer = optimizer
+        self.max_iter = max_iter
+        self.n_restarts = n_restarts
+        self.blocks = blocks
+        self.random_state = random_state
+        self.verbose = verbose
+
+    # ------------------------------------------------------------------ validation
+    def _validate(self, X, y):
+        X, y = check_X_y(X, y)
+        if y.dtype.kind not in "fiub":
+            raise ValueError(f"y must be numeric for regression; got dtype {y.dtype}")
+        y = np.ascontiguousarray(y, dtype=np.float64)
+        N, D = X.shape
+        check_option(self.approximation, "approximation", _base.APPROXIMATIONS)
+        check_option(self.init, "init", ("random", "kmeans", "greedy"))
+        check_option(self.optimizer, "optimizer", ("lbfgs", "cg"))
+        s2 = check_positive(self.variance, "variance", allow_array=False)
+        sn2 = check_positive(self.noise_variance, "noise_variance", allow_array=False)
+        ls = check_lengthscale(self.lengthscale, D, self.ard)
+        jitter = float(self.jitter)
+        if not np.isfinite(jitter) or jitter < 0:
+            raise ValueError(f"jitter must be a finite number >= 0; got {self.jitter!r}")
+        check_int(self.max_iter, "max_iter", minimum=0)
+        check_int(self.n_restarts, "n_restarts", minimum=0)
+        Z = None
+        if self.inducing_points is not None and self.approximation != "exact":
+            Z = check_array(self.inducing_points, "inducing_points")
+            if Z.shape[1] != D:
+                raise ValueError(
+                    f"inducing_points must have {D} columns like X; got shape {Z.shape}")
+        elif self.approximation != "exact":
+            M = check_int(self.n_inducing, "n_inducing", minimum=1)
+            if M > N:
+                raise ValueError(
+                    f"n_inducing must be <= the number of training points ({N}); got {M}")
+        blocks = None
+        if self.blocks is not None and not isinstance(self.blocks, (int, np.integer)):
+            blocks = _base.check_blocks(self.blocks, N)
+        elif self.blocks is not None:
+            check_int(self.blocks, "blocks", minimum=1, maximum=N)
+        return X, y, s2, sn2, ls, jitter, Z, blocks
+
+    # ------------------------------------------------------------------ fitting
+    def fit(self, X, y):
+        """Fit the hyper-parameters (and inducing inputs) by maximising the evidence.
+
+        Parameters
+        ----------
+        X : array-like of shape (N, D)
+        y : array-like of shape (N,)
+
+        Returns
+        -------
+        self : SparseGPRegressor
+        """
+        X, y, s2, sn2, ls, jitter, Z, blocks = self._validate(X, y)
+        rng = check_random_state(self.random_state)
+        method = self.approximation
+        N, D = X.shape
+        self.n_features_in_ = D
+        self.X_train_ = X
+        self.y_train_ = y
+
+        if method == "sod":
+            if Z is not None:
+                raise ValueError("approximation='sod' selects a subset of the training data; "
+                                 "pass n_inducing instead of inducing_points")
+            idx = self._choose_subset(X, s2, ls, jitter, rng)
+            self.subset_indices_ = idx
+            Xfit, yfit = X[idx], y[idx]
+        else:
+            Xfit, yfit = X, y
+        if method in _base.SPARSE_METHODS and Z is None:
+            Z = self._init_Z(X, s2, ls, jitter, rng)
+        if method == "pitc":
+            if blocks is None:
+                nb = self.blocks if self.blocks is not None else math.ceil(N / Z.shape[0])
+                blocks = kmeans_blocks(X, int(nb), rng)
+            self.blocks_ = blocks
+        self._blocks_fit = blocks
+
+        move_Z = method in _base.SPARSE_METHODS
+        n_ls = D if self.ard else 1
+        theta0 = np.concatenate([[math.log(s2)], np.log(ls[:n_ls]), [math.log(sn2)]])
+        best = None
+        n_iter = 0
+        max_jitter = [jitter]
+        if self.optimize and self.max_iter > 0:
+            for restart in range(self.n_restarts + 1):
+                th = theta0.copy()
+                Zs = Z
+                if restart > 0:
+                    th += rng.uniform(-math.log(10.0), math.log(10.0), size=th.size)
+                    if move_Z and self.inducing_points is None:
+                        Zs = self._init_Z(X, math.exp(th[0]), np.exp(th[1:1 + n_ls]), jitter, rng)
+                res = self._optimise(Xfit, yfit, th, Zs, move_Z, jitter, blocks, max_jitter)
+                if best is None or res[0] > best[0]:
+                    best = res
+            _, theta, Z, n_iter, success = best
+            if not success:
+                warnings.warn(
+                    f"the {self.optimizer} optimiser failed after {n_iter} iterations (line "
+                    "search or precision loss); try n_restarts > 0, other initial "
+                    "hyper-parameters or more jitter", ConvergenceWarning, stacklevel=2)
+        else:
+            theta = theta0
+        if max_jitter[0] > jitter:
+            warnings.warn(f"K_uu needed jitter up to {max_jitter[0]:g} x variance during "
+                          "optimisation (nearly coincident inducing inputs)", JitterWarning,
+                          stacklevel=2)
+        s2, ls, sn2 = self._unpack(theta, D)
+        self.variance_ = s2
+        self.lengthscale_ = ls.copy() if self.ard else float(ls[0])
+        self.noise_variance_ = sn2
+        self.n_iter_ = n_iter
+        if method in _base.SPARSE_METHODS:
+            self.inducing_points_ = Z
+        elif method == "sod":
+            self.inducing_points_ = X[self.subset_indices_].copy()
+        lml, grad, post = self._evidence(Xfit, yfit, s2, ls, sn2, Z, jitter, blocks, True,
+                                         warn=True)
+        self._post = post
+        self.jitter_ = post.jitter if method in _base.SPARSE_METHODS else 0.0
+        self.log_marginal_likelihood_ = float(lml)
+        if not self.ard:
+            grad["lengthscale"] = float(np.sum(grad["lengthscale"]))
+        self.log_marginal_likelihood_gradient_ = grad
+        if self.verbose:
+            print(f"[SparseGPRegressor] {method}: log marginal likelihood {lml:.6g}")
+        return self
+
+    def _choose_subset(self, X, s2, ls, jitter, rng):
+        N = X.shape[0]
+        M = self.n_inducing
+        if self.init == "random":
+            return np.sort(rng.choice(N, size=M, replace=False))
+        if self.init == "greedy":
+            return np.sort(_base.greedy_variance_selection(X, M, s2, ls, rng, jitter))
+        # k-means: the training point nearest each centre (duplicates topped up at random)
+        C, _ = kmeans(X, X[rng.choice(N, size=M, replace=False)])
+        d2 = (np.einsum("nd,nd->n", X, X)[:, None] - 2.0 * X @ C.T
+              + np.einsum("md,md->m", C, C)[None, :])
+        idx = np.unique(np.argmin(d2, axis=0))
+        if idx.size < M:
+            rest = np.setdiff1d(np.arange(N), idx)
+            idx = np.concatenate([idx, rng.choice(rest, size=M - idx.size, replace=False)])
+        return np.sort(idx)
+
+    def _init_Z(self, X, s2, ls, jitter, rng):
+        M = self.n_inducing
+        if self.init == "greedy":
+            return X[_base.greedy_variance_selection(X, M, s2, ls, rng, jitter)].copy()
+        return init_inducing(X, M, self.init, rng)
+
+    def _unpack(self, theta, D):
+        n_ls = D if self.ard else 1
+        s2 = float(math.exp(theta[0]))
+        ls = np.exp(theta[1:1 + n_ls])
+        if not self.ard:
+            ls = np.full(D, ls[0])
+        sn2 = float(math.exp(theta[1 + n_ls]))
+        return s2, np.ascontiguousarray(ls), sn2
+
+    def _evidence(self, X, y, s2, ls, sn2, Z, jitter, blocks, eval_gradient, warn=True):
+        method = self.approximation
+        if method in _base.SPARSE_METHODS:
+            if warn:
+                return _base.sparse_lml(X, y, Z, s2, ls, sn2, method, blocks, jitter,
+                                        eval_gradient)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", JitterWarning)
+                return _base.sparse_lml(X, y, Z, s2, ls, sn2, method, blocks, jitter,
+                                        eval_gradient)
+        return _base.exact_lml(X, y, s2, ls, sn2, eval_gradient)
+
+    def _optimise(self, X, y, theta0, Z0, move_Z, jitter, blocks, max_jitter):
+        D = X.shape[1]
+        n_th = theta0.size
+        x0 = np.concatenate([theta0, Z0.ravel()]) if move_Z else theta0.copy()
+        Zshape = Z0.shape if Z0 is not None else None
+        state = {"it": 0}
+
+        def objective(x):
+            theta = x[:n_th]
+            Z = np.ascontiguousarray(x[n_th:].reshape(Zshape)) if move_Z else Z0
+            s2, ls, sn2 = self._unpack(theta, D)
+            try:
+                lml, grad, post = self._evidence(X, y, s2, ls, sn2, Z, jitter, blocks, True,
+                                                 warn=False)
+            except np.linalg.LinAlgError:
+                return np.inf, np.zeros_like(x)
+            if not np.isfinite(lml):
+                return np.inf, np.zeros_like(x)
+            if hasattr(post, "jitter"):
+                max_jitter[0] = max(max_jitter[0], post.jitter)
+            g = self._pack_grad(grad, s2, ls, sn2, move_Z)
+            return -lml, -g
+
+        def callback(xk, *args):
+            state["it"] += 1
+            if self.verbose:
+                f, _ = objective(xk)
+                print(f"[SparseGPRegressor] iter {state['it']:4d}  log ML {-f:.6g}")
+
+        if self.optimizer == "lbfgs":
+            bounds = [(-_LOG_BOUND, _LOG_BOUND)] * n_th + [(None, None)] * (x0.size - n_th)
+            res = minimize(objective, x0, jac=True, method="L-BFGS-B", bounds=bounds,
+                           callback=callback, options={"maxiter": self.max_iter})
+        else:
+            res = minimize(objective, x0, jac=True, method="CG", callback=callback,
+                           options={"maxiter": self.max_iter})
+        x = res.x
+        Z = np.ascontiguousarray(x[n_th:].reshape(Zshape)) if move_Z else Z0
+        # status 1 is the user's iteration cap (reported through n_iter_, as in the classifiers);
+        # other non-zero statuses are failures (line search, precision loss, NaN)
+        return -res.fun, x[:n_th].copy(), Z, int(res.nit), res.status in (0, 1)
+
+    def _pack_grad(self, grad, s2, ls, sn2, move_Z):
+        gl = grad["lengthscale"] * ls
+        parts = [[grad["variance"] * s2], gl if self.ard else [np.sum(gl)],
+                 [grad["noise_variance"] * sn2]]
+        if move_Z:
+            parts.append(grad["inducing_points"].ravel())
+        return np.concatenate(parts)
+
+    # ------------------------------------------------------------------ public evidence
+    def log_marginal_likelihood(self, theta=None, eval_gradient=False):
+        """Evidence of the fitted approximation, optionally at other hyper-parameters.
+
+        Parameters
+        ----------
+        theta : array-like of shape (2 + n_lengthscales,), optional
+            Log hyper-parameters ``[log s², log ℓ (1 value, or D with ARD), log σ²]``; the
+            inducing inputs stay at ``inducing_points_``. Default: the fitted values.
+        eval_gradient : bool
+            Also return the gradient with respect to ``theta`` (log space).
+
+        Returns
+        -------
+        lml : float
+        grad : ndarray of shape (2 + n_lengthscales,)
+            Only when ``eval_gradient`` is True.
+        """
+        self._check_is_fitted("log_marginal_likelihood_")
+        D = self.n_features_in_
+        if theta is None:
+            s2, sn2 = self.variance_, self.noise_variance_
+            ls = np.broadcast_to(np.asarray(self.lengthscale_, dtype=float), (D,)).copy()
+        else:
+            theta = np.asarray(theta, dtype=np.float64).ravel()
+            n_th = 2 + (D if self.ard else 1)
+            if theta.size != n_th or not np.all(np.isfinite(theta)):
+                raise ValueError(f"theta must hold {n_th} finite log hyper-parameters; got "
+                                 f"{theta!r}")
+            s2, ls, sn2 = self._unpack(theta, D)
+        if self.approximation == "sod":
+            X, y = self.X_train_[self.subset_indices_], self.y_train_[self.subset_indices_]
+        else:
+            X, y = self.X_train_, self.y_train_
+        Z = getattr(self, "inducing_points_", None)
+        lml, grad, _ = self._evidence(X, y, s2, ls, sn2, Z, self.jitter, self._blocks_fit,
+                                      eval_gradient)
+        if not eval_gradient:
+            return float(lml)
+        return float(lml), self._pack_grad(grad, s2, ls, sn2, False)
+
+    # ------------------------------------------------------------------ prediction
+    def predict(self, X, return_std=False, return_cov=False, augment=False, transduce=False):
+        """Predictive distribution of the latent function f at ``X``.
+
+        Parameters
+        ----------
+        X : array-like of shape (T, D)
+        return_std : bool
+            Also return the predictive standard deviation of f (add ``noise_variance_`` to
+            the variance for noisy targets).
+        return_cov : bool
+            Return the joint predictive covariance under the approximation's test conditional
+            instead (FITC: exact K**; FIC: diag(K** − Q**) + Q** parts, so the two differ only
+            off the diagonal; SoR: Q**). O(T² M).
+        augment : bool
+            Augmentation (ASoR = ADTC, notes §4.6; ``"sor"``, ``"dtc"``, ``"vfe"`` only): each
+            test point joins the inducing set for its own prediction. O(N M²) once plus
+            O(N (M + D)) per test point, memory O(N · 256). No ``return_cov``.
+        transduce : bool
+            Transduction by the Bayesian committee machine (notes §4.7): inducing inputs =
+            the test inputs, training conditional of the approximation (PITC blocks give
+            Tresp's BCM). O(N T² + N B²), recomputed for every call.
+
+        Returns
+        -------
+        mean : ndarray of shape (T,)
+        std : ndarray of shape (T,)
+            Only when ``return_std`` is True.
+        cov : ndarray of shape (T, T)
+            Only when ``return_cov`` is True.
+        """
+        self._check_is_fitted("log_marginal_likelihood_")
+        if return_std and return_cov:
+            raise ValueError("at most one of return_std and return_cov may be True")
+        Xs = check_array(X, "X")
+        D = self.n_features_in_
+        if Xs.shape[1] != D:
+            raise ValueError(f"X has {Xs.shape[1]} features, but the model was fitted with {D}")
+        method = self.approximation
+        s2, sn2 = self.variance_, self.noise_variance_
+        ls = np.broadcast_to(np.asarray(self.lengthscale_, dtype=float), (D,)).copy()
+        if augment and transduce:
+            raise ValueError("augment and transduce cannot both be True")
+        full = bool(return_cov)
+        if augment:
+            if method not in ("sor", "dtc", "vfe"):
+                raise ValueError("augment=True is implemented for approximation 'sor', 'dtc' "
+                                 f"and 'vfe' (ASoR = ADTC); got {method!r}")
+            if return_cov:
+                raise ValueError("augment=True predicts each test point on its own; "
+                                 "return_cov is not available")
+            mean, var = _base.augmented_predict(self.X_train_, self.y_train_,
+                                                self.inducing_points_, Xs, s2, ls, sn2,
+                                                self.jitter)
+        elif transduce:
+            if method not in _base.SPARSE_METHODS:
+                raise ValueError(f"transduce=True needs a sparse approximation; got {method!r}")
+            mean, cov = _base.bcm_predict(self.X_train_, self.y_train_, Xs, s2, ls, sn2,
+                                          method, self._blocks_fit, self.jitter)
+            var = np.maximum(np.diag(cov), 0.0)
+            if full:
+                return mean, cov
+        elif method in _base.SPARSE_METHODS:
+            out = _base.sparse_predict(self._post, self.inducing_points_, Xs, s2, ls, full)
+            mean, var = out
+            if full:
+                return mean, var
+        else:
+            Xt = self.X_train_ if method == "exact" else self.X_train_[self.subset_indices_]
+            mean, var = _base.exact_predict(Xt, self._post, Xs, s2, ls, full)
+            if full:
+                return mean, var
+            var = np.maximum(var, 0.0)
+        if return_std:
+            return mean, np.sqrt(var)
+        return mean
