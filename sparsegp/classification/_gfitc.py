@@ -14,19 +14,19 @@ import warnings
 
 import numpy as np
 from scipy import linalg as sla
-from scipy import optimize as sopt
 
 from .._base import BaseEstimator
 from .._config import EP_MAX_SWEEPS, EP_TOL, JITTER, MAX_JITTER
 from .._numba import ep_fitc as _ep
 from .._numba.probit import log_ndtr_vec
-from .._validation import (
-    check_array, check_binary_labels, check_int, check_lengthscale, check_option,
-    check_positive, check_random_state, check_X_y,
-)
+from .._validation import check_array, check_int, check_option
 from ..exceptions import ConvergenceWarning, JitterWarning
 from ..inducing import init_inducing
 from ..kernels import se_grad_contract, se_kernel
+from ._binary import (
+    RESTART_SCALE, _BinaryGPClassifierMixin, maximize_evidence, pack_theta, theta_gradient,
+    unpack_theta,
+)
 
 __all__ = ["GFITCClassifier"]
 
@@ -287,77 +287,9 @@ def fit_ep(prior, y, bias, tau0=None, nu0=None, **ep_kw):
 
 
 # --------------------------------------------------------------------------------------------
-# Hyper-parameter packing and optimisation
-# --------------------------------------------------------------------------------------------
-def _pack(variance, lengthscale, bias, Z, ard):
-    ls = np.log(lengthscale) if ard else np.log(lengthscale[:1])
-    return np.concatenate([[math.log(variance)], ls, [bias], Z.ravel()])
-
-
-def _unpack(theta, D, M, ard):
-    variance = math.exp(theta[0])
-    k = D if ard else 1
-    ls = np.exp(theta[1:1 + k])
-    ls = ls if ard else np.full(D, ls[0])
-    bias = float(theta[1 + k])
-    Z = theta[2 + k:].reshape(M, D).copy()
-    return variance, ls, bias, Z
-
-
-class _Objective:
-    """-log Z_EP and its gradient in the packed log-space parameters, EP warm-started."""
-
-    def __init__(self, X, y, M, ard, jitter, ep_kw):
-        self.X, self.y, self.M, self.ard = X, y, M, ard
-        self.D = X.shape[1]
-        self.jitter = jitter
-        self.ep_kw = ep_kw
-        self.tau = self.nu = None
-        self.best = (np.inf, None, None, None)
-        self.n_eval = 0
-
-    def __call__(self, theta):
-        self.n_eval += 1
-        variance, ls, bias, Z = _unpack(theta, self.D, self.M, self.ard)
-        try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", ConvergenceWarning)
-                prior = _FITCPrior(self.X, Z, variance, ls, self.jitter, escalate=False)
-                res, lz, db = fit_ep(prior, self.y, bias, self.tau, self.nu, **self.ep_kw)
-                dv, dl, dz = log_evidence_gradient(prior, res.tau, res.nu, res.post)
-        except (np.linalg.LinAlgError, FloatingPointError, ValueError):
-            return 1e300, np.zeros_like(theta)
-        if not np.isfinite(lz):
-            return 1e300, np.zeros_like(theta)
-        self.tau, self.nu = res.tau, res.nu
-        dls = dl * ls if self.ard else np.array([float(np.sum(dl * ls))])
-        grad = np.concatenate([[dv * variance], dls, [db], dz.ravel()])
-        if -lz < self.best[0]:
-            self.best = (-lz, theta.copy(), res.tau.copy(), res.nu.copy())
-        return -lz, -grad
-
-
-def _optimise(objective, theta0, optimizer, max_iter, verbose, restart):
-    """Minimise -log Z_EP from ``theta0``; returns the best theta seen and its value."""
-    it = [0]
-
-    def callback(xk, *args):
-        it[0] += 1
-        if verbose:
-            print(f"[GFITC] restart {restart} iteration {it[0]}: "
-                  f"log Z_EP = {-objective.best[0]:.6f}")
-
-    method = "CG" if optimizer == "cg" else "L-BFGS-B"
-    with np.errstate(over="ignore", invalid="ignore"):
-        sopt.minimize(objective, theta0, jac=True, method=method,
-                      options={"maxiter": max_iter}, callback=callback)
-    return objective.best
-
-
-# --------------------------------------------------------------------------------------------
 # Estimator
 # --------------------------------------------------------------------------------------------
-class GFITCClassifier(BaseEstimator):
+class GFITCClassifier(_BinaryGPClassifierMixin, BaseEstimator):
     """Sparse GP classifier: EP over the FITC prior with learnt pseudo-inputs (GFITC/SPGPC).
 
     Binary probit likelihood with bias, p(y = +1 | f) = Phi(f + beta), squared-exponential
@@ -394,7 +326,7 @@ class GFITCClassifier(BaseEstimator):
         Optimiser iterations per (re)start.
     n_restarts : int, default=0
         Extra random initialisations (new pseudo-inputs from ``init``, variance and
-        length-scales scaled by exp(U(-1, 1))); the fit with the best evidence is kept.
+        length-scales scaled by exp(N(0, 1))); the fit with the best evidence is kept.
     ep_tol : float, default=1e-6
         EP stops when the largest change of a site parameter over a sweep is below this.
     max_sweeps : int, default=200
@@ -415,7 +347,8 @@ class GFITCClassifier(BaseEstimator):
     classes_ : ndarray of shape (2,)
         Class labels; ``classes_[1]`` is the positive class (y = +1).
     inducing_points_ : ndarray of shape (M, n_features)
-    lengthscale_ : ndarray of shape (n_features,)
+    lengthscale_ : float or ndarray of shape (n_features,)
+        Float when ``ard=False``.
     variance_ : float
     bias_ : float
     log_evidence_ : float
@@ -426,6 +359,11 @@ class GFITCClassifier(BaseEstimator):
         ``"inducing_points"`` (M, n_features).
     n_sweeps_ : int
         EP sweeps of the final EP run.
+    n_iter_ : int
+        Optimiser iterations of the start that was kept (0 without optimisation).
+    jitter_ : float
+        Jitter multiple actually used on K_uu (larger than ``jitter`` only after a
+        ``JitterWarning``).
     site_precision_ : ndarray of shape (n_samples,)
         EP site precisions tau~.
     site_mean_ : ndarray of shape (n_samples,)
@@ -463,45 +401,27 @@ class GFITCClassifier(BaseEstimator):
 
     # ---------------------------------------------------------------- validation
     def _validate(self, X, y):
-        X, y = check_X_y(X, y)
-        classes, y_pm = check_binary_labels(y)
+        X, y_pm, hyper = self._validate_binary_fit(X, y)
         N, D = X.shape
         if self.inducing_points is not None:
             Z0 = check_array(self.inducing_points, "inducing_points")
             if Z0.shape[1] != D:
-                raise ValueError(
-                    f"inducing_points must have {D} columns like X; got shape {Z0.shape}")
+                raise ValueError(f"inducing_points must have {D} columns like X; got shape "
+                                 f"{Z0.shape}")
             if Z0.shape[0] > N:
                 raise ValueError(f"inducing_points has {Z0.shape[0]} rows, more than the "
                                  f"{N} training points")
         else:
             Z0 = None
-            check_int(self.n_inducing, "n_inducing", minimum=1)
-            if self.n_inducing > N:
+            M = check_int(self.n_inducing, "n_inducing", minimum=1)
+            if M > N:
                 raise ValueError(f"n_inducing must be <= the number of training points "
-                                 f"({N}); got {self.n_inducing}")
+                                 f"({N}); got {M}")
             check_option(self.init, "init", ("random", "kmeans"))
-        ls = check_lengthscale(self.lengthscale, D, bool(self.ard))
-        variance = check_positive(self.variance, "variance", allow_array=False)
-        bias = float(self.bias)
-        if not math.isfinite(bias):
-            raise ValueError(f"bias must be finite; got {self.bias!r}")
-        jitter = check_positive(self.jitter, "jitter", allow_array=False)
-        check_option(self.optimizer, "optimizer", ("cg", "lbfgs"))
         check_option(self.schedule, "schedule", _SCHEDULES)
-        check_int(self.max_iter, "max_iter", minimum=0)
-        check_int(self.n_restarts, "n_restarts", minimum=0)
-        check_int(self.max_sweeps, "max_sweeps", minimum=1)
-        check_positive(self.ep_tol, "ep_tol", allow_array=False)
-        damping = float(self.damping)
-        if not 0.0 < damping <= 1.0:
-            raise ValueError(f"damping must be in (0, 1]; got {self.damping!r}")
-        rng = check_random_state(self.random_state)
-        return X, y_pm, classes, Z0, ls, variance, bias, jitter, rng
-
-    def _ep_kwargs(self, rng):
-        return dict(tol=float(self.ep_tol), max_sweeps=int(self.max_sweeps),
-                    damping=float(self.damping), schedule=self.schedule, rng=rng)
+        if hyper.jitter <= 0.0:
+            raise ValueError(f"jitter must be positive (K_uu needs it); got {self.jitter!r}")
+        return X, y_pm, hyper, Z0
 
     # ---------------------------------------------------------------- fit
     def fit(self, X, y):
@@ -517,117 +437,86 @@ class GFITCClassifier(BaseEstimator):
         -------
         self : GFITCClassifier
         """
-        X, y_pm, classes, Z0, ls, variance, bias, jitter, rng = self._validate(X, y)
+        X, y_pm, hp, Z0 = self._validate(X, y)
         N, D = X.shape
-        ard = bool(self.ard)
+        rng = hp.rng
         if Z0 is None:
             Z0 = init_inducing(X, int(self.n_inducing), self.init, rng)
         M = Z0.shape[0]
-        ep_kw = self._ep_kwargs(rng)
-        if self.optimize and (self.max_iter > 0):
-            best = (np.inf, None, None, None)
-            for restart in range(int(self.n_restarts) + 1):
-                if restart == 0:
-                    theta0 = _pack(variance, ls, bias, Z0, ard)
+        ep_kw = dict(tol=hp.ep_tol, max_sweeps=hp.max_sweeps, damping=hp.damping,
+                     schedule=self.schedule, rng=rng)
+        variance, ls, bias, Z = hp.variance, hp.lengthscale, hp.bias, Z0
+        tau0 = nu0 = None
+        if hp.optimize and hp.max_iter > 0:
+            def evaluate(theta, warm):
+                v, l, b, z = unpack_theta(theta, D, hp.ard)
+                prior = _FITCPrior(X, z.reshape(M, D), v, l, hp.jitter, escalate=False)
+                t0, n0 = (None, None) if warm is None else warm
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore", ConvergenceWarning)
+                    res, lz, db = fit_ep(prior, y_pm, b, t0, n0, **ep_kw)
+                dv, dl, dz = log_evidence_gradient(prior, res.tau, res.nu, res.post)
+                grad = theta_gradient(dv, dl, db, v, l, hp.ard, dz)
+                return lz, grad, (res.tau, res.nu)
+
+            n_log = 1 + (D if hp.ard else 1)
+
+            def perturb(theta0, rng):
+                # A restart re-draws the pseudo-inputs (or jitters given ones) and scales the
+                # kernel parameters by exp(N(0, 1)); the bias starts where it was.
+                theta = theta0.copy()
+                theta[:n_log] += RESTART_SCALE * rng.standard_normal(n_log)
+                if self.inducing_points is None:
+                    Zr = init_inducing(X, M, self.init, rng)
                 else:
-                    Zr = (init_inducing(X, M, self.init, rng) if self.inducing_points is None
-                          else Z0 + 0.1 * rng.standard_normal(Z0.shape) * np.std(X, axis=0))
-                    scale = np.exp(rng.uniform(-1.0, 1.0, size=2))
-                    theta0 = _pack(variance * scale[0], ls * scale[1], bias, Zr, ard)
-                obj = _Objective(X, y_pm, M, ard, jitter, ep_kw)
-                cand = _optimise(obj, theta0, self.optimizer, int(self.max_iter),
-                                 self.verbose, restart)
-                if self.verbose:
-                    print(f"[GFITC] restart {restart}: log Z_EP = {-cand[0]:.6f} "
-                          f"({obj.n_eval} evaluations)")
-                if cand[0] < best[0]:
-                    best = cand
-            if best[1] is None:
-                raise ValueError("the evidence could not be evaluated at any initialisation; "
-                                 "check the scale of X, the initial length-scale and jitter")
-            variance, ls, bias, Z = _unpack(best[1], D, M, ard)
-            tau0, nu0 = best[2], best[3]
+                    Zr = Z0 + 0.1 * np.std(X, axis=0) * rng.standard_normal(Z0.shape)
+                theta[n_log + 1:] = Zr.ravel()
+                return theta
+
+            opt = maximize_evidence(
+                evaluate, pack_theta(variance, ls, bias, hp.ard, Z0), hp.optimizer,
+                hp.max_iter, hp.n_restarts, rng, perturb=perturb, n_log_params=n_log,
+                verbose=bool(self.verbose), label="GFITC")
+            if not np.isfinite(opt.log_evidence):
+                raise ValueError("the EP evidence could not be evaluated at any start; check "
+                                 "the scale of X, the initial lengthscale and jitter")
+            variance, ls, bias, z = unpack_theta(opt.theta, D, hp.ard)
+            Z = z.reshape(M, D)
+            tau0, nu0 = opt.state
+            self.n_iter_ = int(opt.n_iter)
         else:
-            Z, tau0, nu0 = Z0, None, None
-        prior = _FITCPrior(X, Z, variance, ls, jitter)
+            self.n_iter_ = 0
+        prior = _FITCPrior(X, Z, variance, ls, hp.jitter)
         res, lz, db = fit_ep(prior, y_pm, bias, tau0, nu0, **ep_kw)
         if not res.converged:
-            warnings.warn(
-                f"EP did not converge in {res.n_sweeps} sweeps (largest site change "
-                f"{res.max_change:.3g} > ep_tol={self.ep_tol:g}); raise max_sweeps, lower "
-                f"damping or loosen ep_tol", ConvergenceWarning, stacklevel=2)
+            self._warn_ep_not_converged(res.n_sweeps, res.max_change)
+        if not np.isfinite(lz):
+            raise ValueError("EP produced a non-finite evidence; try a larger jitter or "
+                             "damping < 1")
         dv, dl, dz = log_evidence_gradient(prior, res.tau, res.nu, res.post)
-        self._store(X, classes, prior, res, lz, bias)
-        self.log_evidence_gradient_ = {
-            "variance": float(dv),
-            "lengthscale": dl.copy() if ard else float(np.sum(dl)),
-            "bias": float(db),
-            "inducing_points": dz,
-        }
-        return self
-
-    def _store(self, X, classes, prior, res, lz, bias):
-        self.classes_ = classes
-        self.n_features_in_ = X.shape[1]
+        self._set_hyper_attributes(variance, ls, bias)
         self.inducing_points_ = prior.Z.copy()
-        self.lengthscale_ = np.array(prior.lengthscale, dtype=np.float64)
-        self.variance_ = float(prior.variance)
-        self.bias_ = float(bias)
         self.jitter_ = float(prior.jitter)
         self.log_evidence_ = float(lz)
+        self.log_evidence_gradient_ = self._gradient_dict(dv, dl, db, inducing_points=dz)
         self.n_sweeps_ = int(res.n_sweeps)
         self.site_precision_ = res.tau.copy()
-        with np.errstate(divide="ignore", invalid="ignore"):
-            self.site_mean_ = np.where(res.tau > 0, res.nu / np.where(res.tau > 0, res.tau, 1),
-                                       0.0)
-        # Prediction cache, form (B) of notes §1.7: mu* = (R L_u^{-1} k*)^T c,
-        # var* = s2 - ||L_u^{-1} k*||^2 + ||R L_u^{-1} k*||^2.
-        post = res.post
+        pos = res.tau > 0.0
+        self.site_mean_ = np.zeros(N)
+        self.site_mean_[pos] = res.nu[pos] / res.tau[pos]
+        # Prediction cache, form (B) of notes §1.7 with S^{-1} = R^T R:
+        # mu* = (R L_u^{-1} k*)^T c,  var* = s2 - ||L_u^{-1} k*||^2 + ||R L_u^{-1} k*||^2.
         self._Lu = prior.Lu
-        self._R = post.R
-        self._c = post.R @ (prior.Vt.T @ post.btil)
+        self._R = res.post.R
+        self._c = res.post.R @ (prior.Vt.T @ res.post.btil)
+        return self
 
     # ---------------------------------------------------------------- predict
-    def predict_latent(self, X):
-        """Posterior mean and variance of the latent f* (bias excluded).
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-
-        Returns
-        -------
-        mean : ndarray of shape (n_samples,)
-        var : ndarray of shape (n_samples,)
-        """
-        self._check_is_fitted("classes_")
-        X = check_array(X, "X")
-        if X.shape[1] != self.n_features_in_:
-            raise ValueError(f"X has {X.shape[1]} features, but this GFITCClassifier was "
-                             f"fitted with {self.n_features_in_}")
-        Ks = se_kernel(self.inducing_points_, X, self.variance_, self.lengthscale_)  # (M, n)
+    def _predict_latent(self, X):
+        Ks = se_kernel(self.inducing_points_, X, self.variance_,
+                       np.broadcast_to(self.lengthscale_, (X.shape[1],)).copy())  # (M, n)
         a = sla.solve_triangular(self._Lu, Ks, lower=True, check_finite=False)
         e = self._R @ a
         mean = e.T @ self._c
         var = self.variance_ - np.einsum("ij,ij->j", a, a) + np.einsum("ij,ij->j", e, e)
-        return mean, np.maximum(var, 0.0)
-
-    def decision_function(self, X):
-        """(mu* + beta) / sqrt(1 + var*): positive favours ``classes_[1]``; shape (n_samples,)."""
-        mean, var = self.predict_latent(X)
-        return (mean + self.bias_) / np.sqrt(1.0 + var)
-
-    def predict_proba(self, X):
-        """Class probabilities, shape (n_samples, 2), columns ordered as ``classes_``.
-
-        p(y* = +1 | x*) = Phi((mu* + beta) / sqrt(1 + var*)) (notes §1.7, with the bias).
-        """
-        z = self.decision_function(X)
-        log_p1 = log_ndtr_vec(z)
-        log_p0 = log_ndtr_vec(-z)
-        return np.column_stack([np.exp(log_p0), np.exp(log_p1)])
-
-    def predict(self, X):
-        """Most probable class label for each row of X, shape (n_samples,)."""
-        z = self.decision_function(X)
-        return np.where(z > 0.0, self.classes_[1], self.classes_[0])
+        return mean, var
