@@ -3,8 +3,10 @@
 Generators (deterministic given ``random_state``): :func:`make_xor`, :func:`make_gp_classes`,
 :func:`make_regression_1d`. Readers of the ``.npz`` files in ``$SPARSEGP_DATA``:
 :func:`load_dataset` (one train/test split), :func:`load_table` (all rows + metadata),
-:func:`list_datasets`.
+:func:`list_datasets`. Converters from the original distribution formats into that layout:
+:func:`convert_raetsch`, :func:`convert_libsvm`, :func:`convert_ripley`.
 """
+from ._converters import convert_libsvm, convert_raetsch, convert_ripley
 from ._loaders import (
     DATA_ENV_VAR,
     RAETSCH_SETS,
@@ -27,6 +29,9 @@ __all__ = [
     "RAETSCH_SETS",
     "XOR_BAYES_ERROR",
     "DatasetNotFoundError",
+    "convert_libsvm",
+    "convert_raetsch",
+    "convert_ripley",
     "get_data_home",
     "list_datasets",
     "load_dataset",

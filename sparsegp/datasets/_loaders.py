@@ -131,6 +131,8 @@ def load_dataset(name, split=None, data_home=None, dtype=None):
     with _DataFile(name, data_home) as df:
         n_splits = df.n_splits()
         official = df.has_official()
+        if not official and not df.has_table():
+            df.table()  # raises: the file holds no data arrays at all
         if split is None:
             if official:
                 split = "official"
@@ -191,8 +193,8 @@ def load_table(name, data_home=None, dtype=None):
     info : dict
         The file's JSON ``info`` plus ``name``, ``path``, ``n_samples``, ``n_features``,
         ``n_splits`` (number of train_idx/test_idx rows, 0 if none), ``official_split``
-        (bool), ``n_train``/``n_test`` (official split only), ``labels`` (sorted list of the
-        allowed label values), ``classes`` (list, when the file names its classes) and
+        (bool), ``n_train``/``n_test`` (official split only), ``label_values`` (sorted list
+        of the allowed label values), ``classes`` (list, when the file names its classes) and
         ``arrays``: a dict of the file's other arrays (e.g. crabs' ``sp``, ``sex``,
         ``index``; ``train_idx``/``test_idx``; ``realisation_ids``), as new arrays.
     """
@@ -208,21 +210,23 @@ def _cast_X(X, dtype):
     return X.astype(dtype, copy=False)
 
 
-def _normalise(name):
+def _candidates(name):
+    """File base names to try, in order: as given, normalised (lower case, ``_``), alias."""
     if not isinstance(name, str):
         raise ValueError(f"name must be a data set name (str); got {name!r}")
-    key = name.strip().lower().replace("-", "_")
-    if key.endswith(".npz"):
-        key = key[:-4]
-    if not key or "/" in key or os.sep in key:
+    given = name.strip()
+    if given.lower().endswith(".npz"):
+        given = given[:-4]
+    if not given or "/" in given or os.sep in given:
         raise ValueError(f"name must be a bare data set name like 'raetsch_banana'; got {name!r}")
-    return key
+    key = given.lower().replace("-", "_")
+    out = [given, key] + ([_ALIASES[key]] if key in _ALIASES else [])
+    return list(dict.fromkeys(out))
 
 
 def _find(name, data_home):
-    key = _normalise(name)
+    candidates = _candidates(name)
     home = get_data_home(data_home)
-    candidates = [key] + ([_ALIASES[key]] if key in _ALIASES else [])
     for cand in candidates:
         path = home / f"{cand}.npz"
         if path.is_file():
@@ -244,8 +248,11 @@ def _find(name, data_home):
 class _DataFile:
     """An open ``.npz`` with lazily read, checked arrays (reads only the keys it needs)."""
 
-    def __init__(self, name, data_home):
-        self.name, self.path = _find(name, data_home)
+    def __init__(self, name, data_home, path=None):
+        if path is None:
+            self.name, self.path = _find(name, data_home)
+        else:
+            self.name, self.path = Path(path).stem, Path(path)
         try:
             self._npz = np.load(self.path, allow_pickle=False)
         except (OSError, ValueError, EOFError, zipfile.BadZipFile) as exc:
@@ -422,6 +429,17 @@ class _DataFile:
         if not (np.array_equal(X[:n_tr], X_tr) and np.array_equal(X[n_tr:], X_te)
                 and np.array_equal(y[:n_tr], y_tr) and np.array_equal(y[n_tr:], y_te)):
             self._fail("'X'/'y' differ from X_train/y_train followed by X_test/y_test")
+
+    def check_all(self):
+        """Run every check (used by the converters on the file they have just written)."""
+        if self.has_table():
+            self.table()
+        if self.has_official():
+            self.official()
+        if not self.has_table() and not self.has_official():
+            self.table()  # raises: no data at all
+        for r in range(self.n_splits()):
+            self.realisation(r)
 
     def describe(self):
         info = dict(self.info)
