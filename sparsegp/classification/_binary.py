@@ -449,4 +449,5 @@ class _BinaryGPClassifierMixin:
 
     def predict(self, X):
         """Most probable class label for each row of X, shape (n_samples,)."""
-        return self.classes_[(self.decision_function(X) > 0).astype(np.int64)]
+        positive = self.decision_function(X) > 0
+        return self.classes_[positive.astype(np.int64)]
