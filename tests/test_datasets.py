@@ -162,6 +162,12 @@ def test_regression_1d_gap_noise_and_truth():
     assert np.any((Xn > 2.6) & (Xn < 3.6))
 
 
+def test_generators_with_a_single_point():
+    assert make_xor(1, random_state=0)[0].shape == (1, 2)
+    assert make_gp_classes(1, random_state=0)[1].shape == (1,)
+    assert make_regression_1d(1, random_state=0)[0].shape == (1, 1)
+
+
 @pytest.mark.parametrize("call, match", [
     (lambda: make_xor(0), "n must be >= 1"),
     (lambda: make_xor(2.5), "n must be an integer"),
@@ -496,17 +502,34 @@ def _raetsch_files(folder, name, rng, ids=(1, 2, 3)):
 def test_convert_raetsch_round_trip(tmp_path, rng):
     src = tmp_path / "asc"
     src.mkdir()
-    truth = _raetsch_files(src, "banana", rng)
+    truth = _raetsch_files(src, "banana", rng, ids=(1, 2, 10))
     (src / "banana_train_data_1.asc.bak").write_text("ignored")
     out = convert_raetsch(src, "banana", tmp_path / "data" / "raetsch_banana")
     assert out == tmp_path / "data" / "raetsch_banana.npz"
-    for k, r in enumerate((1, 2, 3)):
+    for k, r in enumerate((1, 2, 10)):                 # numeric, not lexical, order
         got = load_dataset("banana", split=k, data_home=tmp_path / "data")
         for u, v in zip(got, truth[r]):
             np.testing.assert_array_equal(u, v)
     X, y, info = load_table("raetsch_banana", data_home=tmp_path / "data")
     assert X.shape == (12, 3) and info["n_splits"] == 3
-    np.testing.assert_array_equal(info["arrays"]["realisation_ids"], [1, 2, 3])
+    np.testing.assert_array_equal(info["arrays"]["realisation_ids"], [1, 2, 10])
+
+
+def test_convert_raetsch_rebuilds_the_shared_heart_file(tmp_path):
+    # Write the shared file's realisations back out as .asc text and convert them again:
+    # the splits must come back identical (the real files have duplicates and 10 splits).
+    require_data("raetsch_heart")
+    ids = load_table("heart")[2]["arrays"]["realisation_ids"]
+    splits = [load_dataset("heart", split=k) for k in range(len(ids))]
+    for r, (X_tr, y_tr, X_te, y_te) in zip(ids, splits):
+        for kind, arr in (("train_data", X_tr), ("train_labels", y_tr.astype(float)),
+                          ("test_data", X_te), ("test_labels", y_te.astype(float))):
+            np.savetxt(tmp_path / f"heart_{kind}_{r}.asc", arr.reshape(arr.shape[0], -1),
+                       fmt="%.17g")
+    convert_raetsch(tmp_path, "heart", tmp_path / "out" / "raetsch_heart.npz")
+    for k in range(len(ids)):
+        for u, v in zip(load_dataset("heart", split=k, data_home=tmp_path / "out"), splits[k]):
+            np.testing.assert_array_equal(u, v)
 
 
 def test_convert_raetsch_errors(tmp_path, rng):
