@@ -200,7 +200,7 @@ def load_table(name, data_home=None, dtype=None):
     """
     with _DataFile(name, data_home) as df:
         X, y = df.table()
-        info = df.describe()
+        info = df.describe(X.shape)
     return _cast_X(X, dtype), y, info
 
 
@@ -441,13 +441,12 @@ class _DataFile:
         for r in range(self.n_splits()):
             self.realisation(r)
 
-    def describe(self):
+    def describe(self, shape):
         info = dict(self.info)
-        X, _ = self.table()
         n_splits = self.n_splits()
         official = self.has_official()
-        info.update(name=self.name, path=str(self.path), n_samples=int(X.shape[0]),
-                    n_features=int(X.shape[1]), n_splits=int(n_splits),
+        info.update(name=self.name, path=str(self.path), n_samples=int(shape[0]),
+                    n_features=int(shape[1]), n_splits=int(n_splits),
                     official_split=bool(official),
                     label_values=self.allowed_labels().tolist())
         if official:
