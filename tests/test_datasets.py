@@ -195,6 +195,7 @@ def _check_split(split, n_train, n_test, d, labels):
     assert not any(np.shares_memory(a, b) for a in split for b in split if a is not b)
 
 
+@pytest.mark.data
 def test_real_banana_realisations():
     require_data("raetsch_banana")
     first = load_dataset("raetsch_banana", split=0)
@@ -211,6 +212,7 @@ def test_real_banana_realisations():
         load_dataset("banana", split="official")
 
 
+@pytest.mark.data
 def test_real_synth_official_split():
     require_data("synth")
     split = load_dataset("synth")
@@ -223,6 +225,7 @@ def test_real_synth_official_split():
         load_dataset("synth", split=0)
 
 
+@pytest.mark.data
 def test_real_satellite_official_and_folds():
     require_data("satellite")
     _check_split(load_dataset("satellite"), 4435, 2000, 36, range(6))
@@ -232,6 +235,7 @@ def test_real_satellite_official_and_folds():
     assert info["n_train"] == 4435 and len(info["classes"]) == 6
 
 
+@pytest.mark.data
 def test_real_glass_folds():
     require_data("glass")
     X, y, info = load_table("glass")
@@ -242,6 +246,7 @@ def test_real_glass_folds():
         assert set(np.unique(np.concatenate([y_tr, y_te]))) <= set(range(6))
 
 
+@pytest.mark.data
 def test_real_crabs_has_no_split():
     require_data("crabs")
     with pytest.raises(ValueError, match=r"no train/test split.*load_table\('crabs'\)"):
@@ -253,6 +258,7 @@ def test_real_crabs_has_no_split():
     np.testing.assert_array_equal(y, 2 * info["arrays"]["sex"] - 1)
 
 
+@pytest.mark.data
 def test_real_usps_and_mnist_dtypes():
     require_data("usps")
     X_tr, y_tr, X_te, y_te = load_dataset("usps")
@@ -264,6 +270,7 @@ def test_real_usps_and_mnist_dtypes():
     assert X_te.shape == (10000, 784) and y_te[:5].tolist() == [7, 2, 1, 0, 4]
 
 
+@pytest.mark.data
 def test_real_list_and_fresh_copies():
     require_data("raetsch_heart")
     assert "raetsch_heart" in list_datasets()
@@ -515,6 +522,7 @@ def test_convert_raetsch_round_trip(tmp_path, rng):
     np.testing.assert_array_equal(info["arrays"]["realisation_ids"], [1, 2, 10])
 
 
+@pytest.mark.data
 def test_convert_raetsch_rebuilds_the_shared_heart_file(tmp_path):
     # Write the shared file's realisations back out as .asc text and convert them again:
     # the splits must come back identical (the real files have duplicates and 10 splits).
