@@ -131,6 +131,10 @@ def rejection_curve(proba, y_true, classes=None, n_points=None):
     1-D ``proba``: classes[1] iff p > 1/2), so at rejected fraction 0 the value is the plain
     test error. Rejecting k points leaves n - k; the curve stops at k = n - 1.
 
+    Only the ordering of |p - 1/2| matters, so a classifier without probabilities (the SVM of
+    seed 003, Figure 1, rejected by the size of its discriminant |s|) is handled by passing
+    ``1 / (1 + exp(-s))`` (or any increasing map of s into [0, 1] with s = 0 -> 1/2).
+
     Parameters
     ----------
     proba : array_like of shape (n,) or (n, C)
