@@ -20,8 +20,9 @@ def ep_dense_sweep(Sigma, mu, tau, nu, y, bias, damping, order, work):
     Parameters
     ----------
     Sigma : ndarray of shape (N, N)
-        Posterior covariance (K^-1 + diag(tau))^-1; updated in place by rank-one terms
-        (RW eq. 3.70).
+        Posterior covariance (K^-1 + diag(tau))^-1, symmetric; updated in place by rank-one
+        terms (RW eq. 3.70).  During the sweep only the lower triangle is maintained; the upper
+        triangle is copied from it at the end.
     mu : ndarray of shape (N,)
         Posterior mean Sigma @ nu; updated in place.
     tau, nu : ndarray of shape (N,)
@@ -77,16 +78,23 @@ def ep_dense_sweep(Sigma, mu, tau, nu, y, bias, damping, order, work):
         tau[i] = tau_new
         nu[i] = nu_new
         c = dtau / scale
-        for j in range(n):
+        # column i of the symmetric Sigma, read from its (up-to-date) lower triangle
+        for j in range(i):
+            work[j] = Sigma[i, j]
+        for j in range(i, n):
             work[j] = Sigma[j, i]
         # mu' = Sigma' nu' with Sigma' = Sigma - c s s^T, nu' = nu + dnu e_i and s^T nu = mu_i
         coef = dnu * (1.0 - c * s_ii) - c * mu[i]
         for j in range(n):
             mu[j] += coef * work[j]
+        # symmetric update: the lower triangle only (half the flops), mirrored after the sweep
         for j in range(n):
             cj = c * work[j]
-            for k in range(n):
+            for k in range(j + 1):
                 Sigma[j, k] -= cj * work[k]
+    for j in range(n):
+        for k in range(j):
+            Sigma[k, j] = Sigma[j, k]
     return max_change, n_skipped
 
 
