@@ -329,3 +329,14 @@ def test_sweep_rank_one_updates_match_recomputation(damping):
         S_ref, m_ref, _ = _refresh(K, tau, nu)
         np.testing.assert_allclose(Sigma, S_ref, rtol=1e-9, atol=1e-11)
         np.testing.assert_allclose(mu, m_ref, rtol=1e-9, atol=1e-11)
+
+
+@pytest.mark.parametrize("kw", [dict(lengthscale=1e-3), dict(lengthscale=1e3),
+                                dict(variance=1e4), dict(variance=1e-6), dict(bias=8.0)])
+def test_extreme_hyperparameters_stay_finite(kw):
+    X, y = _data(25, seed=17)
+    est = EPClassifier(optimize=False, random_state=0, **kw).fit(X, y)
+    assert np.isfinite(est.log_evidence_)
+    assert all(np.all(np.isfinite(v)) for v in est.log_evidence_gradient_.values())
+    P = est.predict_proba(X)
+    assert np.all(np.isfinite(P)) and np.all((P >= 0) & (P <= 1))
