@@ -1,0 +1,261 @@
+"""Compiled kernels for the multi-class GFITC baseline and the robust-max VI baseline.
+
+GFITC (notes §7.1): per class c the FITC prior f_c ~ N(0, D_c + U_c U_c^T), with
+U_c = K_fu L_K^{-T} (N, M) and D_c = kappa_c - diag(U_c U_c^T). EP runs on the exact factors
+Theta(f_{i,y_i} - f_{ik}), k != y_i, each approximated by two 1-D Gaussian sites
+
+    exp(-tau+_ik f_{i,y_i}^2 / 2 + nu+_ik f_{i,y_i}) * exp(-tau-_ik f_ik^2 / 2 + nu-_ik f_ik).
+
+Per point and class they aggregate to (tau_bar, nu_bar). The posterior of class c is represented
+by (notes §7.1, "Woodbury twice")
+
+    Sigma_c = diag(g) + W B^{-1} W^T,   g = D / (1 + D tau_bar),   W = U / (1 + D tau_bar),
+    B = I + U^T diag(omega) U = R R^T,  omega = tau_bar / (1 + D tau_bar),
+    mu_c = g nu_bar + W B^{-1} h,       h = W^T nu_bar,
+
+so a marginal costs two triangular solves (O(M^2)) and changing one aggregated site is a rank-one
+update of R plus an O(M) update of h. One sequential sweep over the N (C - 1) factors therefore
+costs O(C N M^2).
+
+The class-probability quadrature (notes §6) integrates
+P_c = int N(f | mu_c, s_c^2) prod_{k != c} Phi((f - mu_k) / s_k) df with Gauss-Hermite nodes on
+the f of class c and also returns dP/dmu and dP/d(s^2) for the VI ELBO (notes §7.2).
+"""
+import math
+
+import numba
+import numpy as np
+
+from ._jit import jit
+from .linalg import chol_downdate_rank1, chol_update_rank1, solve_lower_inplace
+from .probit import inv_mills, inv_mills_and_shift, log_ndtr
+
+_SQRT2 = math.sqrt(2.0)
+
+
+@jit
+def _marginal(U, Dg, tau_bar, nu_bar, R, h, c, i, a, b):
+    """Posterior (mean, variance) of f_{ic}; ``a``, ``b`` (M,) are scratch. O(M^2)."""
+    M = U.shape[2]
+    d = Dg[c, i]
+    s = 1.0 / (1.0 + d * tau_bar[c, i])
+    for j in range(M):
+        a[j] = U[c, i, j] * s
+        b[j] = h[c, j]
+    solve_lower_inplace(R[c], a)
+    solve_lower_inplace(R[c], b)
+    aa = 0.0
+    ab = 0.0
+    for j in range(M):
+        aa += a[j] * a[j]
+        ab += a[j] * b[j]
+    return d * s * nu_bar[c, i] + ab, d * s + aa
+
+
+@jit
+def refresh_class(U, Dg, tau_bar, nu_bar, R, h, c):
+    """Rebuild R[c] = chol(I + U^T diag(omega) U) and h[c] = W^T nu_bar from scratch. O(N M^2)."""
+    N = U.shape[1]
+    M = U.shape[2]
+    B = np.eye(M)
+    for j in range(M):
+        h[c, j] = 0.0
+    for i in range(N):
+        s = 1.0 / (1.0 + Dg[c, i] * tau_bar[c, i])
+        w = tau_bar[c, i] * s
+        e = nu_bar[c, i] * s
+        for j in range(M):
+            uj = U[c, i, j]
+            h[c, j] += e * uj
+            if w != 0.0:
+                for l in range(j + 1):
+                    B[j, l] += w * uj * U[c, i, l]
+    for j in range(M):
+        for l in range(j):
+            B[l, j] = B[j, l]
+    R[c, :, :] = np.linalg.cholesky(B)
+
+
+@jit
+def _set_site(U, Dg, tau_bar, nu_bar, R, h, c, i, t_new, n_new, x, work):
+    """Replace the aggregated site of f_{ic} by (t_new, n_new), updating R[c] and h[c].
+
+    Returns 1 if the rank-one downdate was refused and class c had to be refreshed, else 0.
+    """
+    M = U.shape[2]
+    d = Dg[c, i]
+    t_old = tau_bar[c, i]
+    n_old = nu_bar[c, i]
+    s_old = 1.0 / (1.0 + d * t_old)
+    s_new = 1.0 / (1.0 + d * t_new)
+    dw = t_new * s_new - t_old * s_old
+    coef = n_new * s_new - n_old * s_old
+    for j in range(M):
+        h[c, j] += coef * U[c, i, j]
+    tau_bar[c, i] = t_new
+    nu_bar[c, i] = n_new
+    if dw > 0.0:
+        r = math.sqrt(dw)
+        for j in range(M):
+            x[j] = r * U[c, i, j]
+        chol_update_rank1(R[c], x)
+    elif dw < 0.0:
+        r = math.sqrt(-dw)
+        for j in range(M):
+            x[j] = r * U[c, i, j]
+        if not chol_downdate_rank1(R[c], x, work):
+            refresh_class(U, Dg, tau_bar, nu_bar, R, h, c)
+            return 1
+    return 0
+
+
+@jit
+def gfitc_ep_sweep(y, U, Dg, tau_bar, nu_bar, R, h, tp, np_, tm, nm, damping):
+    """One sequential EP sweep over all factors Theta(f_{i,y_i} - f_ik) (notes §7.1).
+
+    Parameters
+    ----------
+    y : ndarray of shape (N,), int64 class indices.
+    U : ndarray of shape (C, N, M)
+        K_fu L_K^{-T} per class.
+    Dg : ndarray of shape (C, N)
+        FITC diagonal kappa - diag(U U^T), >= 0.
+    tau_bar, nu_bar : ndarray of shape (C, N)
+        Aggregated sites; updated in place.
+    R : ndarray of shape (C, M, M)
+        Lower Cholesky factors of B_c; updated in place.
+    h : ndarray of shape (C, M)
+        W_c^T nu_bar_c; updated in place.
+    tp, np_, tm, nm : ndarray of shape (N, C)
+        Winner-side (tau+, nu+) and loser-side (tau-, nu-) sites of factor (i, k) at column k;
+        column y_i is unused. Updated in place.
+    damping : float
+        Step in natural parameters, 1 = plain EP.
+
+    Returns
+    -------
+    max_change : float
+        Largest |change| of any site parameter in this sweep.
+    n_skipped : int
+        Factors skipped because a cavity variance was not positive.
+    n_refresh : int
+        Rank-one downdates that fell back to a refresh.
+    """
+    N = y.shape[0]
+    C = tp.shape[1]
+    M = U.shape[2]
+    a = np.empty(M)
+    b = np.empty(M)
+    x = np.empty(M)
+    work = np.empty(2 * M)
+    max_change = 0.0
+    n_skipped = 0
+    n_refresh = 0
+    for i in range(N):
+        yi = y[i]
+        for k in range(C):
+            if k == yi:
+                continue
+            mu_p, v_p = _marginal(U, Dg, tau_bar, nu_bar, R, h, yi, i, a, b)
+            mu_m, v_m = _marginal(U, Dg, tau_bar, nu_bar, R, h, k, i, a, b)
+            t_po = tp[i, k]
+            n_po = np_[i, k]
+            t_mo = tm[i, k]
+            n_mo = nm[i, k]
+            # cavity of this factor's own sites: q / site, in the stable tau/(1 - tau v) form
+            den_p = 1.0 - t_po * v_p
+            den_m = 1.0 - t_mo * v_m
+            if not (den_p > 0.0 and den_m > 0.0):
+                n_skipped += 1
+                continue
+            vc_p = v_p / den_p
+            mc_p = (mu_p - n_po * v_p) / den_p
+            vc_m = v_m / den_m
+            mc_m = (mu_m - n_mo * v_m) / den_m
+            z = vc_p + vc_m
+            if not (z > 0.0):
+                n_skipped += 1
+                continue
+            sz = math.sqrt(z)
+            beta = (mc_p - mc_m) / sz
+            r, br = inv_mills_and_shift(beta)
+            alpha = r / sz
+            nu2 = r * br / z  # -d2 log Z / d mu^2, in (0, 1/z)
+            den_p = 1.0 - nu2 * vc_p
+            den_m = 1.0 - nu2 * vc_m
+            if not (den_p > 0.0 and den_m > 0.0):
+                n_skipped += 1
+                continue
+            t_p = damping * (nu2 / den_p) + (1.0 - damping) * t_po
+            n_p = damping * ((alpha + mc_p * nu2) / den_p) + (1.0 - damping) * n_po
+            t_m = damping * (nu2 / den_m) + (1.0 - damping) * t_mo
+            n_m = damping * ((-alpha + mc_m * nu2) / den_m) + (1.0 - damping) * n_mo
+            ch = max(abs(t_p - t_po), abs(n_p - n_po), abs(t_m - t_mo), abs(n_m - n_mo))
+            if ch > max_change:
+                max_change = ch
+            tp[i, k] = t_p
+            np_[i, k] = n_p
+            tm[i, k] = t_m
+            nm[i, k] = n_m
+            n_refresh += _set_site(U, Dg, tau_bar, nu_bar, R, h, yi, i,
+                                   tau_bar[yi, i] + (t_p - t_po), nu_bar[yi, i] + (n_p - n_po),
+                                   x, work)
+            n_refresh += _set_site(U, Dg, tau_bar, nu_bar, R, h, k, i,
+                                   tau_bar[k, i] + (t_m - t_mo), nu_bar[k, i] + (n_m - n_mo),
+                                   x, work)
+    return max_change, n_skipped, n_refresh
+
+
+@jit(parallel=True)
+def class_prob_quadrature(y, mu, var, nodes, weights, P, dP_dmu, dP_dvar, with_grad):
+    """P_i = int N(f | mu_{i,y_i}, var_{i,y_i}) prod_{k != y_i} Phi((f - mu_ik) / s_ik) df.
+
+    Gauss-Hermite on the f of class y_i: f = mu_y + sqrt(2) s_y x_t, weights w_t / sqrt(pi)
+    (notes §6, §7.2). The derivatives are those of the quadrature sum itself.
+
+    Parameters
+    ----------
+    y : ndarray of shape (N,), int64 class whose probability is computed for each row.
+    mu, var : ndarray of shape (N, C)
+        Marginal means and variances (var > 0).
+    nodes, weights : ndarray of shape (T,)
+        Physicists' Gauss-Hermite nodes and weights (weights already divided by sqrt(pi)).
+    P : ndarray of shape (N,)
+        Output probabilities.
+    dP_dmu, dP_dvar : ndarray of shape (N, C)
+        Output derivatives; written only when ``with_grad``.
+    with_grad : bool
+    """
+    N, C = mu.shape
+    T = nodes.shape[0]
+    for i in numba.prange(N):
+        yi = y[i]
+        s_y = math.sqrt(var[i, yi])
+        p = 0.0
+        if with_grad:
+            for k in range(C):
+                dP_dmu[i, k] = 0.0
+                dP_dvar[i, k] = 0.0
+        for t in range(T):
+            f = mu[i, yi] + _SQRT2 * s_y * nodes[t]
+            logprod = 0.0
+            for k in range(C):
+                if k == yi:
+                    continue
+                logprod += log_ndtr((f - mu[i, k]) / math.sqrt(var[i, k]))
+            wp = weights[t] * math.exp(logprod)
+            p += wp
+            if with_grad and wp > 0.0:
+                acc = 0.0
+                for k in range(C):
+                    if k == yi:
+                        continue
+                    s_k = math.sqrt(var[i, k])
+                    zk = (f - mu[i, k]) / s_k
+                    q = wp * inv_mills(zk) / s_k  # d(w Pi)/d f through this factor
+                    acc += q
+                    dP_dmu[i, k] -= q
+                    dP_dvar[i, k] -= q * zk / (2.0 * s_k)
+                dP_dmu[i, yi] += acc
+                dP_dvar[i, yi] += acc * _SQRT2 * nodes[t] / (2.0 * s_y)
+        P[i] = p

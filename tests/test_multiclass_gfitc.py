@@ -1,0 +1,261 @@
+"""Multi-class GFITC baseline (notes multiclass_ep.md §7.1): EP fixed point, evidence, gradient,
+equivalences with dense EP and the binary probit model, estimator behaviour and input checks."""
+import numpy as np
+import pytest
+from scipy import integrate
+from scipy.special import ndtr
+
+from reference.dense_ep import dense_ep
+from reference.dense_multiclass_baselines import (
+    dense_multiclass_ep, fitc_prior, se_dense,
+)
+from sparsegp import MultiClassGFITCClassifier
+from sparsegp.classification._multiclass_gfitc import (
+    _GFITCState, _Hyper, _Sites, gfitc_gradient, gfitc_log_evidence, gfitc_run_ep,
+)
+
+JITTER = 1e-10
+
+
+def _problem(seed, N=12, D=2, C=3, M=4):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(N, D))
+    y = np.arange(N) % C
+    rng.shuffle(y)
+    hyp = _Hyper(np.log(rng.uniform(0.6, 1.6, C)), np.log(rng.uniform(0.1, 0.6, C)),
+                 np.log(rng.uniform(0.6, 2.0, (C, D))), rng.normal(size=(C, M, D)))
+    return X, y.astype(np.int64), hyp
+
+
+def _converged(X, y, hyp, nik, tol=1e-12, sites=None):
+    state = _GFITCState(X, hyp, JITTER, nik)
+    C = hyp.Z.shape[0]
+    sites = _Sites(X.shape[0], C) if sites is None else sites
+    n, ok, _ = gfitc_run_ep(y, state, sites, tol, 5000)
+    assert ok
+    return state, sites
+
+
+def _dense_fitc(X, hyp, nik):
+    C = hyp.Z.shape[0]
+    var = np.exp(hyp.log_variance)
+    return np.array([fitc_prior(X, hyp.Z[c], var[c], np.exp(hyp.log_noise[c]),
+                                np.exp(hyp.log_lengthscale[c]), JITTER / var[c], nik)
+                     for c in range(C)])
+
+
+@pytest.mark.parametrize("nik", [True, False])
+def test_ep_matches_dense_reference(nik):
+    X, y, hyp = _problem(0)
+    state, sites = _converged(X, y, hyp, nik)
+    ref = dense_multiclass_ep(_dense_fitc(X, hyp, nik), y)
+    assert ref["converged"]
+    for a, b in ((sites.tp, ref["tp"]), (sites.np_, ref["np_"]),
+                 (sites.tm, ref["tm"]), (sites.nm, ref["nm"])):
+        np.testing.assert_allclose(a, b, rtol=1e-8, atol=1e-10)
+    lz = gfitc_log_evidence(y, state, sites)
+    assert abs(lz - ref["log_evidence"]) < 1e-9
+    # Seeger's identity with explicit N-dimensional cavities (notes §8.3 item 3)
+    assert abs(lz - ref["log_evidence_identity"]) < 1e-9
+
+
+def test_evidence_any_sites_matches_dense():
+    """The evidence formula holds for arbitrary (non-converged) sites too."""
+    from reference.dense_multiclass_baselines import dense_multiclass_evidence
+    X, y, hyp = _problem(1)
+    state = _GFITCState(X, hyp, JITTER, True)
+    sites = _Sites(X.shape[0], 3)
+    rng = np.random.default_rng(5)
+    for a in (sites.tp, sites.tm):
+        a[:] = rng.uniform(0.0, 0.5, a.shape)
+    for a in (sites.np_, sites.nm):
+        a[:] = rng.normal(size=a.shape) * 0.3
+    rows = np.arange(len(y))
+    for a in (sites.tp, sites.np_, sites.tm, sites.nm):
+        a[rows, y] = 0.0
+    ref = dense_multiclass_evidence(_dense_fitc(X, hyp, True), y, sites.tp, sites.np_,
+                                    sites.tm, sites.nm)
+    lz = gfitc_log_evidence(y, state, sites)
+    assert abs(lz - ref["log_evidence"]) < 1e-9
+    assert abs(lz - ref["log_evidence_identity"]) < 1e-9
+
+
+def test_fixed_point_is_moment_matching():
+    """At convergence q's marginals equal the quadrature moments of every tilted distribution."""
+    X, y, hyp = _problem(2)
+    state, sites = _converged(X, y, hyp, True)
+    ref = dense_multiclass_ep(_dense_fitc(X, hyp, True), y)
+    mean, cov = ref["mean"], ref["cov"]
+    checked = 0
+    for i in range(4):
+        a = y[i]
+        for k in range(3):
+            if k == a:
+                continue
+            cav = []
+            for c, t, n in ((a, sites.tp[i, k], sites.np_[i, k]),
+                            (k, sites.tm[i, k], sites.nm[i, k])):
+                v, m = cov[c][i, i], mean[c][i]
+                vc = 1.0 / (1.0 / v - t)
+                cav.append((vc, vc * (m / v - n)))
+            (vp, mp), (vm, mm) = cav
+
+            def tilted(f, p):
+                return (f ** p * np.exp(-0.5 * (f - mp) ** 2 / vp) / np.sqrt(2 * np.pi * vp)
+                        * ndtr((f - mm) / np.sqrt(vm)))
+
+            lo, hi = mp - 12 * np.sqrt(vp), mp + 12 * np.sqrt(vp)
+            Z0 = integrate.quad(tilted, lo, hi, args=(0,), epsabs=1e-14, epsrel=1e-12)[0]
+            m1 = integrate.quad(tilted, lo, hi, args=(1,), epsabs=1e-14, epsrel=1e-12)[0] / Z0
+            m2 = integrate.quad(tilted, lo, hi, args=(2,), epsabs=1e-14, epsrel=1e-12)[0] / Z0
+            np.testing.assert_allclose(mean[a][i], m1, rtol=1e-7, atol=1e-9)
+            np.testing.assert_allclose(cov[a][i, i], m2 - m1 ** 2, rtol=1e-7, atol=1e-9)
+            checked += 1
+    assert checked == 8
+
+
+@pytest.mark.parametrize("nik", [True, False])
+def test_gradient_matches_finite_differences(nik):
+    X, y, hyp = _problem(3, N=8, M=2)
+    C, M, D = hyp.Z.shape
+    state, sites = _converged(X, y, hyp, nik)
+    g = gfitc_gradient(X, y, hyp, state, sites).pack()
+    theta = hyp.pack()
+    h = 1e-5
+    fd = np.empty_like(theta)
+    for j in range(theta.size):
+        vals = []
+        for sgn in (1.0, -1.0):
+            t2 = theta.copy()
+            t2[j] += sgn * h
+            h2 = _Hyper.unpack(t2, C, M, D)
+            st2, s2 = _converged(X, y, h2, nik, tol=1e-13, sites=sites.copy())
+            vals.append(gfitc_log_evidence(y, st2, s2))
+        fd[j] = (vals[0] - vals[1]) / (2 * h)
+    # every hyper-parameter type and every Z coordinate, 1e-6 relative
+    err = np.abs(g - fd) / np.maximum(np.abs(fd), 1e-2)
+    assert err.max() < 1e-6, (err.max(), np.argmax(err))
+
+
+def test_two_classes_z_equals_x_is_full_gp_ep():
+    """C = 2, Z_c = X, noise-free K_uu: FITC is exact, so GFITC = dense EP on the full GP
+    covariance K_se + sigma0 I (notes §8.3 item 7)."""
+    rng = np.random.default_rng(7)
+    N, D, C = 10, 2, 2
+    X = rng.uniform(-2, 2, size=(N, D))
+    y = np.array([0, 1] * 5, dtype=np.int64)
+    var, noise, ls = np.array([1.2, 0.8]), np.array([0.3, 0.2]), np.array([[1.0, 0.7], [0.6, 1.3]])
+    hyp = _Hyper(np.log(var), np.log(noise), np.log(ls), np.stack([X, X]))
+    state, sites = _converged(X, y, hyp, nik=False)
+    lz = gfitc_log_evidence(y, state, sites)
+    K = np.array([se_dense(X, X, var[c], ls[c]) + noise[c] * np.eye(N) for c in range(C)])
+    ref = dense_multiclass_ep(K, y)
+    assert abs(lz - ref["log_evidence"]) < 1e-8
+
+
+def test_two_classes_zero_amplitude_is_binary_probit_ep():
+    """sigma_2 = 0 and sigma0_2 = 1: class 2 is pure unit noise, so the factor integrates to
+    Phi(y f_1) and GFITC equals binary FITC-EP with the probit likelihood (notes §8.3 item 8),
+    computed here by the independent dense binary EP reference."""
+    rng = np.random.default_rng(8)
+    N, D, M = 14, 2, 4
+    X = rng.normal(size=(N, D))
+    y = (X[:, 0] + 0.3 * rng.normal(size=N) > 0).astype(np.int64)
+    Z = rng.normal(size=(M, D))
+    hyp = _Hyper(np.array([np.log(1.5), -np.inf]), np.log([0.2, 1.0]),
+                 np.log([[0.9, 1.4], [1.0, 1.0]]), np.stack([Z, Z]))
+    with np.errstate(divide="ignore"):
+        state, sites = _converged(X, y, hyp, nik=True)
+    lz = gfitc_log_evidence(y, state, sites)
+    KF1 = fitc_prior(X, Z, 1.5, 0.2, np.array([0.9, 1.4]), JITTER / 1.5, True)
+    ref = dense_ep(KF1, np.where(y == 0, 1.0, -1.0), tol=1e-12)
+    assert abs(lz - ref.log_evidence) < 1e-8
+    # the class-0 sites aggregate to the binary sites
+    tau_bar, nu_bar = sites.aggregate(y)
+    np.testing.assert_allclose(tau_bar[0], ref.tau, rtol=1e-7, atol=1e-9)
+    np.testing.assert_allclose(nu_bar[0], ref.nu, rtol=1e-7, atol=1e-9)
+
+
+def test_label_permutation_symmetry():
+    """Permuting classes with their hyper-parameters leaves log Z_EP unchanged (§8.3 item 11)."""
+    X, y, hyp = _problem(4)
+    state, sites = _converged(X, y, hyp, True)
+    lz = gfitc_log_evidence(y, state, sites)
+    perm = np.array([2, 0, 1])  # new class j is old class perm[j]
+    inv = np.argsort(perm)
+    hyp2 = _Hyper(hyp.log_variance[perm], hyp.log_noise[perm], hyp.log_lengthscale[perm],
+                  hyp.Z[perm])
+    y2 = inv[y]
+    state2, sites2 = _converged(X, y2, hyp2, True)
+    assert abs(gfitc_log_evidence(y2, state2, sites2) - lz) < 1e-9
+
+
+# ------------------------------------------------------------------------------------------
+# estimator
+# ------------------------------------------------------------------------------------------
+def _toy(n=60, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.uniform(-3, 3, size=(n, 2))
+    y = np.where(X[:, 0] > 1, 2, np.where(X[:, 1] > 0, 1, 0))
+    return X, np.array(["a", "b", "c"])[y]
+
+
+def test_estimator_fit_predict():
+    X, y = _toy()
+    calls = []
+    est = MultiClassGFITCClassifier(n_inducing=5, max_iter=15, random_state=0,
+                                    callback=lambda e, it: calls.append((it, e.log_evidence_)))
+    est.fit(X, y)
+    assert list(est.classes_) == ["a", "b", "c"]
+    assert est.inducing_points_.shape == (3, 5, 2)
+    assert est.evidence_history_.shape == (est.n_iter_ + 1,)
+    assert len(calls) == est.n_iter_ > 0
+    assert est.log_evidence_ > est.evidence_history_[0]
+    P = est.predict_proba(X)
+    assert P.shape == (60, 3)
+    np.testing.assert_allclose(P.sum(1), 1.0, atol=1e-12)
+    assert np.mean(est.predict(X) == y) > 0.85
+    mean, var = est.predict_latent(X[:5])
+    assert mean.shape == var.shape == (5, 3) and np.all(var > 0)
+    # reproducible
+    est2 = MultiClassGFITCClassifier(n_inducing=5, max_iter=15, random_state=0).fit(X, y)
+    np.testing.assert_array_equal(est2.inducing_points_, est.inducing_points_)
+    assert est2.log_evidence_ == est.log_evidence_
+
+
+def test_estimator_inducing_only_and_inputs_untouched():
+    X, y = _toy(40, seed=1)
+    X0 = X.copy()
+    X.setflags(write=False)
+    est = MultiClassGFITCClassifier(n_inducing=4, max_iter=5, learn_hyperparameters=False,
+                                    variance=2.0, random_state=1).fit(X, y)
+    np.testing.assert_array_equal(est.variance_, 2.0)
+    np.testing.assert_array_equal(X, X0)
+
+
+@pytest.mark.parametrize("kwargs, X_mod, y_mod, match", [
+    ({}, None, "single", "at least 2 classes"),
+    ({}, "nan", None, "NaN"),
+    ({"n_inducing": 25, "init": "subset"}, None, None, "smallest class"),
+    ({"init": "bogus"}, None, None, "init"),
+    ({"max_iter": -1}, None, None, "max_iter"),
+])
+def test_bad_input(kwargs, X_mod, y_mod, match):
+    X, y = _toy()
+    if X_mod == "nan":
+        X = X.copy()
+        X[3, 1] = np.nan
+    if y_mod == "single":
+        y = np.full(len(y), "a")
+    with pytest.raises(ValueError, match=match):
+        MultiClassGFITCClassifier(**{"max_iter": 1, **kwargs}).fit(X, y)
+
+
+def test_predict_checks():
+    X, y = _toy(30)
+    est = MultiClassGFITCClassifier(n_inducing=3, max_iter=0, random_state=0)
+    with pytest.raises(ValueError, match="not fitted"):
+        est.predict(X)
+    est.fit(X, y)
+    with pytest.raises(ValueError, match="features"):
+        est.predict(X[:, :1])
