@@ -1,9 +1,15 @@
-"""Test-suite configuration: benchmark data location, a scratch numba cache, shared helpers."""
+"""Test-suite configuration: BLAS threads, benchmark data location, shared helpers."""
 import os
-from pathlib import Path
 
-import numpy as np
-import pytest
+# The tests use small matrices, where BLAS threads cost more in start-up and contention with
+# numba's threads than they return; set before numpy loads (a user's own setting wins).
+for _var in ("OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "OMP_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")
+
+from pathlib import Path  # noqa: E402
+
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
 
 _SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "datasets"
 
