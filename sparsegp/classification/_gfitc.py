@@ -31,9 +31,8 @@ from ._binary import (
 __all__ = ["GFITCClassifier"]
 
 _SCHEDULES = ("sequential", "parallel")
-#: Damping used by the parallel schedule when ``damping=1`` is requested: undamped parallel EP
-#: can oscillate (notes §1.6).
-PARALLEL_DAMPING = 0.5
+#: Smallest step the parallel schedule falls back to when its site changes grow.
+PARALLEL_MIN_DAMPING = 0.05
 
 
 # --------------------------------------------------------------------------------------------
@@ -151,8 +150,9 @@ def run_ep(prior, y, bias, tau=None, nu=None, tol=EP_TOL, max_sweeps=EP_MAX_SWEE
     damping : float in (0, 1]
     schedule : {"sequential", "parallel"}
         Sequential: one compiled sweep over a random permutation, then a refresh. Parallel:
-        all sites from one posterior, damped (``damping`` if < 1 else ``PARALLEL_DAMPING``),
-        then a refresh.
+        all sites from one posterior, a step of ``damping`` towards them, then a refresh; the
+        step is halved whenever the largest site change grows (oscillation) and regrows by
+        25% per iteration otherwise, up to ``damping``.
     rng : numpy.random.Generator
         Source of the sweep permutations.
     fail_pos : int
@@ -198,15 +198,25 @@ def run_ep(prior, y, bias, tau=None, nu=None, tol=EP_TOL, max_sweeps=EP_MAX_SWEE
                 converged = True
                 break
     else:
-        delta = damping if damping < 1.0 else PARALLEL_DAMPING
+        delta = float(damping)
+        prev_change = np.inf
         for sweep in range(1, max_sweeps + 1):
             diag_a, h, _ = _marginals(post)
             tau_new, nu_new = _site_targets(y, tau, nu, diag_a, h, bias)[:2]
-            step_tau = delta * (tau_new - tau)
-            step_nu = delta * (nu_new - nu)
-            tau += step_tau
-            nu += step_nu
-            max_change = max(float(np.max(np.abs(step_tau))), float(np.max(np.abs(step_nu))))
+            step_tau = tau_new - tau
+            step_nu = nu_new - nu
+            change = max(float(np.max(np.abs(step_tau))), float(np.max(np.abs(step_nu))))
+            if change > prev_change:
+                # The undamped fixed-point map overshoots (parallel EP oscillates): halve the
+                # step, down to PARALLEL_MIN_DAMPING (notes §1.6).
+                delta = max(0.5 * delta, PARALLEL_MIN_DAMPING)
+            else:
+                delta = min(1.25 * delta, float(damping))
+            prev_change = change
+            tau += delta * step_tau
+            nu += delta * step_nu
+            np.maximum(tau, 0.0, out=tau)
+            max_change = delta * change
             post = _refresh(prior, tau, nu)
             if max_change < tol:
                 converged = True
@@ -332,8 +342,8 @@ class GFITCClassifier(_BinaryGPClassifierMixin, BaseEstimator):
     max_sweeps : int, default=200
         Maximum EP sweeps per evidence evaluation.
     damping : float, default=1.0
-        EP step in natural parameters, in (0, 1]. The parallel schedule uses 0.5 when 1 is
-        given (undamped parallel EP can oscillate).
+        EP step in natural parameters, in (0, 1]. The parallel schedule starts with this step
+        and halves it whenever the largest site change grows (oscillation).
     schedule : {"sequential", "parallel"}, default="parallel"
         Sequential: compiled sweep over a random permutation with O(M^2) rank-one updates and a
         refresh after each sweep. Parallel: all sites from one posterior, then one BLAS refresh.
