@@ -4,7 +4,7 @@ import pytest
 from scipy.special import log_ndtr
 from scipy.stats import chi2
 
-from sparsegp._numba import stagewise as sw
+from sparsegp._numba import adf, stagewise as sw
 
 from reference.dense_stagewise import (
     adf_sequence, dense_posterior, lookahead_bruteforce, se_dense, site_objective,
@@ -21,16 +21,15 @@ def _problem(seed, n=40, D=2, n_active=6, bias=0.2, ls=0.8, s2=1.3):
     return X, y, K, order, p, m, h, A, bias
 
 
-def _state(K, order, p, d_max):
-    """Mt (n, d_max) = (L^-1 S K_u.)^T built densely (the layout of the ADF core)."""
-    n = K.shape[0]
-    S = np.sqrt(p)
-    B = np.eye(len(order)) + S[:, None] * K[np.ix_(order, order)] * S[None, :]
-    L = np.linalg.cholesky(B)
-    M = np.linalg.solve(L, S[:, None] * K[order, :])
-    Mt = np.zeros((n, d_max))
-    Mt[:, :len(order)] = M.T
-    return Mt
+def _core_state(X, y, order, bias, d_max=10, ls=0.8, s2=1.3):
+    """The ADF core's state after moment-matched inclusions of ``order`` (notes §2.2)."""
+    n, D = X.shape
+    st = adf.new_state(n, d_max, s2)
+    cols = np.arange(n, dtype=np.int64)
+    work = np.empty(n)
+    for i in order:
+        adf.adf_include_probit(X, s2, np.full(D, ls), 0.0, *st, i, y[i], bias, cols, work)
+    return st
 
 
 @pytest.mark.parametrize("rule", ["all", "validation"])
@@ -38,23 +37,26 @@ def _state(K, order, p, d_max):
 def test_lookahead_equals_bruteforce(seed, rule):
     X, y, K, order, p, m, h, A, bias = _problem(seed)
     n = len(y)
-    Mt = _state(K, order, p, 10)
-    diagA = np.diag(A).copy()
+    st = _core_state(X, y, order, bias)
+    np.testing.assert_allclose(st.h, h, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(st.diag_A, np.diag(A), rtol=0, atol=1e-12)
     cand = np.array([j for j in range(n) if j not in order], dtype=np.int64)
     if rule == "all":
-        weights = np.full(n, 1.0 / n)
+        weights, norm = np.ones(n), n
     else:
-        weights = np.full(n, 1.0 / (n - len(order) - 1))
+        weights, norm = np.ones(n), n - len(order) - 1
         weights[order] = 0.0
     kt = np.empty((cand.size, n))
     nlp = np.empty(cand.size)
     al = np.empty(cand.size)
     nu = np.empty(cand.size)
-    sw.lookahead_moment(cand, K[cand], Mt, len(order), diagA, h, y, bias, weights,
-                        rule == "validation", kt, nlp, al, nu)
+    for c, j in enumerate(cand):
+        adf.adf_cov_column(X, 1.3, np.full(2, 0.8), 0.0, *st, j, np.arange(n), kt[c])
+    sw.lookahead_moment(cand, kt, st.diag_A, st.h, y, bias, weights, rule == "validation",
+                        nlp, al, nu)
     for c, j in enumerate(cand):
         ref, pj, mj, h2, d2 = lookahead_bruteforce(K, y, order, p, m, bias, j, rule=rule)
-        assert abs(nlp[c] - ref) <= 1e-10 * abs(ref), (j, nlp[c], ref)
+        assert abs(nlp[c] / norm - ref) <= 1e-10 * abs(ref), (j, nlp[c] / norm, ref)
         np.testing.assert_allclose(kt[c], A[:, j], rtol=0, atol=1e-12)
         # eq. 7 with moment matching: eta = nu, alpha~ = alpha
         assert nu[c] == pytest.approx(pj / (1 + pj * A[j, j]), rel=1e-10)
@@ -123,8 +125,8 @@ def test_adaptive_sampling_frequencies_match_eq11():
     y = rng.choice([-1.0, 1.0], n)
     h = rng.normal(size=n)
     dA = rng.uniform(0.1, 1.0, n)
-    avail = np.ones(n, dtype=np.uint8)
-    avail[2] = 0
+    avail = np.zeros(n, dtype=np.bool_)
+    avail[2] = True
     chi = 1 - np.exp(log_ndtr(y * (h + 0.1) / np.sqrt(1 + dA)))
     chi[2] = 0
     prob = chi / chi.sum()
@@ -147,7 +149,7 @@ def test_uniform_fallback_when_all_probabilities_underflow():
     y = np.ones(n)
     h = np.full(n, 100.0)          # every point certain: chi_j = Phi(-70) underflows to 0
     dA = np.zeros(n)
-    avail = np.ones(n, dtype=np.uint8)
+    avail = np.zeros(n, dtype=np.bool_)
     keys = np.empty(n)
     E = np.arange(1.0, n + 1)
     assert sw.sampling_keys(dA, h, y, 0.0, avail, E, True, keys) == 0

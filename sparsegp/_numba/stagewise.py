@@ -1,12 +1,14 @@
 """Kernels of the additive-model (stagewise) sparse GP classifier of seed 004.
 
-They sit on top of the ADF state of :mod:`sparsegp._numba.adf` (notes §2.2) and never change it:
+They read the ADF state of :mod:`sparsegp._numba.adf` (notes §2.2) and never change it:
 
 * ``Mt`` (n, d_max) C-contiguous, the transpose of M = L^-1 Pi_u^1/2 K_u.; its first ``k``
   columns are valid, so that A = K - Mt[:, :k] Mt[:, :k]^T;
 * ``diagA`` (n,) and ``h`` (n,) = f_hat, the posterior marginals at the training inputs.
 
-For a candidate j the column k~_.j = A_.j = K_.j - Mt Mt[j]^T costs O(n k) (notes §3.2), and with
+For a candidate j the column k~_.j = A_.j = K_.j - Mt Mt[j]^T costs O(n k) (notes §3.2; computed
+by ``adf.adf_cov_column``, called from Python so that these cached kernels do not embed the
+core's code: numba's cache does not see changes in other modules), and with
 the site's eta_j = p_j / (1 + p_j A_jj), alpha~_j = eta_j (m_j - f_hat_j) the inclusion moves
 (eq. 7)
 
@@ -21,23 +23,12 @@ itself dropped) give the validation loss of eq. 4 (notes §3.5).
 """
 import math
 
-import numba
 import numpy as np
 
 from ._jit import jit
 from .probit import inv_mills, log_ndtr, probit_tilted
 
-
-@jit
-def ktilde_column(kcol, Mt, k, j, out):
-    """``out`` (n,) <- k~_.j = kcol - Mt[:, :k] Mt[j, :k]^T, with ``kcol`` = k(X, x_j). O(n k)."""
-    n = Mt.shape[0]
-    for l in range(n):
-        s = kcol[l]
-        for q in range(k):
-            s -= Mt[l, q] * Mt[j, q]
-        out[l] = s
-    return out
+_INV_SQRT2 = 1.0 / math.sqrt(2.0)
 
 
 @jit
@@ -68,40 +59,44 @@ def _nlp_after(y, h, diagA, bias, weights, kt, alpha_t, eta, skip):
     return total
 
 
-@jit(parallel=True)
-def lookahead_moment(J, Kc, Mt, k, diagA, h, y, bias, weights, skip_self,
-                     kt_out, nlp_out, alpha_out, nu_out):
+@jit
+def lookahead_moment(J, kt, diag_A, h, y, bias, weights, skip_self, nlp_out, alpha_out,
+                     nu_out):
     """Loss after including each candidate of ``J`` with its moment-matched site (eqs. 2, 5, 7).
 
     Parameters
     ----------
     J : ndarray of shape (kappa,), int64
         Candidate indices (not in the active set).
-    Kc : ndarray of shape (kappa, n)
-        Kernel rows k(x_J[c], X).
-    Mt, k, diagA, h : ADF state (module docstring); only read.
+    kt : ndarray of shape (kappa, n)
+        Row c holds k~_.j = A[:, J[c]], the posterior covariance column of candidate c
+        (``adf.adf_cov_column``; the chosen row is later passed to ``adf.adf_include_column``
+        so it is computed once).
+    diag_A, h : ndarray of shape (n,)
+        Current posterior marginals (ADF state); only read.
     y : ndarray of shape (n,)
         Labels in {-1, +1}.
     bias : float
     weights : ndarray of shape (n,)
-        Loss weights (1/n everywhere for eq. 5; 1/|u^c| on non-active points for eq. 4).
+        Loss weights (1 everywhere for n * eq. 5; 1 on the non-active points for |u^c| * eq. 4).
     skip_self : bool
         Leave the candidate itself out of the sum (the validation loss of eq. 4 sums over the
         non-active set after the inclusion).
-    kt_out : ndarray of shape (kappa, n)
-        Receives k~_.j for every candidate (the chosen one is reused by the inclusion).
     nlp_out, alpha_out, nu_out : ndarray of shape (kappa,)
-        Receive the loss and the moment-matched alpha_j (= alpha~_j) and nu_j (= eta_j).
+        Receive the weighted loss and the moment-matched alpha_j (= alpha~_j) and nu_j (= eta_j).
 
-    Candidates are independent, so they run in parallel. O(kappa n k).
+    O(kappa n).
     """
-    for c in numba.prange(J.shape[0]):
+    for c in range(J.shape[0]):
         j = J[c]
-        ktilde_column(Kc[c], Mt, k, j, kt_out[c])
-        _, alpha, nu = probit_tilted(y[j], h[j], diagA[j], bias)
+        _, alpha, nu = probit_tilted(y[j], h[j], diag_A[j], bias)
+        if not (nu > 0.0):
+            # nu underflows for a point classified with certainty: its site is zero
+            nu = 0.0
+            alpha = 0.0
         alpha_out[c] = alpha
         nu_out[c] = nu
-        nlp_out[c] = _nlp_after(y, h, diagA, bias, weights, kt_out[c], alpha, nu,
+        nlp_out[c] = _nlp_after(y, h, diag_A, bias, weights, kt[c], alpha, nu,
                                 j if skip_self else -1)
 
 
@@ -155,25 +150,25 @@ def eta_upper_bound(diagA, kt):
 
 
 @jit
-def sampling_keys(diagA, h, y, bias, available, E, adaptive, keys):
+def sampling_keys(diagA, h, y, bias, is_active, E, adaptive, keys):
     """Keys whose kappa smallest entries are a draw of the working set J without replacement.
 
     With ``adaptive`` the distribution is chi_j proportional to 1 - Phi(y_j (h_j + b) /
     sqrt(1 + A_jj)) (eq. 11) and key_j = E_j / chi_j (E_j ~ Exp(1): the exponential-race form
-    of sequential sampling without replacement); otherwise key_j = E_j (uniform). Points with
-    ``available[j] == 0`` get +inf. Returns the number of available points with chi_j > 0; when
+    of sequential sampling without replacement); otherwise key_j = E_j (uniform). Active points
+    (``is_active[j]``, bool (n,)) get +inf. Returns the number of available points with chi_j > 0; when
     it is 0 the keys fall back to uniform.
     """
     n = y.shape[0]
     positive = 0
     for j in range(n):
-        if available[j] == 0:
+        if is_active[j]:
             keys[j] = np.inf
             continue
         if adaptive:
             z = y[j] * (h[j] + bias) / math.sqrt(1.0 + diagA[j])
-            # 1 - Phi(z) = Phi(-z) keeps its relative accuracy for large z
-            chi = math.exp(log_ndtr(-z))
+            # 1 - Phi(z) = erfc(z / sqrt 2) / 2 keeps its relative accuracy for large z
+            chi = 0.5 * math.erfc(z * _INV_SQRT2)
             if chi > 0.0:
                 positive += 1
                 keys[j] = E[j] / chi
@@ -184,7 +179,7 @@ def sampling_keys(diagA, h, y, bias, available, E, adaptive, keys):
             keys[j] = E[j]
     if positive == 0:
         for j in range(n):
-            if available[j] != 0:
+            if not is_active[j]:
                 keys[j] = E[j]
     return positive
 
