@@ -32,17 +32,21 @@ These are contracted with the SE derivatives by the compiled ``se_cross_grad``.
 import math
 import warnings
 
+import numba
 import numpy as np
 from scipy.linalg import blas as _blas
 from scipy.linalg import cho_solve, solve_triangular
 
 from .._config import MAX_JITTER
 from .._numba import covfuncs as _cf
+from .._numba import regression as _nr
 from ..exceptions import JitterWarning
 
 SPARSE_METHODS = ("sor", "dtc", "fitc", "fic", "pitc", "vfe")
 APPROXIMATIONS = ("sod",) + SPARSE_METHODS + ("exact",)
 _LOG_2PI = math.log(2.0 * math.pi)
+#: N·M·D above which the parallel SE kernels are used
+_PARALLEL_SIZE = 200_000
 
 
 class Posterior:
@@ -70,10 +74,17 @@ class Posterior:
 
 
 def cross_cov(X, Z, variance, lengthscale, out=None):
-    """k(X, Z) as a C-contiguous (N, M) array through the compiled ``se_cross``."""
+    """k(X, Z) as a C-contiguous (N, M) array through the compiled SE kernels.
+
+    Small blocks (PITC blocks, K_uu) use a single-threaded kernel: starting threads costs more
+    than the work there, badly so on a loaded machine.
+    """
     if out is None:
         out = np.empty((X.shape[0], Z.shape[0]))
-    _cf.se_cross(X, Z, float(variance), lengthscale, out)
+    if out.size * X.shape[1] >= _PARALLEL_SIZE:
+        _cf.se_cross(X, Z, float(variance), lengthscale, out)
+    else:
+        _nr.se_cross_serial(X, Z, float(variance), lengthscale, out)
     return out
 
 
@@ -231,24 +242,24 @@ def sparse_lml(X, y, Z, variance, lengthscale, noise_variance, method, blocks=No
     else:
         Lam = np.full(N, sn2)
     omega = 1.0 / Lam
-    U = Vt * omega[:, None]                                 # Λ⁻¹ Vt
-    S = Vt.T @ U
+    sq = np.sqrt(omega)
+    U = Vt * sq[:, None]                                    # Λ^-½ Vt for now
+    S = U.T @ U                                             # BLAS syrk: Vtᵀ Λ⁻¹ Vt
     S[np.diag_indices(M)] += 1.0
     LS = np.linalg.cholesky(S)
-    r = U.T @ y                                             # Vtᵀ Λ⁻¹ y
+    r = U.T @ (sq * y)                                      # Vtᵀ Λ⁻¹ y
     c = solve_triangular(LS, r, lower=True, check_finite=False)
     lml = -0.5 * (np.sum(np.log(Lam)) + 2.0 * np.sum(np.log(np.diag(LS)))
                   + y @ (omega * y) - c @ c + N * _LOG_2PI)
-    trace_term = 0.0
     if method == "vfe":
-        trace_term = (N * s2 - np.sum(qdiag)) / (2.0 * sn2)   # tr(K_ff − Q_ff)/(2σ²), §4.8
-        lml -= trace_term
+        lml -= (N * s2 - np.sum(qdiag)) / (2.0 * sn2)       # tr(K_ff − Q_ff)/(2σ²), §4.8
     gamma = solve_triangular(LS, c, lower=True, trans=1, check_finite=False)   # S⁻¹ r
     post = Posterior(method, Lu, LS,
                      solve_triangular(Lu, gamma, lower=True, trans=1, check_finite=False), used)
     if not eval_gradient:
         return lml, None, post
 
+    U *= sq[:, None]                                         # now U = Λ⁻¹ Vt
     alpha = omega * y - U @ gamma                            # (Q + Λ)⁻¹ y
     p = Vt.T @ alpha
     Linv = solve_triangular(LS, np.eye(M), lower=True, check_finite=False)
@@ -259,35 +270,26 @@ def sparse_lml(X, y, Z, variance, lengthscale, noise_variance, method, blocks=No
     g = 0.5 * (alpha * alpha - omega + hdiag)
     trG = np.sum(g)
     # D = the part of G moved from Q_ff's adjoint to K_ff's diagonal (table of notes §4.3)
+    eye = np.eye(M)
     if method in ("fitc", "fic"):
-        d = g
+        d, dconst = g, 0.0
         grad_var_diag = trG                                  # ∂ℒ/∂diag K_ff = g, ∂K_nn/∂s² = 1
         grad_noise = trG
-    elif method == "vfe":
-        d = None
-        dconst = -0.5 / sn2
+        # Vtᵀ diag(g) Vt = ½(Vtᵀ diag(α² + hdiag) Vt − (S − I)): one more syrk, no gemm
+        np.multiply(Vt, np.sqrt(alpha * alpha + hdiag)[:, None], out=U)
+        VdV = 0.5 * (U.T @ U - (S - eye))
+    else:
+        d = np.empty(0)
+        dconst = -0.5 / sn2 if method == "vfe" else 0.0
         grad_var_diag = N * dconst
-        grad_noise = trG + (N * s2 - np.sum(qdiag)) / (2.0 * sn2 * sn2)
-    else:
-        d = None
-        dconst = 0.0
-        grad_var_diag = 0.0
         grad_noise = trG
-
-    # Y = α pᵀ − U H − 2 D Vt (reuse UH's buffer)
-    Y = UH
-    np.negative(Y, out=Y)
-    Y += np.outer(alpha, p)
-    if d is not None:
-        Y -= (2.0 * d)[:, None] * Vt
-        VdV = Vt.T @ (d[:, None] * Vt)
-    else:
-        if dconst != 0.0:
-            Y -= (2.0 * dconst) * Vt
-        # Vtᵀ Vt = (S − I) / ω for constant Λ
-        VdV = dconst * sn2 * (S - np.eye(M))
-    Wf = _trsm_right_l(Lu, Y)                                 # ∂ℒ/∂K_fu
-    inner = np.outer(p, p) - np.eye(M) + H - 2.0 * VdV
+        if method == "vfe":
+            grad_noise += (N * s2 - np.sum(qdiag)) / (2.0 * sn2 * sn2)
+        VdV = dconst * sn2 * (S - eye)                       # Vtᵀ Vt = σ² (S − I)
+    del U
+    _nr.form_kfu_adjoint(UH, alpha, p, d, dconst, Vt)        # Y = α pᵀ − U H − 2 D Vt
+    Wf = _trsm_right_l(Lu, UH)                               # ∂ℒ/∂K_fu = Y L_u⁻¹
+    inner = np.outer(p, p) - eye + H - 2.0 * VdV
     inner = solve_triangular(Lu, inner, lower=True, trans=1, check_finite=False)
     Wu = -0.5 * solve_triangular(Lu, inner.T, lower=True, trans=1, check_finite=False).T
     Wu = 0.5 * (Wu + Wu.T)                                   # ∂ℒ/∂K_uu
@@ -299,17 +301,19 @@ def sparse_lml(X, y, Z, variance, lengthscale, noise_variance, method, blocks=No
 
 def _contract(X, Z, A, Wf, Kzz, Wu, s2, used, lengthscale):
     """Push ∂ℒ/∂K_fu and ∂ℒ/∂K_uu through the SE derivatives (notes §0.3)."""
-    D = X.shape[1]
-    grad_ls = np.zeros(D)
-    grad_Z = np.zeros_like(Z)
-    _cf.se_cross_grad(X, Z, A, Wf, lengthscale, grad_ls, grad_Z)
-    gls_u = np.zeros(D)
+    if A.size * X.shape[1] >= _PARALLEL_SIZE:
+        grad_ls, grad_Z, swk = _nr.se_cross_grad_parallel(
+            X, Z, A, Wf, lengthscale, 4 * numba.get_num_threads())
+    else:
+        grad_ls = np.zeros(X.shape[1])
+        grad_Z = np.zeros_like(Z)
+        _cf.se_cross_grad(X, Z, A, Wf, lengthscale, grad_ls, grad_Z)
+        swk = np.sum(Wf * A)
     gZ_u = np.zeros_like(Z)
-    _cf.se_cross_grad(Z, Z, Kzz, Wu, lengthscale, gls_u, gZ_u)
-    grad_ls += gls_u
+    _cf.se_cross_grad(Z, Z, Kzz, Wu, lengthscale, grad_ls, gZ_u)
     grad_Z += 2.0 * gZ_u
     # K_fu and K_uu (jitter included, notes §0.2) are proportional to s²
-    gvar = (np.sum(Wf * A) + np.sum(Wu * Kzz) + used * s2 * np.trace(Wu)) / s2
+    gvar = (swk + np.sum(Wu * Kzz) + used * s2 * np.trace(Wu)) / s2
     return {"variance": float(gvar), "lengthscale": grad_ls, "inducing_points": grad_Z}
 
 
@@ -322,11 +326,13 @@ def _pitc_lml(X, y, Z, s2, lengthscale, sn2, blocks, Lu, used, Kzz, A, Vt, qdiag
     oy = np.empty(N)                                         # Λ⁻¹ y
     logdet = 0.0
     factors = []
+    kblocks = []
     for b in blocks:
         Xb = X[b]
         Vb = Vt[b]
-        Lam = cross_cov(Xb, Xb, s2, lengthscale)
-        Lam -= Vb @ Vb.T
+        Kbb = cross_cov(Xb, Xb, s2, lengthscale)
+        kblocks.append(Kbb)
+        Lam = Kbb - Vb @ Vb.T
         Lam[np.diag_indices_from(Lam)] += sn2
         Lb = np.linalg.cholesky(Lam)
         factors.append(Lb)
@@ -356,7 +362,8 @@ def _pitc_lml(X, y, Z, s2, lengthscale, sn2, blocks, Lu, used, Kzz, A, Vt, qdiag
     grad_var_blocks = 0.0
     grad_noise = 0.0
     grad_ls = np.zeros(D)
-    for b, Lb in zip(blocks, factors):
+    scratch = np.zeros((max(b.size for b in blocks), D))
+    for b, Lb, Kbb in zip(blocks, factors, kblocks):
         # G_bb = ½(α_b α_bᵀ − Λ_b⁻¹ + (U H)_b U_bᵀ)   (notes §4.3)
         Lbinv = solve_triangular(Lb, np.eye(b.size), lower=True, check_finite=False)
         Gb = np.outer(alpha[b], alpha[b]) + UH[b] @ U[b].T - Lbinv.T @ Lbinv
@@ -365,14 +372,12 @@ def _pitc_lml(X, y, Z, s2, lengthscale, sn2, blocks, Lu, used, Kzz, A, Vt, qdiag
         GV[b] = Gb @ Vb
         VdV += Vb.T @ GV[b]
         Xb = X[b]
-        Kbb = cross_cov(Xb, Xb, s2, lengthscale)
         # K_bb's own derivatives: s² and ℓ only (K_ff does not depend on Z)
         grad_var_blocks += np.sum(Gb * Kbb) / s2
         grad_noise += np.trace(Gb)
-        _cf.se_cross_grad(Xb, Xb, Kbb, Gb, lengthscale, grad_ls, np.zeros_like(Xb))
+        _cf.se_cross_grad(Xb, Xb, Kbb, Gb, lengthscale, grad_ls, scratch[:b.size])
     Y = UH
-    np.negative(Y, out=Y)
-    Y += np.outer(alpha, p)
+    _nr.form_kfu_adjoint(Y, alpha, p, np.empty(0), 0.0, Vt)   # α pᵀ − U H
     Y -= 2.0 * GV
     Wf = _trsm_right_l(Lu, Y)
     inner = np.outer(p, p) - np.eye(M) + H - 2.0 * VdV

@@ -229,7 +229,8 @@ class SparseGPRegressor(BaseEstimator):
                 if restart > 0:
                     th += rng.uniform(-math.log(10.0), math.log(10.0), size=th.size)
                     if move_Z and self.inducing_points is None:
-                        Zs = self._init_Z(X, math.exp(th[0]), np.exp(th[1:1 + n_ls]), jitter, rng)
+                        s2r, lsr, _ = self._unpack(th, D)
+                        Zs = self._init_Z(X, s2r, lsr, jitter, rng)
                 res = self._optimise(Xfit, yfit, th, Zs, move_Z, jitter, blocks, max_jitter)
                 if best is None or res[0] > best[0]:
                     best = res
@@ -320,11 +321,14 @@ class SparseGPRegressor(BaseEstimator):
         def objective(x):
             theta = x[:n_th]
             Z = np.ascontiguousarray(x[n_th:].reshape(Zshape)) if move_Z else Z0
+            if np.any(np.abs(theta) > 2.0 * _LOG_BOUND):
+                # CG is unbounded: far outside [1e-12, 1e12] the kernel under/overflows
+                return np.inf, np.zeros_like(x)
             s2, ls, sn2 = self._unpack(theta, D)
             try:
                 lml, grad, post = self._evidence(X, y, s2, ls, sn2, Z, jitter, blocks, True,
                                                  warn=False)
-            except np.linalg.LinAlgError:
+            except (np.linalg.LinAlgError, ZeroDivisionError, FloatingPointError):
                 return np.inf, np.zeros_like(x)
             if not np.isfinite(lml):
                 return np.inf, np.zeros_like(x)
