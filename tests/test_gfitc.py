@@ -355,3 +355,29 @@ def test_not_converged_warns():
     with pytest.warns(ConvergenceWarning, match="max_sweeps"):
         GFITCClassifier(n_inducing=5, optimize=False, max_sweeps=1, ep_tol=1e-12,
                         random_state=0).fit(X, y)
+
+
+def test_plot_decision_contours_draws_and_returns_axes():
+    from sparsegp.plotting import plot_decision_contours
+    from sparsegp.plotting._mpl import pyplot
+    X, y = _xor(40, seed=22)
+    Z0 = X[:3].copy()
+    clf = GFITCClassifier(inducing_points=Z0, max_iter=2, random_state=0).fit(X, y)
+    ax = plot_decision_contours(clf, X, y, initial_inducing=Z0, grid_size=30)
+    labels = ax.get_legend_handles_labels()[1]
+    assert "pseudo-inputs" in labels and "initial pseudo-inputs" in labels
+    assert len(ax.collections) > 0
+
+    class ActiveSetModel:  # any binary classifier with predict_proba and active_set_
+        classes_ = np.array([-1.0, 1.0])
+        active_set_ = np.array([0, 5])
+
+        def predict_proba(self, X):
+            p = 1 / (1 + np.exp(-X[:, 0]))
+            return np.column_stack([1 - p, p])
+
+    ax2 = plot_decision_contours(ActiveSetModel(), X, y, grid_size=20)
+    assert "active set" in ax2.get_legend_handles_labels()[1]
+    with pytest.raises(ValueError, match="2-D"):
+        plot_decision_contours(clf, np.zeros((5, 3)), np.ones(5))
+    pyplot().close("all")
