@@ -356,3 +356,37 @@ def test_duplicate_inducing_inputs_are_handled_by_jitter():
     # the default jitter copes with duplicates silently
     SparseGPRegressor("fitc", inducing_points=Zd, lengthscale=ls, ard=True,
                       optimize=False).fit(X, y)
+
+
+# ---------------------------------------------------------------- plotting and figure
+def test_plot_regression_1d_draws_band_data_and_inducing():
+    from sparsegp.plotting import plot_regression_1d
+    from sparsegp.plotting._mpl import pyplot
+
+    rng = np.random.default_rng(11)
+    X = rng.uniform(0, 6, size=(30, 1))
+    y = np.sin(X[:, 0])
+    gp = SparseGPRegressor("dtc", inducing_points=X[:4], lengthscale=0.5,
+                           optimize=False).fit(X, y)
+    ax = plot_regression_1d(gp, X, y, n_points=50, augment=True)
+    labels = [line.get_label() for line in ax.get_lines()]
+    assert {"data", "mean", "± 2σ", "inducing"} <= set(labels)
+    mean_line = ax.get_lines()[labels.index("mean")]
+    np.testing.assert_allclose(mean_line.get_ydata(),
+                               gp.predict(mean_line.get_xdata()[:, None], augment=True))
+    pyplot().close(ax.figure)
+    with pytest.raises(ValueError, match="one input dimension"):
+        plot_regression_1d(gp, np.zeros((3, 2)), np.zeros(3))
+
+
+@pytest.mark.slow
+def test_figure5_script_runs_quick(tmp_path):
+    import importlib.util
+    from pathlib import Path
+
+    script = Path(__file__).resolve().parents[1] / "figures" / "regression_fig5_uncertainty.py"
+    spec = importlib.util.spec_from_file_location("fig5", script)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    path = mod.main(["--quick", "--out", str(tmp_path)])
+    assert Path(path).stat().st_size > 10_000
