@@ -250,50 +250,98 @@ def _append_entry(j, r, mu, g_r, Mt, diag_A, h, count):
     count[j] = r + 1
 
 
+#: A column pass runs multi-threaded only when |cols| (k + D) reaches this many flops: below
+#: it the thread start-up costs more than it saves (and hurts a lot on a loaded machine).
+PARALLEL_MIN_WORK = 200_000
+
+_OP_CATCH_UP = 0
+_OP_COV = 1
+_OP_APPEND = 2
+
+
+@jit
+def _column_op(op, j, X, variance, inv_ls, bias_variance, Mt, L, diag_A, h, count, active,
+               sqrt_p, g, kk, i, vec, s_eta, g_k):
+    """The per-column work of the three passes (each column j independent of the others)."""
+    if op == _OP_APPEND:
+        if count[j] == kk:
+            _append_entry(j, kk, s_eta * vec[j], g_k, Mt, diag_A, h, count)
+        return
+    _catch_up_one(j, X, variance, inv_ls, bias_variance, Mt, L, diag_A, h, count, active,
+                  sqrt_p, g, kk)
+    if op == _OP_COV:
+        vec[j] = (kernel_value(X, j, i, variance, inv_ls, bias_variance)
+                  - _dot(Mt[j], Mt[i], kk))
+
+
+@jit(parallel=True)
+def _pass_parallel(op, cols, X, variance, inv_ls, bias_variance, Mt, L, diag_A, h, count,
+                   active, sqrt_p, g, kk, i, vec, s_eta, g_k):
+    for t in numba.prange(cols.shape[0]):
+        _column_op(op, cols[t], X, variance, inv_ls, bias_variance, Mt, L, diag_A, h, count,
+                   active, sqrt_p, g, kk, i, vec, s_eta, g_k)
+
+
+@jit
+def _column_pass(op, cols, X, variance, inv_ls, bias_variance, Mt, L, diag_A, h, count,
+                 active, sqrt_p, g, kk, i, vec, s_eta, g_k):
+    """Apply ``op`` to every column in ``cols`` (unique indices), threaded if large."""
+    if op == _OP_APPEND:
+        work = 8 * cols.shape[0]
+    else:
+        # catch-up rows cost k + D each; the covariance entry one more such row
+        rows = 0
+        for t in range(cols.shape[0]):
+            rows += kk - count[cols[t]]
+        if op == _OP_COV:
+            rows += cols.shape[0]
+        work = rows * (kk + X.shape[1])
+    if work >= PARALLEL_MIN_WORK:
+        _pass_parallel(op, cols, X, variance, inv_ls, bias_variance, Mt, L, diag_A, h, count,
+                       active, sqrt_p, g, kk, i, vec, s_eta, g_k)
+        return
+    for t in range(cols.shape[0]):
+        _column_op(op, cols[t], X, variance, inv_ls, bias_variance, Mt, L, diag_A, h, count,
+                   active, sqrt_p, g, kk, i, vec, s_eta, g_k)
+
+
 # ------------------------------------------------------------------------------------------
 # public kernels
 
 
-@jit(parallel=True)
+@jit
 def adf_catch_up(X, variance, lengthscale, bias_variance, Mt, L, diag_A, h, count, active,
                  sqrt_p, site_mean, g, is_active, k, cols):
-    """Bring every column listed in ``cols`` (int64 (c,)) up to the current k inclusions.
+    """Bring every column listed in ``cols`` (int64 (c,), unique) up to the current k.
 
     Afterwards ``diag_A[cols]`` and ``h[cols]`` are the exact current posterior marginals.
     Each (row, column) entry is computed once over a run (delayed updates, notes §2.4).
-    O(sum over cols of (k - count[j]) (k + D)); parallel over columns.
+    O(sum over cols of (k - count[j]) (k + D)); multi-threaded over columns when large.
     """
-    kk = k[0]
-    inv_ls = 1.0 / lengthscale
-    for t in numba.prange(cols.shape[0]):
-        _catch_up_one(cols[t], X, variance, inv_ls, bias_variance, Mt, L, diag_A, h, count,
-                      active, sqrt_p, g, kk)
+    _column_pass(_OP_CATCH_UP, cols, X, variance, 1.0 / lengthscale, bias_variance, Mt, L,
+                 diag_A, h, count, active, sqrt_p, g, k[0], 0, diag_A, 0.0, 0.0)
 
 
-@jit(parallel=True)
+@jit
 def adf_cov_column(X, variance, lengthscale, bias_variance, Mt, L, diag_A, h, count, active,
                    sqrt_p, site_mean, g, is_active, k, i, cols, out):
     """Posterior covariance column: ``out[j] = A[j, i]`` for every j in ``cols``.
 
     A[j, i] = K[j, i] - sum_r M[r, j] M[r, i] (= k~_{j,i} of seed 004 eq. 7); column i and
-    the columns in ``cols`` are caught up first (which changes no posterior value, only
-    fills the lagging rows of M). Entries of ``out`` outside ``cols`` are not touched.
-    ``out`` has shape (n,). O(|cols| (k + D)) plus catch-up.
+    the columns in ``cols`` (unique indices) are caught up first (which changes no posterior
+    value, only fills the lagging rows of M). Entries of ``out`` outside ``cols`` are not
+    touched. ``out`` has shape (n,) and is returned. O(|cols| (k + D)) plus catch-up.
     """
     kk = k[0]
     inv_ls = 1.0 / lengthscale
     _catch_up_one(i, X, variance, inv_ls, bias_variance, Mt, L, diag_A, h, count, active,
                   sqrt_p, g, kk)
-    for t in numba.prange(cols.shape[0]):
-        j = cols[t]
-        _catch_up_one(j, X, variance, inv_ls, bias_variance, Mt, L, diag_A, h, count,
-                      active, sqrt_p, g, kk)
-        kv = kernel_value(X, j, i, variance, inv_ls, bias_variance)
-        out[j] = kv - _dot(Mt[j], Mt[i], kk)
+    _column_pass(_OP_COV, cols, X, variance, inv_ls, bias_variance, Mt, L, diag_A, h, count,
+                 active, sqrt_p, g, kk, i, out, 0.0, 0.0)
     return out
 
 
-@jit(parallel=True)
+@jit
 def adf_include_column(Mt, L, diag_A, h, count, active, sqrt_p, site_mean, g, is_active, k,
                        i, p_i, m_i, acol, cols):
     """Include point i with site (p_i, m_i), given its covariance column ``acol`` = A[:, i].
@@ -331,10 +379,9 @@ def adf_include_column(Mt, L, diag_A, h, count, active, sqrt_p, site_mean, g, is
     site_mean[kk] = m_i
     g[kk] = gk
     is_active[i] = True
-    for t in numba.prange(cols.shape[0]):
-        j = cols[t]
-        if count[j] == kk:
-            _append_entry(j, kk, se * acol[j], gk, Mt, diag_A, h, count)
+    # the append pass touches only Mt, diag_A, h, count (X, L, ... are placeholders)
+    _column_pass(_OP_APPEND, cols, L, 0.0, L[0], 0.0, Mt, L, diag_A, h, count, active, sqrt_p,
+                 g, kk, i, acol, se, gk)
     if count[i] == kk:  # i not in cols: still write its own row entry (cheap, O(1))
         _append_entry(i, kk, se * acol[i], gk, Mt, diag_A, h, count)
     k[0] = kk + 1

@@ -1,0 +1,176 @@
+"""IVMClassifier: selection against an independent dense implementation, predictions (eq. 5),
+approximate marginal likelihood and its gradient, randomized greedy, multi-class, bad input."""
+import numpy as np
+import pytest
+from scipy import stats
+from scipy.special import log_ndtr, ndtri
+
+from reference.dense_ivm import dense_greedy_entropy, se_bias_kernel
+from sparsegp import IVMClassifier
+from sparsegp.classification._ivm import approx_log_likelihood, select_active_set
+from sparsegp.datasets import make_gp_classes, make_xor
+from sparsegp.metrics import error_rate
+
+
+def _xor(n=60, seed=0):
+    X, y = make_xor(n, random_state=seed)
+    return np.ascontiguousarray(X, dtype=float), np.asarray(y)
+
+
+def test_entropy_selection_matches_dense_greedy():
+    X, y = _xor(60, seed=1)
+    clf = IVMClassifier(n_active=20, lengthscale=1.3, variance=2.0, bias=0.2,
+                        bias_variance=0.1, random_state=3).fit(X, y)
+    ypm = np.where(y == clf.classes_[1], 1.0, -1.0)
+    K = se_bias_kernel(X, X, 2.0, 1.3, 0.1)
+    # the first pick is a random tie-break (all scores tie per class at the prior); give it
+    ref = dense_greedy_entropy(K, ypm, 0.2, 20, first=clf.active_set_[:1])
+    np.testing.assert_array_equal(clf.active_set_, ref)
+
+
+def test_randomized_with_full_index_reproduces_full_greedy():
+    X, y = _xor(80, seed=2)
+    ypm = np.where(y == np.unique(y)[1], 1.0, -1.0)
+    ls = np.full(2, 1.2)
+    full = select_active_set(X, ypm, 1.5, ls, 0.0, 0.0, 25, "infogain", None,
+                             np.random.default_rng(5))
+    rand = select_active_set(X, ypm, 1.5, ls, 0.0, 0.0, 25, "infogain",
+                             dict(n_random=0, n_greedy=3, size=200, retain=1.0),
+                             np.random.default_rng(5))
+    np.testing.assert_array_equal(full.active, rand.active)
+    np.testing.assert_allclose(full.sqrt_p, rand.sqrt_p, rtol=1e-10)
+
+
+def test_randomized_greedy_is_valid_and_deterministic():
+    X, y = _xor(300, seed=4)
+    kw = dict(n_active=40, randomized=dict(n_random=2, n_greedy=8, size=30, retain=0.5),
+              lengthscale=2.0, random_state=7)
+    a = IVMClassifier(**kw).fit(X, y)
+    b = IVMClassifier(**kw).fit(X, y)
+    np.testing.assert_array_equal(a.active_set_, b.active_set_)
+    assert np.unique(a.active_set_).size == 40
+    assert np.all(a.site_precision_ >= 0)
+    Xt, yt = _xor(500, seed=40)
+    assert error_rate(yt, a.predict(Xt)) < 0.3
+
+
+def test_predictions_equal_dense_formula(rng):
+    X, y = _xor(50, seed=5)
+    clf = IVMClassifier(n_active=15, lengthscale=1.1, variance=1.7, bias=-0.3,
+                        bias_variance=0.2, random_state=0).fit(X, y)
+    I = clf.active_set_
+    p, m = clf.site_precision_, clf.site_mean_
+    Xt = rng.normal(size=(30, 2)) * 2
+    KII = se_bias_kernel(X[I], X[I], 1.7, 1.1, 0.2)
+    KtI = se_bias_kernel(Xt, X[I], 1.7, 1.1, 0.2)
+    G = KII + np.diag(1.0 / p)
+    mean_ref = KtI @ np.linalg.solve(G, m)
+    var_ref = 1.7 + 0.2 - np.einsum("ij,ji->i", KtI, np.linalg.solve(G, KtI.T))
+    mean, var = clf.predict_latent(Xt)
+    np.testing.assert_allclose(mean, mean_ref, rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(var, var_ref, rtol=1e-9, atol=1e-12)
+    proba = clf.predict_proba(Xt)
+    np.testing.assert_allclose(proba[:, 1], stats.norm.cdf((mean_ref - 0.3) /
+                                                           np.sqrt(1 + var_ref)), rtol=1e-9)
+    np.testing.assert_allclose(proba.sum(axis=1), 1.0)
+    np.testing.assert_array_equal(clf.predict(Xt), clf.classes_[(mean_ref - 0.3 > 0) * 1])
+    # log_evidence_ is the approximate marginal likelihood at the final sites
+    ref = stats.multivariate_normal(np.zeros(15), G).logpdf(m)
+    np.testing.assert_allclose(clf.log_evidence_, ref, rtol=1e-10)
+
+
+@pytest.mark.parametrize("ard", [False, True])
+def test_approx_log_likelihood_gradient(rng, ard):
+    Xa = rng.normal(size=(12, 2))
+    p = rng.uniform(0.2, 2.0, 12)
+    m = rng.normal(size=12)
+    ls = np.array([0.9, 1.4]) if ard else np.full(2, 1.1)
+    v, gv, gl = approx_log_likelihood(Xa, p, m, 1.3, ls, 0.1, grad=True)
+    K = se_bias_kernel(Xa, Xa, 1.3, ls, 0.1)
+    ref = stats.multivariate_normal(np.zeros(12), K + np.diag(1 / p)).logpdf(m)
+    np.testing.assert_allclose(v, ref, rtol=1e-12)
+    e = 1e-6
+    fd_v = (approx_log_likelihood(Xa, p, m, 1.3 + e, ls, 0.1)
+            - approx_log_likelihood(Xa, p, m, 1.3 - e, ls, 0.1)) / (2 * e)
+    np.testing.assert_allclose(gv, fd_v, rtol=1e-6)
+    for j in range(2):
+        dl = np.zeros(2)
+        dl[j] = e
+        fd = (approx_log_likelihood(Xa, p, m, 1.3, ls + dl, 0.1)
+              - approx_log_likelihood(Xa, p, m, 1.3, ls - dl, 0.1)) / (2 * e)
+        np.testing.assert_allclose(gl[j], fd, rtol=1e-6, atol=1e-9)
+
+
+def test_optimize_improves_approximate_likelihood():
+    X, y = _xor(120, seed=6)
+    clf = IVMClassifier(n_active=30, optimize=True, max_iter=2, lengthscale=1.0,
+                        random_state=0).fit(X, y)
+    assert clf.n_iter_ == 2
+    assert clf.variance_ != 1.0 and clf.lengthscale_ != 1.0
+    assert np.isfinite(clf.log_evidence_)
+
+
+def test_bias_auto_and_selection_modes():
+    X, y = _xor(80, seed=7)
+    y = np.where(np.arange(80) < 20, 1, 0)
+    clf = IVMClassifier(n_active=10, bias="auto", random_state=0).fit(X, y)
+    np.testing.assert_allclose(clf.bias_, ndtri(0.25))
+    for sel in ("entropy", "infogain", "random"):
+        c = IVMClassifier(n_active=10, selection=sel, random_state=1).fit(X, y)
+        assert np.unique(c.active_set_).size == 10
+
+
+def test_multiclass_one_vs_rest():
+    X, y = make_gp_classes(90, n_classes=3, random_state=0)
+    clf = IVMClassifier(n_active=20, bias="auto", bias_variance=0.1, random_state=0).fit(X, y)
+    assert len(clf.active_set_) == 3 and clf.bias_.shape == (3,)
+    P = clf.predict_proba(X)
+    np.testing.assert_allclose(P.sum(axis=1), 1.0)
+    logp = clf.decision_function(X)
+    # each column is log Phi((mu_c + b_c) / sqrt(1 + var_c)) of the c-vs-rest IVM
+    mean, var = clf.predict_latent(X)
+    np.testing.assert_allclose(logp, log_ndtr((mean + clf.bias_) / np.sqrt(1 + var)),
+                               rtol=1e-12)
+    np.testing.assert_array_equal(clf.predict(X), clf.classes_[np.argmax(logp, axis=1)])
+    assert error_rate(y, clf.predict(X)) < 0.5
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    (dict(n_active=61), "n_active"),
+    (dict(n_active=0), "n_active"),
+    (dict(bias_variance=-0.1), "bias_variance"),
+    (dict(bias="half"), "bias"),
+    (dict(selection="best"), "selection"),
+    (dict(randomized=dict(size=0)), "size"),
+    (dict(randomized=dict(foo=1)), "unknown"),
+    (dict(lengthscale=-1.0), "lengthscale"),
+])
+def test_bad_arguments(kwargs, match):
+    X, y = _xor(60)
+    with pytest.raises(ValueError, match=match):
+        IVMClassifier(**{"n_active": 10, **kwargs}).fit(X, y)
+
+
+def test_bad_data():
+    X, y = _xor(60)
+    with pytest.raises(ValueError, match="2 classes"):
+        IVMClassifier(n_active=5).fit(X, np.ones(60))
+    Xn = X.copy()
+    Xn[3, 1] = np.nan
+    with pytest.raises(ValueError, match="NaN"):
+        IVMClassifier(n_active=5).fit(Xn, y)
+    clf = IVMClassifier(n_active=5).fit(X, y)
+    with pytest.raises(ValueError, match="NaN"):
+        clf.predict(Xn)
+
+
+@pytest.mark.slow
+def test_xor_400_sixty_active_points():
+    errs = []
+    for s in range(5):
+        X, y = make_xor(400, random_state=s)
+        Xt, yt = make_xor(2000, random_state=100 + s)
+        clf = IVMClassifier(n_active=60, optimize=True, max_iter=4, random_state=s).fit(X, y)
+        errs.append(error_rate(yt, clf.predict(Xt)))
+    print("xor N=400 d=60 test errors", errs, "mean", np.mean(errs))
+    assert np.mean(errs) < 0.16
