@@ -1,0 +1,499 @@
+"""Multi-class sparse variational GP classifier with the robust-max likelihood (notes §7.2).
+
+The "VI" baseline of Villacampa-Calvo & Hernández-Lobato (2017), after Hensman et al. (2015b):
+per class c a non-whitened variational posterior q(u_c) = N(m_c, S_c), S_c = L_c L_c^T with L_c
+lower triangular, marginals (eqs. 16-17)
+
+    mu_ic = k_ic^T K_c^-1 m_c,
+    s2_ic = kappa_c - k_ic^T K_c^-1 k_ic + k_ic^T K_c^-1 S_c K_c^-1 k_ic,
+
+and the robust-max likelihood (eq. 13) p(y | f) = (1 - eps) if y = argmax_c f_c, else
+eps / (C - 1) (the GPflow/slides form; eps = 1e-3 fixed). Because that likelihood is linear in the
+indicator, the ELBO (eqs. 14-15) is
+
+    L = sum_i [P_i log(1 - eps) + (1 - P_i) log(eps / (C - 1))] - sum_c KL(q(u_c) || N(0, K_c)),
+    P_i = int N(f | mu_{i,y_i}, s2_{i,y_i}) prod_{k != y_i} Phi((f - mu_ik) / s_ik) df,
+
+with P_i by Gauss-Hermite quadrature on f_{y_i}. Gradients with respect to m, L, the log
+hyper-parameters and Z are analytic (derivatives of the quadrature sum, then the chain rule
+through the marginals, see :func:`svgp_elbo`); training uses L-BFGS-B on the full data or ADAM on
+minibatches with the data term scaled by N / |B|.
+"""
+import time
+import warnings
+
+import numpy as np
+import scipy.linalg as sla
+from scipy.optimize import minimize
+
+from . import _multiclass_common as _mc
+from ._multiclass_gfitc import (
+    _ClassKernel, _Hyper, _check_common, _check_predict_X, _initial_hyper, _verbosity,
+)
+from .._base import BaseEstimator
+from .._numba import multiclass_gfitc as _nb
+from .._validation import check_array, check_int, check_positive, check_random_state
+from ..exceptions import ConvergenceWarning
+
+__all__ = ["MultiClassSVGPClassifier"]
+
+
+def gauss_hermite(n):
+    """Physicists' Gauss-Hermite nodes and weights / sqrt(pi), C-contiguous, shape (n,)."""
+    x, w = np.polynomial.hermite.hermgauss(int(n))
+    return np.ascontiguousarray(x), np.ascontiguousarray(w / np.sqrt(np.pi))
+
+
+class _Variational:
+    """q(u_c) = N(m_c, L_c L_c^T): ``m`` (C, M), ``L`` (C, M, M) lower triangular."""
+
+    def __init__(self, m, L):
+        self.m = np.array(m, dtype=np.float64)
+        self.L = np.tril(np.array(L, dtype=np.float64))
+
+    def pack(self):
+        C, M = self.m.shape
+        il = np.tril_indices(M)
+        return np.concatenate([self.m.ravel(), self.L[:, il[0], il[1]].ravel()])
+
+    @classmethod
+    def unpack(cls, v, C, M):
+        il = np.tril_indices(M)
+        m = v[:C * M].reshape(C, M)
+        L = np.zeros((C, M, M))
+        L[:, il[0], il[1]] = v[C * M:].reshape(C, -1)
+        return cls(m, L)
+
+    @staticmethod
+    def size(C, M):
+        return C * M + C * M * (M + 1) // 2
+
+
+def robustmax_constants(C, eps):
+    """(log(eps / (C - 1)), log((1 - eps) (C - 1) / eps)): E_i = a + b P_i."""
+    a = np.log(eps / (C - 1))
+    return a, np.log(1.0 - eps) - a
+
+
+def svgp_marginals(X, hyp, q, jitter, noise_in_kuu, kernels=None):
+    """Marginals (mu, s2), each (N, C), plus per-class pieces reused by the gradient."""
+    C, M, D = hyp.Z.shape
+    N = X.shape[0]
+    mu = np.empty((N, C))
+    s2 = np.empty((N, C))
+    pieces = []
+    for c in range(C):
+        kc = _ClassKernel(X, hyp, c, jitter, noise_in_kuu) if kernels is None else kernels[c]
+        V = sla.cho_solve((kc.LK, True), kc.P.T, check_finite=False).T  # K_fu K^-1, (N, M)
+        VL = V @ q.L[c]
+        mu[:, c] = V @ q.m[c]
+        s2[:, c] = kc.kappa - np.einsum("ij,ij->i", V, kc.P) + np.einsum("ij,ij->i", VL, VL)
+        pieces.append((kc, V))
+    return mu, np.maximum(s2, 1e-12), pieces
+
+
+def svgp_kl(hyp, q, kernels):
+    """sum_c KL(N(m_c, S_c) || N(0, K_c)) = 1/2 [tr(K^-1 S) + m^T K^-1 m - M + log|K| - log|S|]."""
+    total = 0.0
+    M = q.m.shape[1]
+    for c, kc in enumerate(kernels):
+        A = sla.solve_triangular(kc.LK, q.L[c], lower=True, check_finite=False)
+        b = sla.solve_triangular(kc.LK, q.m[c], lower=True, check_finite=False)
+        total += 0.5 * (np.sum(A * A) + b @ b - M
+                        + 2.0 * np.sum(np.log(np.diag(kc.LK)))
+                        - np.sum(np.log(np.diag(q.L[c]) ** 2)))
+    return total
+
+
+def svgp_elbo(X, y, hyp, q, eps, jitter, noise_in_kuu, nodes, weights, scale=1.0,
+              with_grad=True):
+    """ELBO (or its minibatch estimate) and its gradient.
+
+    Parameters
+    ----------
+    X : ndarray of shape (B, D)
+        The rows of the (mini)batch.
+    y : ndarray of shape (B,), int64 class indices.
+    hyp : _Hyper
+    q : _Variational
+    eps : float
+        Robust-max error probability.
+    nodes, weights : ndarray of shape (T,)
+        Gauss-Hermite rule from :func:`gauss_hermite`.
+    scale : float
+        N / |B| for a minibatch; the KL term is never scaled.
+    with_grad : bool
+
+    Returns
+    -------
+    elbo : float
+    grad_hyp : _Hyper or None
+        d ELBO / d(log sigma, log sigma0, log l, Z).
+    grad_q : _Variational or None
+        d ELBO / d(m, L) (lower-triangular L entries).
+
+    Notes
+    -----
+    With g_mu = dL/dmu_c and g_s = dL/ds2_c (N,), V = K_fu K^-1, a = K^-1 m, S = L L^T,
+    Psi = V^T diag(g_s) V:
+
+    * dL/dm = V^T g_mu - K^-1 m;  dL/dL = tril(2 Psi L - K^-1 L) + diag(1 / L_jj);
+    * dL/dK_fu = g_mu a^T + 2 diag(g_s) (V S K^-1 - V);
+    * dL/dK = sym(-V^T g_mu a^T - Psi S K^-1 - K^-1 S Psi + Psi)
+              + 1/2 [K^-1 (S + m m^T) K^-1 - K^-1];
+    * dL/dkappa = g_s.
+    """
+    C, M, D = hyp.Z.shape
+    mu, s2, pieces = svgp_marginals(X, hyp, q, jitter, noise_in_kuu)
+    kernels = [p[0] for p in pieces]
+    B = X.shape[0]
+    P = np.empty(B)
+    dmu = np.empty((B, C)) if with_grad else np.empty((1, 1))
+    ds2 = np.empty((B, C)) if with_grad else np.empty((1, 1))
+    _nb.class_prob_quadrature(y, mu, s2, nodes, weights, P, dmu, ds2, with_grad)
+    a0, b0 = robustmax_constants(C, eps)
+    elbo = scale * float(np.sum(a0 + b0 * P)) - svgp_kl(hyp, q, kernels)
+    if not with_grad:
+        return elbo, None, None
+    g_mu = (scale * b0) * dmu
+    g_s = (scale * b0) * ds2
+    grad_hyp = _Hyper.zeros(C, M, D)
+    grad_q = _Variational(np.zeros((C, M)), np.zeros((C, M, M)))
+    I = np.eye(M)
+    for c in range(C):
+        kc, V = pieces[c]
+        Lq = q.L[c]
+        Ki = sla.cho_solve((kc.LK, True), I, check_finite=False)
+        a = Ki @ q.m[c]
+        S = Lq @ Lq.T
+        Psi = V.T @ (g_s[:, c:c + 1] * V)
+        grad_q.m[c] = V.T @ g_mu[:, c] - a
+        gL = np.tril(2.0 * Psi @ Lq - Ki @ Lq)
+        gL[np.diag_indices(M)] += 1.0 / np.diag(Lq)
+        grad_q.L[c] = gL
+        SKi = S @ Ki
+        W_fu = np.outer(g_mu[:, c], a) + 2.0 * g_s[:, c:c + 1] * (V @ SKi - V)
+        T = -0.5 * np.outer(V.T @ g_mu[:, c], a) - Psi @ SKi + 0.5 * Psi
+        W_uu = (T + T.T) + 0.5 * (Ki @ (S + np.outer(q.m[c], q.m[c])) @ Ki - Ki)
+        gv, gn, gl, gZ = kc.grads(X, W_uu, W_fu, g_s[:, c])
+        grad_hyp.log_variance[c], grad_hyp.log_noise[c] = gv, gn
+        grad_hyp.log_lengthscale[c], grad_hyp.Z[c] = gl, gZ
+    return elbo, grad_hyp, grad_q
+
+
+def svgp_predict_latent(Xt, hyp, q, jitter, noise_in_kuu):
+    """Predictive (mean, var) of the noisy latents, each (n_test, C) (notes §6)."""
+    mu, s2, _ = svgp_marginals(Xt, hyp, q, jitter, noise_in_kuu)
+    return mu, s2
+
+
+# --------------------------------------------------------------------------------------------
+# estimator
+# --------------------------------------------------------------------------------------------
+class MultiClassSVGPClassifier(BaseEstimator):
+    """Multi-class sparse variational GP classifier with the robust-max likelihood ("VI").
+
+    The VI baseline of Villacampa-Calvo & Hernández-Lobato (2017), after Hensman et al.
+    (2015b): per class an SE-ARD covariance (amplitude, length-scales, additive noise), M
+    inducing inputs and a full-covariance Gaussian q(u_c) = N(m_c, L_c L_c^T) (not whitened,
+    initialised at the prior as in the R code); likelihood (1 - eps) for the argmax class and
+    eps / (C - 1) otherwise. The ELBO is computed with 1-D Gauss-Hermite quadrature and
+    maximised with analytic gradients by L-BFGS-B on the full data (``batch_size=None``, box
+    [-10, 10] on the log hyper-parameters) or by ADAM on minibatches with the data term scaled
+    by N / |B|.
+
+    Parameters
+    ----------
+    n_inducing : int, default=20
+        Inducing points per class, M (ignored when ``inducing_points`` is given).
+    inducing_points : ndarray of shape (M, D) or (C, M, D), optional
+        Initial inducing inputs (shared by every class when 2-D).
+    init : {"random", "kmeans", "subset"}, default="random"
+        Initial Z_c: M random training rows drawn independently per class (the paper), k-means
+        centres started from them, or M random rows of class c (requires M <= every class size).
+    lengthscale : float, ndarray of shape (D,) or (C, D), optional
+        Initial length-scales; default sqrt(median pairwise distance) (notes §5.3).
+    variance, noise : float or ndarray of shape (C,), default=1.0
+        Initial signal variance sigma_c and additive noise variance sigma0_c.
+    batch_size : int, optional
+        Minibatch size; ``None`` trains on the full data with L-BFGS-B. In minibatch mode X may
+        be any row-sliceable array-like (memmap, h5py or zarr dataset), read one minibatch at a
+        time.
+    max_iter : int, default=250
+        L-BFGS-B iterations (batch mode) or epochs (minibatch mode).
+    learning_rate : float, default=1e-3
+        ADAM step size (minibatch mode).
+    learn_hyperparameters : bool, default=True
+        If False only the inducing inputs and q(u) are learnt.
+    noise_in_kuu : bool, default=True
+        Put sigma0_c on the diagonal of K_c (the R code's convention, notes §1.1).
+    jitter : float, default=1e-10
+        Absolute jitter on K_c's diagonal.
+    epsilon : float, default=1e-3
+        Robust-max labelling-error probability (fixed, eq. 13).
+    n_quadrature : int, default=100
+        Gauss-Hermite nodes for the ELBO (notes §6 recommends 50-100).
+    random_state : int, Generator or None
+    verbose : bool or int, default=False
+        Print progress every ``verbose`` iterations/epochs (every 10 when True).
+    callback : callable, optional
+        ``callback(estimator, iteration)`` after every L-BFGS-B iteration (batch mode) or every
+        minibatch (minibatch mode; ``iteration`` counts minibatches). The estimator can predict
+        inside the callback.
+
+    Attributes
+    ----------
+    classes_ : ndarray of shape (C,)
+    n_features_in_ : int
+    inducing_points_ : ndarray of shape (C, M, D)
+    variance_, noise_ : ndarray of shape (C,)
+    lengthscale_ : ndarray of shape (C, D)
+    q_mean_ : ndarray of shape (C, M)
+    q_sqrt_ : ndarray of shape (C, M, M)
+        Lower-triangular factors L_c of the variational covariances.
+    elbo_ : float
+        The ELBO on the full training data at the final parameters.
+    elbo_history_ : ndarray
+        The ELBO at the start and after every L-BFGS-B iteration (batch mode), or the average
+        minibatch estimate of every epoch (minibatch mode).
+    n_iter_ : int
+
+    References
+    ----------
+    J. Hensman, A. G. Matthews, M. Filippone and Z. Ghahramani. MCMC for variationally sparse
+    Gaussian processes. NIPS 2015.
+    C. Villacampa-Calvo and D. Hernández-Lobato. Scalable multi-class Gaussian process
+    classification using expectation propagation. ICML 2017.
+    """
+
+    def __init__(self, n_inducing=20, inducing_points=None, init="random", lengthscale=None,
+                 variance=1.0, noise=1.0, batch_size=None, max_iter=250, learning_rate=1e-3,
+                 learn_hyperparameters=True, noise_in_kuu=True, jitter=_mc.DEFAULT_JITTER,
+                 epsilon=1e-3, n_quadrature=100, random_state=None, verbose=False,
+                 callback=None):
+        self.n_inducing = n_inducing
+        self.inducing_points = inducing_points
+        self.init = init
+        self.lengthscale = lengthscale
+        self.variance = variance
+        self.noise = noise
+        self.batch_size = batch_size
+        self.max_iter = max_iter
+        self.learning_rate = learning_rate
+        self.learn_hyperparameters = learn_hyperparameters
+        self.noise_in_kuu = noise_in_kuu
+        self.jitter = jitter
+        self.epsilon = epsilon
+        self.n_quadrature = n_quadrature
+        self.random_state = random_state
+        self.verbose = verbose
+        self.callback = callback
+
+    # ----------------------------------------------------------------------------------------
+    def fit(self, X, y):
+        """Maximise the ELBO on X (N, D) and labels y (N,); returns ``self``."""
+        max_iter, jitter = _check_common(self)
+        n_quad = check_int(self.n_quadrature, "n_quadrature", minimum=2)
+        eps = float(check_positive(self.epsilon, "epsilon", allow_array=False))
+        if eps >= 1.0:
+            raise ValueError(f"epsilon must be in (0, 1); got {self.epsilon!r}")
+        lr = float(check_positive(self.learning_rate, "learning_rate", allow_array=False))
+        if self.batch_size is not None:
+            batch_size = check_int(self.batch_size, "batch_size", minimum=1)
+            N, D = _mc.check_row_sliceable(X)
+        else:
+            batch_size = None
+            X = check_array(X, "X")
+            N, D = X.shape
+        classes, y_idx = _mc.check_multiclass_labels(y)
+        if y_idx.shape[0] != N:
+            raise ValueError(f"X and y have different lengths: X has {N} rows, y has "
+                             f"{y_idx.shape[0]}")
+        rng = check_random_state(self.random_state)
+        C = classes.size
+        hyp = _initial_hyper(self, X, y_idx, C, rng)
+        M = hyp.Z.shape[1]
+        self.classes_ = classes
+        self.n_features_in_ = D
+        self._nik = (bool(self.noise_in_kuu), jitter)
+        self._gh = gauss_hermite(n_quad)
+        self._eps = eps
+        # q(u) starts at the prior (R code): m = 0, L = chol(K_c)
+        kernels = [_ClassKernel(None, hyp, c, jitter, self._nik[0]) for c in range(C)]
+        q = _Variational(np.zeros((C, M)), np.stack([k.LK for k in kernels]))
+        n_hyp = 2 * C + C * D
+        free = np.ones(hyp.pack().size + _Variational.size(C, M), dtype=bool)
+        if not self.learn_hyperparameters:
+            free[:n_hyp] = False
+        vec0 = np.concatenate([hyp.pack(), q.pack()])
+        verbose = _verbosity(self.verbose)
+        if batch_size is None:
+            self._fit_batch(X, y_idx, vec0, free, (C, M, D), max_iter, verbose)
+        else:
+            self._fit_minibatch(X, y_idx, vec0, free, (C, M, D), max_iter, batch_size, lr,
+                                verbose, rng)
+        return self
+
+    def _split(self, vec, shape):
+        C, M, D = shape
+        nh = 2 * C + C * D + C * M * D
+        return _Hyper.unpack(vec[:nh], C, M, D), _Variational.unpack(vec[nh:], C, M)
+
+    def _objective(self, vec, Xb, yb, shape, scale):
+        hyp, q = self._split(vec, shape)
+        nik, jitter = self._nik
+        try:
+            elbo, gh, gq = svgp_elbo(Xb, yb, hyp, q, self._eps, jitter, nik, *self._gh,
+                                     scale=scale)
+        except (np.linalg.LinAlgError, sla.LinAlgError):
+            return -np.inf, None
+        grad = np.concatenate([gh.pack(), gq.pack()])
+        if not (np.isfinite(elbo) and np.all(np.isfinite(grad))):
+            return -np.inf, None
+        return elbo, grad
+
+    def _fit_batch(self, X, y, vec0, free, shape, max_iter, verbose):
+        vec_full = vec0.copy()
+        cache = {}
+
+        def fun(theta):
+            key = theta.tobytes()
+            if key not in cache:
+                v = vec_full.copy()
+                v[free] = theta
+                elbo, grad = self._objective(v, X, y, shape, 1.0)
+                cache.clear()
+                cache[key] = ((-elbo, -grad[free]) if grad is not None
+                              else (np.inf, np.zeros_like(theta)))
+            return cache[key]
+
+        theta0 = vec0[free]
+        f0, _ = fun(theta0)
+        if not np.isfinite(f0):
+            raise ValueError("the ELBO is not finite at the initial parameters; try "
+                             "standardised inputs or a larger jitter")
+        history = [-f0]
+        self.n_iter_ = 0
+        self._store(vec0, shape, -f0, history)
+        t0 = time.perf_counter()
+
+        def on_iteration(theta):
+            self.n_iter_ += 1
+            f, _ = fun(theta)
+            v = vec_full.copy()
+            v[free] = theta
+            history.append(-f)
+            self._store(v, shape, -f, history)
+            if verbose and self.n_iter_ % verbose == 0:
+                print(f"[VI] iter {self.n_iter_:4d}  ELBO {-f: .6f}  "
+                      f"{time.perf_counter() - t0:.1f}s")
+            if self.callback is not None:
+                self.callback(self, self.n_iter_)
+
+        if max_iter > 0:
+            C, M, D = shape
+            bounds = (_Hyper.zeros(C, M, D).bounds()
+                      + [(None, None)] * _Variational.size(C, M))
+            bounds = [b for b, f in zip(bounds, free) if f]
+            res = minimize(fun, theta0, jac=True, method="L-BFGS-B", bounds=bounds,
+                           callback=on_iteration, options={"maxiter": max_iter})
+            f, _ = fun(res.x)
+            if np.isfinite(f):
+                v = vec_full.copy()
+                v[free] = res.x
+                self._store(v, shape, -f, history)
+
+    def _fit_minibatch(self, X, y, vec0, free, shape, max_iter, batch_size, lr, verbose, rng):
+        N = y.shape[0]
+        scale_b = float(N)
+        adam = _mc.Adam(int(free.sum()), lr)
+        vec = vec0.copy()
+        history = []
+        self.n_iter_ = 0
+        step = 0
+        t0 = time.perf_counter()
+        n_bad = 0
+        for epoch in range(max_iter):
+            total = 0.0
+            n_b = 0
+            for idx in _mc.iter_minibatches(N, batch_size, rng):
+                Xb = _mc.take_rows(X, idx)
+                if Xb.shape[1] != shape[2]:
+                    raise ValueError(f"X rows have {Xb.shape[1]} features; expected {shape[2]}")
+                elbo, grad = self._objective(vec, Xb, y[idx], shape, scale_b / idx.size)
+                if grad is None:
+                    # a failed factorisation: skip this minibatch and shrink the step
+                    n_bad += 1
+                    adam.learning_rate *= 0.5
+                    continue
+                total += elbo
+                n_b += 1
+                vec[free] = adam.step(vec[free], grad[free])
+                step += 1
+                if self.callback is not None:
+                    self._store(vec, shape, elbo, history)
+                    self.callback(self, step)
+            history.append(total / max(n_b, 1))
+            self.n_iter_ = epoch + 1
+            if verbose and (epoch + 1) % verbose == 0:
+                print(f"[VI] epoch {epoch + 1:4d}  mean minibatch ELBO {history[-1]: .6f}  "
+                      f"{time.perf_counter() - t0:.1f}s")
+        if n_bad:
+            warnings.warn(f"{n_bad} minibatch updates failed (non-finite ELBO or Cholesky) and "
+                          f"were skipped; try a smaller learning_rate", ConvergenceWarning)
+        self._store(vec, shape, self._full_elbo(X, y, vec, shape, batch_size), history)
+
+    def _full_elbo(self, X, y, vec, shape, batch_size):
+        """ELBO on all rows, streamed one block at a time (the KL counted once)."""
+        hyp, q = self._split(vec, shape)
+        nik, jitter = self._nik
+        kernels = [_ClassKernel(None, hyp, c, jitter, nik) for c in range(shape[0])]
+        kl = svgp_kl(hyp, q, kernels)
+        N = y.shape[0]
+        data = 0.0
+        for start in range(0, N, max(batch_size, 1000)):
+            idx = np.arange(start, min(N, start + max(batch_size, 1000)))
+            e, _, _ = svgp_elbo(_mc.take_rows(X, idx), y[idx], hyp, q, self._eps, jitter, nik,
+                                *self._gh, scale=1.0, with_grad=False)
+            data += e + kl
+        return data - kl
+
+    def _store(self, vec, shape, elbo, history):
+        hyp, q = self._split(vec, shape)
+        self._hyp, self._q = hyp, q
+        self.elbo_ = float(elbo)
+        self.elbo_history_ = np.array(history, dtype=np.float64)
+        self.inducing_points_ = hyp.Z.copy()
+        self.variance_ = np.exp(hyp.log_variance)
+        self.noise_ = np.exp(hyp.log_noise)
+        self.lengthscale_ = np.exp(hyp.log_lengthscale)
+        self.q_mean_ = q.m.copy()
+        self.q_sqrt_ = q.L.copy()
+
+    # ----------------------------------------------------------------------------------------
+    def predict_latent(self, X):
+        """Mean and variance of q(f*_c) for every class, each (n, C) (eqs. 16-17)."""
+        X = _check_predict_X(self, X)
+        nik, jitter = self._nik
+        return svgp_predict_latent(X, self._hyp, self._q, jitter, nik)
+
+    def predict_proba(self, X):
+        """Predictive class probabilities (n, C), columns ordered as ``classes_``.
+
+        E_q[p(y* = c | f*)] = (1 - eps) P_c + eps / (C - 1) (1 - P_c), with P_c the probability
+        that f*_c is the largest latent (1-D quadrature, renormalised over classes).
+        """
+        mean, var = self.predict_latent(X)
+        P = _mc.class_probabilities(mean, var)
+        P /= P.sum(axis=1, keepdims=True)
+        C = P.shape[1]
+        return (1.0 - self._eps) * P + self._eps / (C - 1) * (1.0 - P)
+
+    def decision_function(self, X):
+        """Predictive latent means (n, C)."""
+        return self.predict_latent(X)[0]
+
+    def predict(self, X):
+        """Most probable class label for each row of X."""
+        P = self.predict_proba(X)
+        return self.classes_[np.argmax(P, axis=1)]
