@@ -83,7 +83,7 @@ class _FITCPrior:
 class _Posterior:
     """A = D + P R^T R P^T, h = nn + P gamma (notes §1.2) plus refresh by-products."""
 
-    __slots__ = ("d", "P", "R", "nn", "gamma", "logdet_S", "omega", "btil")
+    __slots__ = ("d", "P", "R", "nn", "gamma", "logdet_S", "omega", "btil", "t", "Vt")
 
 
 def _upper_factor_of_inverse(S):
@@ -94,29 +94,37 @@ def _upper_factor_of_inverse(S):
     return np.ascontiguousarray(R), 2.0 * float(np.sum(np.log(np.diag(U))))
 
 
-def _refresh(prior, tau, nu):
-    """Rebuild the posterior from the site vectors in O(NM^2) (notes §1.4, whitened)."""
+def _refresh(prior, tau, nu, with_P=True):
+    """Rebuild the posterior from the site vectors in O(NM^2) (notes §1.4, whitened).
+
+    P = diag(t) V^T is materialised only when ``with_P`` (the sequential kernel updates it in
+    place); otherwise it stays implicit as ``t`` and ``Vt``.
+    """
     post = _Posterior()
     t = 1.0 / (1.0 + prior.d0 * tau)
+    post.t, post.Vt = t, prior.Vt
     post.omega = tau * t
     post.btil = nu * t
     post.d = prior.d0 * t
-    post.P = prior.Vt * t[:, None]
+    post.P = prior.Vt * t[:, None] if with_P else None
     M = prior.Vt.shape[1]
     S = (prior.Vt * post.omega[:, None]).T @ prior.Vt
     S[np.diag_indices(M)] += 1.0
     post.R, post.logdet_S = _upper_factor_of_inverse(S)
     post.nn = post.d * nu
-    post.gamma = post.R.T @ (post.R @ (post.P.T @ nu))
+    # gamma = R^T R P^T nu with P^T nu = V (t nu) = V btil
+    post.gamma = post.R.T @ (post.R @ (prior.Vt.T @ post.btil))
     return post
 
 
 def _marginals(post):
-    """diag A (N,), h (N,) and B = P R^T (N, M) in O(NM^2)."""
-    B = post.P @ post.R.T
-    diag_a = post.d + np.einsum("ij,ij->i", B, B)
-    h = post.nn + post.P @ post.gamma
-    return diag_a, h, B
+    """diag A (N,) and h (N,) in O(NM^2): A_nn = d_n + ||R p_n||^2, h = nn + P gamma."""
+    if post.P is not None:  # possibly updated in place by the sweep kernel
+        B = post.P @ post.R.T
+        return post.d + np.einsum("ij,ij->i", B, B), post.nn + post.P @ post.gamma
+    C = post.Vt @ post.R.T  # P R^T = diag(t) V^T R^T
+    diag_a = post.d + post.t * post.t * np.einsum("ij,ij->i", C, C)
+    return diag_a, post.nn + post.t * (post.Vt @ post.gamma)
 
 
 def _site_targets(y, tau, nu, diag_a, h, bias):
@@ -168,7 +176,7 @@ def run_ep(prior, y, bias, tau=None, nu=None, tol=EP_TOL, max_sweeps=EP_MAX_SWEE
     rng = np.random.default_rng(0) if rng is None else rng
     tau = np.zeros(N) if tau is None else np.array(tau, dtype=np.float64)
     nu = np.zeros(N) if nu is None else np.array(nu, dtype=np.float64)
-    post = _refresh(prior, tau, nu)
+    post = _refresh(prior, tau, nu, with_P=(schedule == "sequential"))
     res = _EPResult()
     res.n_aborts = 0
     converged = False
@@ -201,7 +209,7 @@ def run_ep(prior, y, bias, tau=None, nu=None, tol=EP_TOL, max_sweeps=EP_MAX_SWEE
         delta = float(damping)
         prev_change = np.inf
         for sweep in range(1, max_sweeps + 1):
-            diag_a, h, _ = _marginals(post)
+            diag_a, h = _marginals(post)
             tau_new, nu_new = _site_targets(y, tau, nu, diag_a, h, bias)[:2]
             step_tau = tau_new - tau
             step_nu = nu_new - nu
@@ -217,7 +225,7 @@ def run_ep(prior, y, bias, tau=None, nu=None, tol=EP_TOL, max_sweeps=EP_MAX_SWEE
             nu += delta * step_nu
             np.maximum(tau, 0.0, out=tau)
             max_change = delta * change
-            post = _refresh(prior, tau, nu)
+            post = _refresh(prior, tau, nu, with_P=False)
             if max_change < tol:
                 converged = True
                 break
@@ -231,14 +239,14 @@ def log_evidence(prior, y, bias, tau, nu, post):
 
     Returns ``(log_z, dlog_z_dbias, extras)`` where ``extras`` holds the marginals and cavities.
     """
-    diag_a, h, B = _marginals(post)
+    diag_a, h = _marginals(post)
     _, _, log_z, dlog_z, cav_tau, cav_nu = _site_targets(y, tau, nu, diag_a, h, bias)
     ok = cav_tau > 0.0
     tc = np.where(ok, cav_tau, 1.0)
     nc = np.where(ok, cav_nu, 0.0)
     term_sites = float(np.sum(log_z[ok]))
     logdet = float(np.sum(np.log1p(tau * prior.d0))) + post.logdet_S
-    r = B.T @ nu
+    r = post.R @ (prior.Vt.T @ post.btil)  # R P^T nu for a refreshed posterior
     quad = float(np.sum(post.d * nu * nu) + r @ r)
     ratio = np.log1p(tau / tc)
     rest = (tau * nc * nc / tc - 2.0 * nc * nu - nu * nu) / (tc + tau)
