@@ -259,3 +259,8 @@ def test_predict_checks():
     est.fit(X, y)
     with pytest.raises(ValueError, match="features"):
         est.predict(X[:, :1])
+    with pytest.raises(ValueError, match="not seen during fit"):
+        est.score(X, np.where(y == "a", "z", y))
+    P = est.predict_proba(X)
+    idx = np.searchsorted(est.classes_, y)
+    assert est.score(X, y) == pytest.approx(np.mean(np.log(P[np.arange(len(y)), idx])))

@@ -124,6 +124,10 @@ def test_estimator_batch_fit_predict():
     np.testing.assert_allclose(P.sum(1), 1.0, atol=1e-12)
     assert np.all(P >= EPS / 2 - 1e-12)
     assert np.mean(est.predict(X) == y) > 0.85
+    with pytest.raises(ValueError, match="not seen during fit"):
+        est.score(X, np.where(y == 10, 99, y))
+    assert est.score(X, y) == pytest.approx(
+        np.mean(np.log(P[np.arange(len(y)), np.searchsorted(est.classes_, y)])))
     est2 = MultiClassSVGPClassifier(n_inducing=5, max_iter=40, random_state=0).fit(X, y)
     assert est2.elbo_ == est.elbo_
 

@@ -376,8 +376,10 @@ class MultiClassGFITCClassifier(BaseEstimator):
         centres started from them, or M random rows of class c (requires M <= every class size).
     lengthscale : float, ndarray of shape (D,) or (C, D), optional
         Initial length-scales; default sqrt(median pairwise distance) (notes §5.3).
-    variance, noise : float or ndarray of shape (C,), default=1.0
-        Initial signal variance sigma_c and additive noise variance sigma0_c.
+    variance : float or ndarray of shape (C,), default=1.0
+        Initial signal variance sigma_c.
+    noise : float or ndarray of shape (C,), default=1.0
+        Initial additive noise variance sigma0_c.
     max_iter : int, default=250
         L-BFGS-B iterations (0: EP at the initial hyper-parameters only).
     learn_hyperparameters : bool, default=True
@@ -564,3 +566,15 @@ class MultiClassGFITCClassifier(BaseEstimator):
         """Most probable class label for each row of X."""
         P = self.predict_proba(X)
         return self.classes_[np.argmax(P, axis=1)]
+
+    def score(self, X, y):
+        """Mean test log-likelihood mean_i log p(y_i | x_i) (higher is better).
+
+        Labels unknown to ``classes_`` raise ``ValueError``.
+        """
+        self._check_is_fitted("classes_")
+        y_idx = _mc.encode_labels(y, self.classes_)
+        P = self.predict_proba(X)
+        if P.shape[0] != y_idx.shape[0]:
+            raise ValueError(f"X and y have different lengths: {P.shape[0]} and {y_idx.shape[0]}")
+        return float(np.mean(np.log(np.maximum(P[np.arange(P.shape[0]), y_idx], 1e-300))))
