@@ -79,8 +79,7 @@ def pairwise_tilted(a_p, s_p, d_p, a_m, s_m, d_m):
     return log_ndtr(beta), r / sz, rr / z, -0.5 * r * beta / z, z
 
 
-@jit(parallel=True)
-def factor_pass(y, V, Vo, Kfu, d, S, m, tau_p, eta_p, tau_m, eta_m,
+def _factor_pass_body(y, V, Vo, Kfu, d, S, m, tau_p, eta_p, tau_m, eta_m,
                 new_tau_p, new_eta_p, new_tau_m, new_eta_m,
                 log_z, delta, GV, wsum, status, same_dirs, compute_grad):
     """Cavities, tilted moments, new sites and gradient terms for all factors of a minibatch.
@@ -229,6 +228,12 @@ def factor_pass(y, V, Vo, Kfu, d, S, m, tau_p, eta_p, tau_m, eta_m,
                 for a in range(M):
                     GV[c, i, a] = (c_m[c] * m[c, a] + c_sv[c] * Sv[c, a]
                                    + c_so[c] * So[c, a] + c_k[c] * Kfu[c, i, a])
+
+
+#: Parallel over points (minibatches and batch sweeps of any size).
+factor_pass = jit(parallel=True)(_factor_pass_body)
+#: The same body compiled serially: tiny problems, where waking threads costs more than the work.
+factor_pass_serial = jit(_factor_pass_body)
 
 
 @jit(parallel=True)

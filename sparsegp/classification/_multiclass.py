@@ -1,0 +1,777 @@
+"""Scalable multi-class GP classification by EP and stochastic EP (Villacampa-Calvo &
+Hernández-Lobato 2017, seed 002; derivations in ../shared/notes/multiclass_ep.md).
+
+Model (notes §1): C independent latent functions with per-class SE-ARD kernels (amplitude,
+length-scales, additive noise), M inducing points per class whose values u_c are *kept* in the
+model (not marginalised), the FITC conditional p(f_ic | u_c) = N(v_ic^T u_c, d_ic) and the
+pairwise-probit approximation (eq. 6) of the likelihood factor: N (C - 1) factors
+phi_ik = Phi((v_{i,y_i}^T u_{y_i} - v_ik^T u_k) / sqrt(d_{i,y_i} + d_ik)).
+
+Sites (notes §2.1) are rank-one along each factor's FITC direction. Their u-space totals are
+kept per class as a natural-parameter pair (T_c, h_c): the posterior is
+q(u_c) = N(m_c, S_c) with S_c^{-1} = K_c^{-1} + T_c and m_c = S_c h_c (eq. 24-27), computed in
+the stable form S_c = L (I + L^T T_c L)^{-1} L^T with K_c = L L^T.
+
+* ``method="ep"``: per-factor sites (four scalars per point and class) plus the direction each
+  was fitted with; memory O(N C M).
+* ``method="sep"``: one tied site per class, (T_c, h_c) itself (notes §2.7); memory O(C M^2).
+
+Training is EP-inner (notes §5): every iteration refines all factors of the batch in parallel
+(one compiled kernel, :func:`sparsegp._numba.multiclass.factor_pass`) and then takes one
+gradient step on the hyper-parameters and inducing inputs with the approximate gradient of
+log Z_EP (eq. 10, notes §4), held at the current sites.
+"""
+import math
+import time
+import warnings
+
+import numpy as np
+from scipy import linalg as sla
+
+from .._base import BaseEstimator
+from .._numba import multiclass as _nbmc
+from .._validation import (
+    check_array, check_int, check_option, check_positive, check_random_state,
+)
+from ..exceptions import ConvergenceWarning
+from ..inducing import kmeans
+from . import _multiclass_common as _mc
+
+__all__ = ["MultiClassEPClassifier"]
+
+_METHODS = ("ep", "sep")
+_INITS = ("random", "kmeans", "subset")
+#: Retries of one batch iteration after a numerical failure (damping and rates halved).
+_MAX_RETRIES = 12
+#: Below this many multiply-adds (B C M^2) the factor pass runs serially.
+_PARALLEL_WORK = 200_000
+
+
+# --------------------------------------------------------------------------------------------
+# Hyper-parameters and prior / data quantities
+# --------------------------------------------------------------------------------------------
+class Hyper:
+    """Per-class hyper-parameters in the optimiser's coordinates.
+
+    Attributes: ``log_variance`` (C,), ``log_noise`` (C,), ``log_lengthscale`` (C, D),
+    ``Z`` (C, M, D). ``pack``/``from_vector`` map to and from one vector (see
+    :func:`_multiclass_common.pack_params`).
+    """
+
+    def __init__(self, log_variance, log_noise, log_lengthscale, Z):
+        self.log_variance = np.array(log_variance, dtype=np.float64)
+        self.log_noise = np.array(log_noise, dtype=np.float64)
+        self.log_lengthscale = np.array(log_lengthscale, dtype=np.float64)
+        self.Z = np.ascontiguousarray(Z, dtype=np.float64)
+
+    @property
+    def shape(self):
+        """(C, M, D)."""
+        return self.Z.shape
+
+    def pack(self):
+        return _mc.pack_params(self.log_variance, self.log_noise, self.log_lengthscale, self.Z)
+
+    @classmethod
+    def from_vector(cls, theta, C, M, D):
+        return cls(*_mc.unpack_params(theta, C, M, D))
+
+    def copy(self):
+        return Hyper(self.log_variance, self.log_noise, self.log_lengthscale, self.Z)
+
+
+class _Prior:
+    """K_c, its Cholesky factor and inverse for every class (notes §1.1)."""
+
+    def __init__(self, hyp, noise_in_kuu, jitter):
+        C, M, _ = hyp.shape
+        self.variance = np.exp(hyp.log_variance)
+        self.noise = np.exp(hyp.log_noise)
+        self.lengthscale = np.exp(hyp.log_lengthscale)
+        self.kappa = _mc.kernel_kappa(self.variance, self.noise)
+        self.K = np.empty((C, M, M))
+        self.K_se = np.empty((C, M, M))
+        self.L = np.empty((C, M, M))
+        self.A = np.empty((C, M, M))
+        eye = np.eye(M)
+        for c in range(C):
+            self.K[c], self.K_se[c] = _mc.kernel_kuu(hyp.Z[c], self.variance[c],
+                                                     self.lengthscale[c], self.noise[c],
+                                                     noise_in_kuu, jitter)
+            self.L[c] = sla.cholesky(self.K[c], lower=True, check_finite=False)
+            self.A[c] = sla.cho_solve((self.L[c], True), eye, check_finite=False)
+
+
+def _data_terms(X, hyp, prior):
+    """K_fu, directions V = K_fu K^{-1} and FITC variances d for rows X (notes §1.1).
+
+    Returns Kfu (C, B, M), V (C, B, M), d (B, C); all C-contiguous.
+    """
+    C, M, _ = hyp.shape
+    B = X.shape[0]
+    Kfu = np.empty((C, B, M))
+    V = np.empty((C, B, M))
+    d = np.empty((B, C))
+    for c in range(C):
+        Kfu[c] = _mc.kernel_kfu(X, hyp.Z[c], prior.variance[c], prior.lengthscale[c])
+        V[c] = sla.cho_solve((prior.L[c], True), Kfu[c].T, check_finite=False).T
+        # rounding can make kappa - k^T K^{-1} k slightly negative (notes §8.1)
+        d[:, c] = np.maximum(prior.kappa[c] - np.einsum("ij,ij->i", Kfu[c], V[c]), 0.0)
+    return Kfu, V, d
+
+
+class _Gauss:
+    """q(u_c) from prior factor L (K = L L^T) and site totals (T, h) (eqs. 24-27).
+
+    S = L P^{-1} L^T with P = I + L^T T L (chol R), m = S h; logdet_P = log|P|.
+    """
+
+    def __init__(self, L, T, h):
+        C, M, _ = L.shape
+        self.S = np.empty((C, M, M))
+        self.m = np.empty((C, M))
+        self.R = np.empty((C, M, M))
+        self.logdet_P = np.empty(C)
+        self.h = h
+        eye = np.eye(M)
+        for c in range(C):
+            LtTL = L[c].T @ T[c] @ L[c]
+            P = eye + 0.5 * (LtTL + LtTL.T)
+            R = sla.cholesky(P, lower=True, check_finite=False)
+            Y = _mc.tri_solve(R, L[c].T)
+            self.S[c] = Y.T @ Y
+            self.m[c] = self.S[c] @ h[c]
+            self.R[c] = R
+            self.logdet_P[c] = 2.0 * np.sum(np.log(np.diag(R)))
+
+    def log_norm_minus_prior(self):
+        """G(q_c) - G(prior_c) = -1/2 log|P| + 1/2 h^T m, shape (C,) (notes §3)."""
+        return -0.5 * self.logdet_P + 0.5 * np.einsum("ci,ci->c", self.h, self.m)
+
+
+def _site_totals(V, y, C, tau_p, eta_p, tau_m, eta_m):
+    """Per point/class site precision and linear weights w^tau, w^eta (eqs. 24-25), (B, C)."""
+    rows = np.arange(y.shape[0])
+    w_tau = tau_m.copy()
+    w_eta = eta_m.copy()
+    w_tau[rows, y] = tau_p.sum(axis=1)
+    w_eta[rows, y] = eta_p.sum(axis=1)
+    return w_tau, w_eta
+
+
+def _u_space(V, w_tau, w_eta):
+    """T_c = V_c^T diag(w^tau_c) V_c and h_c = V_c^T w^eta_c for all classes."""
+    C = V.shape[0]
+    T = np.empty((C, V.shape[2], V.shape[2]))
+    h = np.empty((C, V.shape[2]))
+    for c in range(C):
+        T[c] = V[c].T @ (w_tau[:, c:c + 1] * V[c])
+        h[c] = V[c].T @ w_eta[:, c]
+    return T, h
+
+
+class _PassResult:
+    """Outputs of one call of the compiled factor pass."""
+
+    def __init__(self, B, C, M, compute_grad):
+        self.new = [np.zeros((B, C)) for _ in range(4)]
+        self.log_z = np.empty(B)
+        self.delta = np.empty(B)
+        self.GV = np.zeros((C, B, M)) if compute_grad else np.zeros((C, 1, 1))
+        self.wsum = np.zeros((B, C)) if compute_grad else np.zeros((1, 1))
+        self.status = np.zeros(B, dtype=np.int64)
+
+
+def _factor_pass(y, V, Vo, Kfu, d, S, m, sites, same_dirs, compute_grad):
+    B = y.shape[0]
+    C, _, M = V.shape
+    out = _PassResult(B, C, M, compute_grad)
+    tp, ep, tm, em = sites
+    # threads pay off only when the pass has real work (O(B C M^2))
+    kernel = _nbmc.factor_pass if B * C * M * M >= _PARALLEL_WORK else _nbmc.factor_pass_serial
+    kernel(y, V, V if same_dirs else Vo, Kfu, d, S, m, tp, ep, tm, em,
+                      out.new[0], out.new[1], out.new[2], out.new[3],
+                      out.log_z, out.delta, out.GV, out.wsum, out.status,
+                      bool(same_dirs), bool(compute_grad))
+    if np.any(out.status != 0):
+        bad = int(np.max(out.status))
+        raise _EPFailure("improper cavity" if bad == _nbmc.STATUS_IMPROPER_CAVITY
+                         else "negative variances")
+    return out
+
+
+class _EPFailure(ArithmeticError):
+    """A site update produced an improper cavity or a non-positive variance."""
+
+
+def _grad_prior_part(prior, q, c):
+    """-1/2 M_c with M_c = K^{-1} - K^{-1}(S + m m^T) K^{-1} (notes §4), shape (M, M)."""
+    A = prior.A[c]
+    Am = A @ q.m[c]
+    ASA = A @ q.S[c] @ A
+    return -0.5 * (A - ASA - np.outer(Am, Am))
+
+
+def _hyper_gradient(X, hyp, prior, q, Kfu, V, res, scale, noise_in_kuu):
+    """Gradient of log Z_EP (prior part full, likelihood part x ``scale``), packed (notes §4)."""
+    C, M, D = hyp.shape
+    g_lv = np.empty(C)
+    g_ln = np.empty(C)
+    g_ll = np.empty((C, D))
+    g_Z = np.empty((C, M, D))
+    for c in range(C):
+        A = prior.A[c]
+        GV = scale * res.GV[c]
+        wsum = scale * res.wsum[:, c]
+        W_uu = _grad_prior_part(prior, q, c) - A @ (GV.T @ V[c])
+        W_fu = GV @ A - wsum[:, None] * V[c]
+        g_lv[c], g_ln[c], g_ll[c], g_Z[c] = _mc.kernel_grads(
+            X, hyp.Z[c], prior.variance[c], prior.lengthscale[c], prior.noise[c],
+            prior.K_se[c], Kfu[c], W_uu, W_fu, wsum, noise_in_kuu)
+    return _mc.pack_params(g_lv, g_ln, g_ll, g_Z)
+
+
+# --------------------------------------------------------------------------------------------
+# Batch engine (also used by the tests: evidence, gradient, convergence at fixed hypers)
+# --------------------------------------------------------------------------------------------
+class EPState:
+    """Site state of EP or SEP for a data set of N points and C classes with M inducing points.
+
+    EP: ``sites`` = (tau_p, eta_p, tau_m, eta_m), each (N, C); ``Vo`` (C, N, M) the directions
+    they were fitted with; (T, h) their u-space totals. SEP: only (T, h), the tied sites.
+    """
+
+    def __init__(self, method, N, C, M, n_factors):
+        self.method = method
+        self.T = np.zeros((C, M, M))
+        self.h = np.zeros((C, M))
+        self.n_factors = n_factors
+        if method == "ep":
+            self.sites = tuple(np.zeros((N, C)) for _ in range(4))
+            self.Vo = np.zeros((C, N, M))
+        else:
+            self.sites = None
+            self.Vo = None
+
+    def copy(self):
+        new = EPState.__new__(EPState)
+        new.method = self.method
+        new.T = self.T.copy()
+        new.h = self.h.copy()
+        new.n_factors = self.n_factors
+        new.sites = None if self.sites is None else tuple(s.copy() for s in self.sites)
+        new.Vo = None if self.Vo is None else self.Vo.copy()
+        return new
+
+
+def _sep_cavity(prior, state):
+    frac = (1.0 - 1.0 / state.n_factors)[:, None]
+    return _Gauss(prior.L, state.T * frac[:, :, None], state.h * frac)
+
+
+def _zero_sites(B, C):
+    z = np.zeros((B, C))
+    return (z, z, z, z)
+
+
+def batch_refine(X, y, hyp, state, damping, noise_in_kuu, jitter, prior=None, data=None):
+    """One damped parallel refinement of every factor (notes §2.6); updates ``state`` in place.
+
+    Returns the largest absolute change of the site parameters (EP) or of (T, h) (SEP).
+    Raises ``_EPFailure`` / ``LinAlgError`` without touching ``state`` on a numerical failure.
+    """
+    C, M, D = hyp.shape
+    prior = _Prior(hyp, noise_in_kuu, jitter) if prior is None else prior
+    Kfu, V, d = _data_terms(X, hyp, prior) if data is None else data
+    if state.method == "ep":
+        q = _Gauss(prior.L, state.T, state.h)
+        res = _factor_pass(y, V, state.Vo, Kfu, d, q.S, q.m, state.sites, False, False)
+        new_sites = tuple(damping * n + (1.0 - damping) * o for n, o in zip(res.new, state.sites))
+        change = max(float(np.max(np.abs(n - o))) for n, o in zip(new_sites, state.sites))
+        w_tau, w_eta = _site_totals(V, y, C, *new_sites)
+        T, h = _u_space(V, w_tau, w_eta)
+        _Gauss(prior.L, T, h)  # raises if the new posterior is not PD
+        state.sites = new_sites
+        state.Vo = V.copy()
+        state.T, state.h = T, h
+        return change
+    cav = _sep_cavity(prior, state)
+    res = _factor_pass(y, V, V, Kfu, d, cav.S, cav.m, _zero_sites(y.shape[0], C), True, False)
+    w_tau, w_eta = _site_totals(V, y, C, *res.new)
+    T_new, h_new = _u_space(V, w_tau, w_eta)
+    nB = _mc.class_counts_factors(y, C)
+    frac = (nB / state.n_factors)
+    T = state.T + damping * (T_new - frac[:, None, None] * state.T)
+    h = state.h + damping * (h_new - frac[:, None] * state.h)
+    _Gauss(prior.L, T, h)
+    change = max(float(np.max(np.abs(T - state.T))), float(np.max(np.abs(h - state.h))))
+    state.T, state.h = T, h
+    return change
+
+
+def batch_evidence(X, y, hyp, state, noise_in_kuu, jitter, compute_grad=True, scale=1.0,
+                   prior=None, data=None):
+    """log Z_EP (notes §3) and, optionally, its gradient (notes §4) at the current sites.
+
+    For EP the sites' stored directions must be the current ones (call right after
+    :func:`batch_refine` at the same ``hyp``). ``scale`` multiplies the likelihood part (N/|B|
+    for a minibatch estimate; the class terms are never scaled).
+
+    Returns
+    -------
+    log_z : float
+    grad : ndarray or None
+        Packed like :meth:`Hyper.pack`.
+    q : _Gauss
+        The posterior.
+    """
+    C, M, D = hyp.shape
+    prior = _Prior(hyp, noise_in_kuu, jitter) if prior is None else prior
+    Kfu, V, d = _data_terms(X, hyp, prior) if data is None else data
+    q = _Gauss(prior.L, state.T, state.h)
+    if state.method == "ep":
+        res = _factor_pass(y, V, V, Kfu, d, q.S, q.m, state.sites, True, compute_grad)
+        log_z = scale * float(np.sum(res.log_z) + np.sum(res.delta))
+        log_z += float(np.sum(q.log_norm_minus_prior()))
+    else:
+        cav = _sep_cavity(prior, state)
+        res = _factor_pass(y, V, V, Kfu, d, cav.S, cav.m, _zero_sites(y.shape[0], C), True,
+                           compute_grad)
+        g_cav_minus_q = (0.5 * (q.logdet_P - cav.logdet_P)
+                         + 0.5 * np.einsum("ci,ci->c", cav.h, cav.m)
+                         - 0.5 * np.einsum("ci,ci->c", q.h, q.m))
+        log_z = scale * float(np.sum(res.log_z))
+        log_z += float(np.sum(state.n_factors * g_cav_minus_q))
+        log_z += float(np.sum(q.log_norm_minus_prior()))
+    grad = None
+    if compute_grad:
+        grad = _hyper_gradient(X, hyp, prior, q, Kfu, V, res, scale, noise_in_kuu)
+    return log_z, grad, q
+
+
+def converge_ep(X, y, hyp, state, noise_in_kuu=True, jitter=_mc.DEFAULT_JITTER, damping=0.7,
+                tol=1e-10, max_sweeps=2000):
+    """Iterate damped parallel refinements at fixed ``hyp`` until the change is below ``tol``.
+
+    Returns the number of sweeps; the state is updated in place. Used for exact-gradient
+    checks (notes §8.3 item 5); training itself is EP-inner.
+    """
+    prior = _Prior(hyp, noise_in_kuu, jitter)
+    data = _data_terms(X, hyp, prior)
+    for sweep in range(1, max_sweeps + 1):
+        change = batch_refine(X, y, hyp, state, damping, noise_in_kuu, jitter, prior, data)
+        if change < tol:
+            return sweep
+    return max_sweeps
+
+
+# --------------------------------------------------------------------------------------------
+# Estimator
+# --------------------------------------------------------------------------------------------
+class MultiClassEPClassifier(BaseEstimator):
+    """Multi-class GP classifier with inducing points trained by EP or stochastic EP.
+
+    Implements Villacampa-Calvo & Hernández-Lobato (2017): per-class SE-ARD kernels with
+    amplitude, length-scales and additive noise; M inducing points per class whose values are
+    kept in the model; the pairwise-probit approximation of the likelihood factor (eq. 6);
+    EP-inner training, i.e. one parallel refinement of the factors followed by one step on the
+    hyper-parameters and inducing inputs per iteration.
+
+    Parameters
+    ----------
+    method : {"ep", "sep"}, default="ep"
+        ``"ep"``: one site per factor (memory O(N C M)); ``"sep"``: stochastic EP with one tied
+        site per class (memory O(C M^2), independent of N).
+    n_inducing : int, default=20
+        Inducing points per class, M (ignored when ``inducing_points`` is given).
+    inducing_points : ndarray of shape (M, D) or (C, M, D), optional
+        Initial inducing inputs (shared by every class when 2-D).
+    init : {"random", "kmeans", "subset"}, default="random"
+        Initial Z_c: M random training rows drawn independently per class (the paper), k-means
+        centres started from them, or M random rows *of class c* (requires M <= every class
+        size).
+    lengthscale : float, ndarray of shape (D,) or (C, D), optional
+        Initial length-scales; default sqrt(median pairwise distance) of up to 1000 training
+        rows (the R code's squared length-scale is the median distance, notes §5.3).
+    variance : float or ndarray of shape (C,), default=1.0
+        Initial signal variance sigma_c.
+    noise : float or ndarray of shape (C,), default=1.0
+        Initial additive noise variance sigma0_c.
+    batch_size : int, optional
+        Minibatch size; ``None`` trains in batch mode (sign-adaptive rates, damped updates).
+        In minibatch mode ADAM is used, the likelihood terms are scaled by N/|B|, X may be any
+        row-sliceable array-like (memmap, h5py or zarr dataset) and only one minibatch of rows
+        is in memory at a time.
+    max_iter : int, default=250
+        Iterations (batch mode) or epochs (minibatch mode).
+    learning_rate : float, optional
+        Initial per-parameter rate of the sign-adaptive rule (default 0.01, batch mode) or the
+        ADAM step (default 1e-3, minibatch mode).
+    damping : float, default=0.5
+        Initial damping epsilon of the parallel site updates in batch mode, annealed by 0.99
+        per iteration and halved after a failed update (notes §2.6). Minibatch mode uses
+        ``damping=1`` unless a value below 1 is given explicitly... (see Notes).
+    learn_hyperparameters : bool, default=True
+        If False only the inducing inputs are learnt (the setting of the paper's Figure 3).
+    noise_in_kuu : bool, default=True
+        Put sigma0_c on the diagonal of K_c (the R code's nugget convention, notes §1.1).
+    jitter : float, default=1e-10
+        Absolute jitter on K_c's diagonal.
+    random_state : int, Generator or None
+    verbose : bool or int, default=False
+        Print progress every ``verbose`` iterations (every 10 when True).
+    callback : callable, optional
+        ``callback(estimator, iteration)`` after every iteration (batch mode) or every
+        minibatch (minibatch mode; ``iteration`` counts minibatches). The estimator can predict
+        inside the callback.
+
+    Attributes
+    ----------
+    classes_ : ndarray of shape (C,)
+    n_features_in_ : int
+    inducing_points_ : ndarray of shape (C, M, D)
+    variance_, noise_ : ndarray of shape (C,)
+    lengthscale_ : ndarray of shape (C, D)
+    log_evidence_ : float
+        log Z_EP at the final iteration (a minibatch estimate in minibatch mode).
+    evidence_history_ : ndarray of shape (n_iter_,)
+    posterior_mean_ : ndarray of shape (C, M)
+    posterior_cov_ : ndarray of shape (C, M, M)
+    n_iter_ : int
+
+    Notes
+    -----
+    In minibatch mode the R code uses no damping; here ``damping`` is applied only in batch mode.
+
+    References
+    ----------
+    C. Villacampa-Calvo and D. Hernández-Lobato. Scalable multi-class Gaussian process
+    classification using expectation propagation. ICML 2017.
+    """
+
+    def __init__(self, method="ep", n_inducing=20, inducing_points=None, init="random",
+                 lengthscale=None, variance=1.0, noise=1.0, batch_size=None, max_iter=250,
+                 learning_rate=None, damping=0.5, learn_hyperparameters=True,
+                 noise_in_kuu=True, jitter=_mc.DEFAULT_JITTER, random_state=None,
+                 verbose=False, callback=None):
+        self.method = method
+        self.n_inducing = n_inducing
+        self.inducing_points = inducing_points
+        self.init = init
+        self.lengthscale = lengthscale
+        self.variance = variance
+        self.noise = noise
+        self.batch_size = batch_size
+        self.max_iter = max_iter
+        self.learning_rate = learning_rate
+        self.damping = damping
+        self.learn_hyperparameters = learn_hyperparameters
+        self.noise_in_kuu = noise_in_kuu
+        self.jitter = jitter
+        self.random_state = random_state
+        self.verbose = verbose
+        self.callback = callback
+
+    # ---------------------------------------------------------------------------- validation
+    def _validate(self, X, y):
+        check_option(self.method, "method", _METHODS)
+        check_option(self.init, "init", _INITS)
+        max_iter = check_int(self.max_iter, "max_iter", minimum=1)
+        if self.batch_size is not None:
+            batch_size = check_int(self.batch_size, "batch_size", minimum=1)
+            N, D = _mc.check_row_sliceable(X)
+            Xc = X
+        else:
+            batch_size = None
+            Xc = check_array(X, "X")
+            N, D = Xc.shape
+        classes, y_idx = _mc.check_multiclass_labels(y)
+        if y_idx.shape[0] != N:
+            raise ValueError(f"X and y have different lengths: X has {N} rows, y has "
+                             f"{y_idx.shape[0]}")
+        damping = float(self.damping)
+        if not 0.0 < damping <= 1.0:
+            raise ValueError(f"damping must be in (0, 1]; got {self.damping!r}")
+        lr = self.learning_rate
+        if lr is not None:
+            lr = float(check_positive(lr, "learning_rate", allow_array=False))
+        jitter = float(self.jitter)
+        if not (jitter >= 0.0 and math.isfinite(jitter)):
+            raise ValueError(f"jitter must be a non-negative finite float; got {self.jitter!r}")
+        if self.callback is not None and not callable(self.callback):
+            raise ValueError(f"callback must be callable; got {self.callback!r}")
+        return Xc, N, D, classes, y_idx, max_iter, batch_size, damping, lr, jitter
+
+    def _per_class(self, value, name, C, D=None):
+        arr = check_positive(value, name)
+        arr = np.asarray(arr, dtype=np.float64)
+        if D is None:
+            if arr.ndim == 0:
+                return np.full(C, float(arr))
+            if arr.shape != (C,):
+                raise ValueError(f"{name} must be a scalar or have shape ({C},); got {arr.shape}")
+            return arr.copy()
+        if arr.ndim == 0:
+            return np.full((C, D), float(arr))
+        if arr.shape == (D,):
+            return np.tile(arr, (C, 1))
+        if arr.shape == (C, D):
+            return arr.copy()
+        raise ValueError(f"{name} must be a scalar or have shape ({D},) or ({C}, {D}); got "
+                         f"{arr.shape}")
+
+    def _initial_Z(self, X, y_idx, N, D, C, rng):
+        if self.inducing_points is not None:
+            Z = np.array(self.inducing_points, dtype=np.float64)
+            if Z.ndim == 2:
+                Z = np.tile(Z[None], (C, 1, 1))
+            if Z.ndim != 3 or Z.shape[0] != C or Z.shape[2] != D:
+                raise ValueError(f"inducing_points must have shape (M, {D}) or ({C}, M, {D}); "
+                                 f"got {np.shape(self.inducing_points)}")
+            if not np.all(np.isfinite(Z)):
+                raise ValueError("inducing_points contains NaN or infinite values")
+            return np.ascontiguousarray(Z)
+        M = check_int(self.n_inducing, "n_inducing", minimum=1)
+        if self.init == "subset":
+            counts = np.bincount(y_idx, minlength=C)
+            if M > counts.min():
+                raise ValueError(
+                    f"n_inducing={M} is larger than the smallest class's training size "
+                    f"({int(counts.min())}) with init='subset'; use init='random' or a smaller "
+                    f"n_inducing")
+        elif M > N:
+            raise ValueError(f"n_inducing must be <= the number of training points ({N}); "
+                             f"got {M}")
+        Z = np.empty((C, M, D))
+        for c in range(C):
+            pool = np.flatnonzero(y_idx == c) if self.init == "subset" else None
+            idx = (rng.choice(N, size=M, replace=False) if pool is None
+                   else rng.choice(pool, size=M, replace=False))
+            Z[c] = _mc.take_rows(X, np.sort(idx))
+            if self.init == "kmeans":
+                sub = np.sort(rng.choice(N, size=min(N, 20 * M + 1000), replace=False))
+                Z[c] = kmeans(_mc.take_rows(X, sub), Z[c])[0]
+        return Z
+
+    # ---------------------------------------------------------------------------- fit
+    def fit(self, X, y):
+        """Train on X (N, D) and labels y (N,); returns ``self``.
+
+        In minibatch mode X may be any row-sliceable array-like and is read one minibatch at a
+        time.
+        """
+        (X, N, D, classes, y_idx, max_iter, batch_size, damping, lr,
+         jitter) = self._validate(X, y)
+        C = classes.size
+        rng = check_random_state(self.random_state)
+        var = self._per_class(self.variance, "variance", C)
+        noise = self._per_class(self.noise, "noise", C)
+        if self.lengthscale is None:
+            ls = np.full((C, D), _mc.median_lengthscale(X, rng))
+        else:
+            ls = self._per_class(self.lengthscale, "lengthscale", C, D)
+        Z = self._initial_Z(X, y_idx, N, D, C, rng)
+        M = Z.shape[1]
+        hyp = Hyper(np.log(var), np.log(noise), np.log(ls), Z)
+        self.classes_ = classes
+        self.n_features_in_ = D
+        self._nik = (bool(self.noise_in_kuu), jitter)
+        n_factors = _mc.class_counts_factors(y_idx, C)
+        mask = np.ones(hyp.pack().size)
+        if not self.learn_hyperparameters:
+            mask[:2 * C + C * D] = 0.0
+        verbose = int(self.verbose) if not isinstance(self.verbose, bool) else (
+            10 if self.verbose else 0)
+        if batch_size is None:
+            self._fit_batch(X, y_idx, hyp, n_factors, max_iter, damping,
+                            0.01 if lr is None else lr, mask, verbose)
+        else:
+            self._fit_minibatch(X, y_idx, N, hyp, n_factors, max_iter, batch_size,
+                                1e-3 if lr is None else lr, mask, verbose, rng)
+        return self
+
+    def _fit_batch(self, X, y, hyp, n_factors, max_iter, damping, lr, mask, verbose):
+        C, M, D = hyp.shape
+        nik, jitter = self._nik
+        state = EPState(self.method, X.shape[0], C, M, n_factors)
+        stepper = _mc.SignAdaptiveStep(hyp.pack().size, lr)
+        history = []
+        failures = 0
+        t0 = time.perf_counter()
+        it = 0
+        while it < max_iter:
+            saved = state.copy()
+            try:
+                prior = _Prior(hyp, nik, jitter)
+                data = _data_terms(X, hyp, prior)
+                batch_refine(X, y, hyp, state, damping, nik, jitter, prior, data)
+                log_z, grad, q = batch_evidence(X, y, hyp, state, nik, jitter, True, 1.0,
+                                                prior, data)
+                if not (np.isfinite(log_z) and np.all(np.isfinite(grad))):
+                    raise _EPFailure("non-finite evidence")
+            except (_EPFailure, np.linalg.LinAlgError, sla.LinAlgError):
+                state = saved
+                failures += 1
+                if failures > _MAX_RETRIES:
+                    warnings.warn(
+                        f"EP failed {failures} times at iteration {it}; stopping early. Try a "
+                        f"smaller damping or learning_rate, or noise_in_kuu=True.",
+                        ConvergenceWarning)
+                    break
+                damping *= 0.5
+                stepper.shrink(0.5)
+                if it > 0:
+                    # undo the last hyper-parameter step, which led here
+                    hyp = last_hyp.copy()
+                continue
+            failures = 0
+            history.append(log_z)
+            self._store(hyp, prior, q, log_z, history, it + 1)
+            if verbose and (it % verbose == 0 or it == max_iter - 1):
+                print(f"[{self.method}] iter {it:4d}  log Z_EP {log_z: .6f}  "
+                      f"damping {damping:.3g}  {time.perf_counter() - t0:.1f}s")
+            if self.callback is not None:
+                self.callback(self, it)
+            it += 1
+            if it < max_iter:
+                last_hyp = hyp.copy()
+                hyp = Hyper.from_vector(stepper.step(hyp.pack(), grad * mask), C, M, D)
+                damping *= 0.99
+
+    def _fit_minibatch(self, X, y, N, hyp, n_factors, max_iter, batch_size, lr, mask,
+                       verbose, rng):
+        C, M, D = hyp.shape
+        nik, jitter = self._nik
+        state = EPState(self.method, N, C, M, n_factors)
+        adam = _mc.Adam(hyp.pack().size, lr)
+        history = []
+        step = 0
+        t0 = time.perf_counter()
+        for epoch in range(max_iter):
+            epoch_log_z = []
+            for idx in _mc.iter_minibatches(N, batch_size, rng):
+                Xb = _mc.take_rows(X, idx)
+                yb = y[idx]
+                scale = N / idx.size
+                prior = _Prior(hyp, nik, jitter)
+                data = _data_terms(Xb, hyp, prior)
+                Kfu, V, d = data
+                log_z, grad, q = self._minibatch_update(Xb, yb, idx, hyp, state, prior, data,
+                                                        scale)
+                epoch_log_z.append(log_z)
+                hyp = Hyper.from_vector(adam.step(hyp.pack(), grad * mask), C, M, D)
+                step += 1
+                if self.callback is not None:
+                    prior_new = _Prior(hyp, nik, jitter)
+                    self._store(hyp, prior_new, _Gauss(prior_new.L, state.T, state.h),
+                                log_z, history + [float(np.mean(epoch_log_z))], epoch + 1)
+                    self.callback(self, step)
+            history.append(float(np.mean(epoch_log_z)))
+            if verbose and (epoch % verbose == 0 or epoch == max_iter - 1):
+                print(f"[{self.method} minibatch] epoch {epoch:4d}  mean log Z_EP "
+                      f"{history[-1]: .4f}  {time.perf_counter() - t0:.1f}s")
+        prior = _Prior(hyp, nik, jitter)
+        self._store(hyp, prior, _Gauss(prior.L, state.T, state.h), history[-1], history,
+                    max_iter)
+
+    def _minibatch_update(self, Xb, yb, idx, hyp, state, prior, data, scale):
+        """Refine the factors of one minibatch, then the minibatch evidence and gradient."""
+        C, M, D = hyp.shape
+        Kfu, V, d = data
+        if state.method == "ep":
+            q = _Gauss(prior.L, state.T, state.h)
+            old = tuple(s[idx] for s in state.sites)
+            Vo = np.ascontiguousarray(state.Vo[:, idx])
+            res = _factor_pass(yb, V, Vo, Kfu, d, q.S, q.m, old, False, False)
+            wt_o, we_o = _site_totals(Vo, yb, C, *old)
+            wt_n, we_n = _site_totals(V, yb, C, *res.new)
+            To, ho = _u_space(Vo, wt_o, we_o)
+            Tn, hn = _u_space(V, wt_n, we_n)
+            state.T = state.T - To + Tn
+            state.h = state.h - ho + hn
+            for s, n in zip(state.sites, res.new):
+                s[idx] = n
+            state.Vo[:, idx] = V
+            q = _Gauss(prior.L, state.T, state.h)
+            res = _factor_pass(yb, V, V, Kfu, d, q.S, q.m, res.new, True, True)
+            log_z = scale * float(np.sum(res.log_z) + np.sum(res.delta))
+            log_z += float(np.sum(q.log_norm_minus_prior()))
+        else:
+            cav = _sep_cavity(prior, state)
+            res = _factor_pass(yb, V, V, Kfu, d, cav.S, cav.m, _zero_sites(yb.size, C), True,
+                               False)
+            wt_n, we_n = _site_totals(V, yb, C, *res.new)
+            Tn, hn = _u_space(V, wt_n, we_n)
+            frac = _mc.class_counts_factors(yb, C) / state.n_factors
+            state.T = state.T + Tn - frac[:, None, None] * state.T
+            state.h = state.h + hn - frac[:, None] * state.h
+            return batch_evidence(Xb, yb, hyp, state, self._nik[0], self._nik[1], True, scale,
+                                  prior, data)
+        grad = _hyper_gradient(Xb, hyp, prior, q, Kfu, V, res, scale, self._nik[0])
+        return log_z, grad, q
+
+    def _store(self, hyp, prior, q, log_z, history, n_iter):
+        self.inducing_points_ = hyp.Z.copy()
+        self.variance_ = prior.variance.copy()
+        self.noise_ = prior.noise.copy()
+        self.lengthscale_ = prior.lengthscale.copy()
+        self.log_evidence_ = float(log_z)
+        self.evidence_history_ = np.asarray(history, dtype=np.float64)
+        self.posterior_mean_ = q.m.copy()
+        self.posterior_cov_ = q.S.copy()
+        self.n_iter_ = n_iter
+        self._L = prior.L.copy()
+        self._R = q.R.copy()
+        # K^{-1} m, for the predictive mean k*^T K^{-1} m (eq. 65)
+        self._Am = np.einsum("cij,cj->ci", prior.A, q.m)
+
+    # ---------------------------------------------------------------------------- predict
+    def predict_latent(self, X):
+        """Predictive means and variances of the noisy latents f^c(x*) (notes §6, eqs. 65-66).
+
+        Returns
+        -------
+        mean : ndarray of shape (n_samples, C)
+        var : ndarray of shape (n_samples, C)
+            Includes the additive noise sigma0_c.
+        """
+        self._check_is_fitted("posterior_mean_")
+        X = check_array(X, "X")
+        if X.shape[1] != self.n_features_in_:
+            raise ValueError(f"X has {X.shape[1]} features; the model was fitted with "
+                             f"{self.n_features_in_}")
+        C = self.classes_.size
+        mean = np.empty((X.shape[0], C))
+        var = np.empty((X.shape[0], C))
+        for c in range(C):
+            Ks = _mc.kernel_kfu(X, self.inducing_points_[c], self.variance_[c],
+                                self.lengthscale_[c])
+            a = _mc.tri_solve(self._L[c], Ks.T)
+            b = _mc.tri_solve(self._R[c], a)
+            mean[:, c] = Ks @ self._Am[c]
+            kappa = self.variance_[c] + self.noise_[c]
+            var[:, c] = np.maximum(kappa - np.sum(a * a, axis=0) + np.sum(b * b, axis=0), 1e-300)
+        return mean, var
+
+    def predict_proba(self, X):
+        """Class probabilities by 1-D quadrature of the exact likelihood (notes §6), (N, C).
+
+        Accurate to well below 1e-4 (trapezoid rule resolving the narrowest latent sd).
+        """
+        mean, var = self.predict_latent(X)
+        return np.clip(_mc.class_probabilities(mean, var), 0.0, 1.0)
+
+    def decision_function(self, X):
+        """Predictive latent means, shape (n_samples, C)."""
+        return self.predict_latent(X)[0]
+
+    def predict(self, X):
+        """Most probable class label for each row of X."""
+        return self.classes_[np.argmax(self.predict_proba(X), axis=1)]
+
+    def score(self, X, y):
+        """Mean test log-likelihood log p(y | x) (higher is better); unknown labels raise."""
+        y_idx = _mc.encode_labels(y, self.classes_)
+        mean, var = self.predict_latent(X)
+        p = _mc.true_class_probability(mean, var, y_idx)
+        return float(np.mean(np.log(np.maximum(p, 1e-300))))
