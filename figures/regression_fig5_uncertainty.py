@@ -7,7 +7,10 @@ SoR, DTC, FITC, PITC, ASoR/ADTC (augmented SoR = augmented DTC, seed 001 Remark 
 (Titsias; its predictions equal DTC's, the hyper-parameters being fixed) and the exact GP.
 Mean (solid), mean ± 2σ of the latent function (dotted), data (dots), inducing inputs (crosses
 at their targets). SoR's band collapses away from the inducing inputs; DTC, FITC and PITC
-revert to the prior there; augmentation recovers most of the exact GP's shape.
+revert to the prior there. Augmentation restores the full prior variance at each test point,
+but with only M = 8 inducing inputs the test point's own basis function also absorbs the
+residuals of nearby data, so ASoR's mean can overshoot in the gap and beyond the data
+(checked against a dense computation with the test point added to the inducing set).
 
 Usage::
 
