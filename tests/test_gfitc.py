@@ -170,16 +170,19 @@ def test_inducing_equal_training_inputs_matches_full_ep_classifier():
     kw = dict(lengthscale=1.3, variance=2.0, bias=0.2, optimize=False, ep_tol=1e-12,
               max_sweeps=5000)
     g = GFITCClassifier(inducing_points=X, random_state=0, **kw).fit(X, y)
-    e = EPClassifier(random_state=0, **kw).fit(X, y)
     ref = dense_ep(fitc_covariance(X, X, 2.0, np.array([1.3, 1.3]), 1e-6), np.where(y > 0, 1.0,
                    -1.0), bias=0.2, tol=1e-13)
     assert abs(g.log_evidence_ - ref.log_evidence) <= 1e-8 * abs(ref.log_evidence)
-    # the FITC covariance with Z = X differs from K only through the jitter (1e-6 relative)
-    assert abs(g.log_evidence_ - e.log_evidence_) <= 1e-5 * abs(e.log_evidence_)
+    # With Z = X the FITC prior is K up to the jitter on K_uu; the difference in log Z_EP
+    # scales with it (1.6e-7 relative at 1e-6, 1.6e-13 at 1e-12), so compare at 1e-10.
+    kw["jitter"] = 1e-10
+    g = GFITCClassifier(inducing_points=X, random_state=0, **kw).fit(X, y)
+    e = EPClassifier(random_state=0, **kw).fit(X, y)
+    assert abs(g.log_evidence_ - e.log_evidence_) <= 1e-8 * abs(e.log_evidence_)
     m_g, v_g = g.predict_latent(X + 0.3)
     m_e, v_e = e.predict_latent(X + 0.3)
-    assert np.allclose(m_g, m_e, rtol=1e-4, atol=1e-5)
-    assert np.allclose(v_g, v_e, rtol=1e-4, atol=1e-5)
+    assert np.allclose(m_g, m_e, rtol=1e-7, atol=1e-9)
+    assert np.allclose(v_g, v_e, rtol=1e-7, atol=1e-9)
 
 
 # ------------------------------------------------------------------------------------------
