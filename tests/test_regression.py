@@ -390,3 +390,14 @@ def test_figure5_script_runs_quick(tmp_path):
     spec.loader.exec_module(mod)
     path = mod.main(["--quick", "--out", str(tmp_path)])
     assert Path(path).stat().st_size > 10_000
+
+
+@pytest.mark.parametrize("method", ["fitc", "vfe", "pitc"])
+def test_parallel_kernels_agree_with_serial(method, monkeypatch):
+    X, y, Z, ls, blocks = _problem(N=60)
+    serial = _base.sparse_lml(X, y, Z, S2, ls, SN2, method, blocks)
+    monkeypatch.setattr(_base, "_PARALLEL_SIZE", 0)      # force the threaded code paths
+    parallel = _base.sparse_lml(X, y, Z, S2, ls, SN2, method, blocks)
+    assert parallel[0] == pytest.approx(serial[0], rel=1e-13)
+    for key in ("variance", "lengthscale", "noise_variance", "inducing_points"):
+        np.testing.assert_allclose(parallel[1][key], serial[1][key], rtol=1e-10, atol=1e-12)

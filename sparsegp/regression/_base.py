@@ -46,7 +46,7 @@ SPARSE_METHODS = ("sor", "dtc", "fitc", "fic", "pitc", "vfe")
 APPROXIMATIONS = ("sod",) + SPARSE_METHODS + ("exact",)
 _LOG_2PI = math.log(2.0 * math.pi)
 #: N·M·D above which the parallel SE kernels are used
-_PARALLEL_SIZE = 200_000
+_PARALLEL_SIZE = 2_000_000
 
 
 class Posterior:
@@ -287,7 +287,7 @@ def sparse_lml(X, y, Z, variance, lengthscale, noise_variance, method, blocks=No
             grad_noise += (N * s2 - np.sum(qdiag)) / (2.0 * sn2 * sn2)
         VdV = dconst * sn2 * (S - eye)                       # Vtᵀ Vt = σ² (S − I)
     del U
-    _nr.form_kfu_adjoint(UH, alpha, p, d, dconst, Vt)        # Y = α pᵀ − U H − 2 D Vt
+    _kfu_adjoint(UH, alpha, p, d, dconst, Vt)                # Y = α pᵀ − U H − 2 D Vt
     Wf = _trsm_right_l(Lu, UH)                               # ∂ℒ/∂K_fu = Y L_u⁻¹
     inner = np.outer(p, p) - eye + H - 2.0 * VdV
     inner = solve_triangular(Lu, inner, lower=True, trans=1, check_finite=False)
@@ -299,16 +299,23 @@ def sparse_lml(X, y, Z, variance, lengthscale, noise_variance, method, blocks=No
     return lml, grad, post
 
 
+def _kfu_adjoint(Y, alpha, p, d, dconst, Vt):
+    if Y.size >= _PARALLEL_SIZE:
+        _nr.kfu_adjoint_parallel(Y, alpha, p, d, dconst, Vt, 4 * numba.get_num_threads())
+    else:
+        _nr.kfu_adjoint_rows(Y, alpha, p, d, dconst, Vt, 0, Y.shape[0])
+
+
 def _contract(X, Z, A, Wf, Kzz, Wu, s2, used, lengthscale):
     """Push ∂ℒ/∂K_fu and ∂ℒ/∂K_uu through the SE derivatives (notes §0.3)."""
+    inv_l2 = 1.0 / (lengthscale * lengthscale)
     if A.size * X.shape[1] >= _PARALLEL_SIZE:
-        grad_ls, grad_Z, swk = _nr.se_cross_grad_parallel(
-            X, Z, A, Wf, lengthscale, 4 * numba.get_num_threads())
+        gls, grad_Z, swk = _nr.se_grad_parallel(X, Z, A, Wf, inv_l2, 4 * numba.get_num_threads())
     else:
-        grad_ls = np.zeros(X.shape[1])
+        gls = np.zeros(X.shape[1])
         grad_Z = np.zeros_like(Z)
-        _cf.se_cross_grad(X, Z, A, Wf, lengthscale, grad_ls, grad_Z)
-        swk = np.sum(Wf * A)
+        swk = _nr.se_grad_rows(X, Z, A, Wf, inv_l2, 0, X.shape[0], gls, grad_Z)
+    grad_ls = gls / lengthscale
     gZ_u = np.zeros_like(Z)
     _cf.se_cross_grad(Z, Z, Kzz, Wu, lengthscale, grad_ls, gZ_u)
     grad_Z += 2.0 * gZ_u
@@ -377,7 +384,7 @@ def _pitc_lml(X, y, Z, s2, lengthscale, sn2, blocks, Lu, used, Kzz, A, Vt, qdiag
         grad_noise += np.trace(Gb)
         _cf.se_cross_grad(Xb, Xb, Kbb, Gb, lengthscale, grad_ls, scratch[:b.size])
     Y = UH
-    _nr.form_kfu_adjoint(Y, alpha, p, np.empty(0), 0.0, Vt)   # α pᵀ − U H
+    _kfu_adjoint(Y, alpha, p, np.empty(0), 0.0, Vt)          # α pᵀ − U H
     Y -= 2.0 * GV
     Wf = _trsm_right_l(Lu, Y)
     inner = np.outer(p, p) - np.eye(M) + H - 2.0 * VdV
