@@ -99,7 +99,9 @@ class _Prior:
                                                      self.lengthscale[c], self.noise[c],
                                                      noise_in_kuu, jitter)
             self.L[c] = sla.cholesky(self.K[c], lower=True, check_finite=False)
-            self.A[c] = sla.cho_solve((self.L[c], True), eye, check_finite=False)
+            # LAPACK potrs/trtrs are slow here (see tri_solve); two BLAS trsm products instead
+            Li = _mc.tri_solve(self.L[c], eye)
+            self.A[c] = Li.T @ Li
 
 
 def _data_terms(X, hyp, prior):
@@ -114,7 +116,7 @@ def _data_terms(X, hyp, prior):
     d = np.empty((B, C))
     for c in range(C):
         Kfu[c] = _mc.kernel_kfu(X, hyp.Z[c], prior.variance[c], prior.lengthscale[c])
-        V[c] = sla.cho_solve((prior.L[c], True), Kfu[c].T, check_finite=False).T
+        V[c] = Kfu[c] @ prior.A[c]
         # rounding can make kappa - k^T K^{-1} k slightly negative (notes §8.1)
         d[:, c] = np.maximum(prior.kappa[c] - np.einsum("ij,ij->i", Kfu[c], V[c]), 0.0)
     return Kfu, V, d
@@ -409,8 +411,8 @@ class MultiClassEPClassifier(BaseEstimator):
         ADAM step (default 1e-3, minibatch mode).
     damping : float, default=0.5
         Initial damping epsilon of the parallel site updates in batch mode, annealed by 0.99
-        per iteration and halved after a failed update (notes §2.6). Minibatch mode uses
-        ``damping=1`` unless a value below 1 is given explicitly... (see Notes).
+        per iteration and halved after a failed update (notes §2.6). Used in batch mode only
+        (see Notes).
     learn_hyperparameters : bool, default=True
         If False only the inducing inputs are learnt (the setting of the paper's Figure 3).
     noise_in_kuu : bool, default=True
@@ -441,7 +443,10 @@ class MultiClassEPClassifier(BaseEstimator):
 
     Notes
     -----
-    In minibatch mode the R code uses no damping; here ``damping`` is applied only in batch mode.
+    In minibatch mode the site updates are undamped, as in the authors' R code (the paper saw
+    instabilities only in batch mode). ``max_iter`` then counts epochs. Batch-mode iterations
+    that fail numerically (improper cavity, non-PD matrix) are retried from the previous state
+    with halved damping and learning rates, as in the R code.
 
     References
     ----------
