@@ -203,7 +203,7 @@ def _toy(n=60, seed=0):
 def test_estimator_fit_predict():
     X, y = _toy()
     calls = []
-    est = MultiClassGFITCClassifier(n_inducing=5, max_iter=15, random_state=0,
+    est = MultiClassGFITCClassifier(n_inducing=5, max_iter=8, random_state=0,
                                     callback=lambda e, it: calls.append((it, e.log_evidence_)))
     est.fit(X, y)
     assert list(est.classes_) == ["a", "b", "c"]
@@ -218,7 +218,7 @@ def test_estimator_fit_predict():
     mean, var = est.predict_latent(X[:5])
     assert mean.shape == var.shape == (5, 3) and np.all(var > 0)
     # reproducible
-    est2 = MultiClassGFITCClassifier(n_inducing=5, max_iter=15, random_state=0).fit(X, y)
+    est2 = MultiClassGFITCClassifier(n_inducing=5, max_iter=8, random_state=0).fit(X, y)
     np.testing.assert_array_equal(est2.inducing_points_, est.inducing_points_)
     assert est2.log_evidence_ == est.log_evidence_
 
@@ -264,3 +264,11 @@ def test_predict_checks():
     P = est.predict_proba(X)
     idx = np.searchsorted(est.classes_, y)
     assert est.score(X, y) == pytest.approx(np.mean(np.log(P[np.arange(len(y)), idx])))
+
+
+def test_ep_nonconvergence_warns():
+    from sparsegp.exceptions import ConvergenceWarning
+    X, y = _toy(30)
+    with pytest.warns(ConvergenceWarning, match="ep_max_sweeps"):
+        MultiClassGFITCClassifier(n_inducing=3, max_iter=0, ep_max_sweeps=1, ep_tol=1e-12,
+                                  random_state=0).fit(X, y)

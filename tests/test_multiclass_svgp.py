@@ -111,7 +111,7 @@ def _toy(n=60, seed=0):
 def test_estimator_batch_fit_predict():
     X, y = _toy()
     calls = []
-    est = MultiClassSVGPClassifier(n_inducing=5, max_iter=40, random_state=0,
+    est = MultiClassSVGPClassifier(n_inducing=5, max_iter=25, random_state=0,
                                    callback=lambda e, it: calls.append(it))
     est.fit(X, y)
     assert list(est.classes_) == [10, 20, 30]
@@ -128,7 +128,7 @@ def test_estimator_batch_fit_predict():
         est.score(X, np.where(y == 10, 99, y))
     assert est.score(X, y) == pytest.approx(
         np.mean(np.log(P[np.arange(len(y)), np.searchsorted(est.classes_, y)])))
-    est2 = MultiClassSVGPClassifier(n_inducing=5, max_iter=40, random_state=0).fit(X, y)
+    est2 = MultiClassSVGPClassifier(n_inducing=5, max_iter=25, random_state=0).fit(X, y)
     assert est2.elbo_ == est.elbo_
 
 
