@@ -224,7 +224,9 @@ def run_ep(prior, y, bias, tau=None, nu=None, tol=EP_TOL, max_sweeps=EP_MAX_SWEE
             tau += delta * step_tau
             nu += delta * step_nu
             np.maximum(tau, 0.0, out=tau)
-            max_change = delta * change
+            # Converged when the undamped residual of the fixed-point map is below tol: the
+            # damped step alone could be small just because the step size is.
+            max_change = change
             post = _refresh(prior, tau, nu, with_P=False)
             if max_change < tol:
                 converged = True
