@@ -174,8 +174,9 @@ def chol_jitter(A, jitter0=0.0, max_tries=8):
 def tri_solve(L, B, trans=False):
     """Solve L X = B (or L^T X = B when ``trans``) for lower-triangular L; B (M,) or (M, K).
 
-    Uses BLAS ``dtrsm`` directly: with the bundled OpenBLAS, ``scipy.linalg.solve_triangular``
-    (LAPACK ``dtrtrs``) was measured at 10-50 ms per call even for 3 x 3 systems.
+    Uses BLAS ``dtrsm`` directly: with the bundled multi-threaded OpenBLAS on a loaded machine,
+    ``scipy.linalg.solve_triangular`` (LAPACK ``dtrtrs``) was measured at 10-50 ms per call even
+    for 3 x 3 systems (any threaded BLAS call suffers there; ``OPENBLAS_NUM_THREADS=1`` cures it).
     """
     B = np.asarray(B, dtype=np.float64)
     vec = B.ndim == 1

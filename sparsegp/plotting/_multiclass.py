@@ -1,0 +1,97 @@
+"""Figures for the multi-class classifiers of seed 002 (decision regions, NLL-vs-time traces)."""
+import numpy as np
+
+from ._mpl import get_ax
+
+__all__ = ["plot_multiclass_boundaries", "plot_metric_vs_time"]
+
+_COLOURS = ("tab:blue", "tab:red", "tab:green", "tab:orange", "tab:purple", "tab:brown",
+            "tab:pink", "tab:gray", "tab:olive", "tab:cyan")
+
+
+def plot_multiclass_boundaries(estimator, X, y, ax=None, show_inducing=True, resolution=150,
+                               title=None, point_size=6):
+    """Training points, decision boundaries and inducing inputs of a fitted 2-D classifier.
+
+    Parameters
+    ----------
+    estimator : fitted multi-class classifier
+        Needs ``predict_latent`` or ``predict_proba``, ``classes_`` and, for
+        ``show_inducing``, ``inducing_points_`` of shape (C, M, 2).
+    X : ndarray of shape (n_samples, 2)
+    y : ndarray of shape (n_samples,)
+    ax : matplotlib Axes, optional
+    show_inducing : bool, default=True
+        Draw every class's inducing inputs as black-edged markers in the class colour.
+    resolution : int, default=150
+        Grid points per axis for the boundaries (argmax of the predictive class probabilities).
+    title : str, optional
+    point_size : float, default=6
+
+    Returns
+    -------
+    ax : matplotlib Axes
+    """
+    ax = get_ax(ax)
+    X = np.asarray(X, dtype=np.float64)
+    if X.ndim != 2 or X.shape[1] != 2:
+        raise ValueError(f"X must have shape (n_samples, 2); got {X.shape}")
+    classes = np.asarray(estimator.classes_)
+    pad = 0.05 * (X.max(0) - X.min(0))
+    lo, hi = X.min(0) - pad, X.max(0) + pad
+    g0, g1 = np.meshgrid(np.linspace(lo[0], hi[0], resolution),
+                         np.linspace(lo[1], hi[1], resolution))
+    grid = np.c_[g0.ravel(), g1.ravel()]
+    label = np.argmax(estimator.predict_proba(grid), axis=1).reshape(g0.shape)
+    for k, c in enumerate(classes):
+        sel = np.asarray(y) == c
+        ax.scatter(X[sel, 0], X[sel, 1], s=point_size, color=_COLOURS[k % len(_COLOURS)],
+                   alpha=0.5, linewidths=0)
+    ax.contour(g0, g1, label, levels=np.arange(classes.size) + 0.5, colors="k",
+               linewidths=1.2)
+    if show_inducing and hasattr(estimator, "inducing_points_"):
+        Z = np.asarray(estimator.inducing_points_)
+        for k in range(Z.shape[0]):
+            ax.scatter(Z[k, :, 0], Z[k, :, 1], s=30, color=_COLOURS[k % len(_COLOURS)],
+                       edgecolors="k", linewidths=1.2, zorder=3)
+    ax.set_xlim(lo[0], hi[0])
+    ax.set_ylim(lo[1], hi[1])
+    ax.set_xticks([])
+    ax.set_yticks([])
+    if title:
+        ax.set_title(title, fontsize=9)
+    return ax
+
+
+def plot_metric_vs_time(traces, ax=None, ylabel="test NLL", logx=True, title=None):
+    """Curves of a test metric against training time, one per method.
+
+    Parameters
+    ----------
+    traces : dict
+        ``{name: (times, values)}`` with 1-D arrays of equal length (seconds, metric).
+    ax : matplotlib Axes, optional
+    ylabel : str, default="test NLL"
+    logx : bool, default=True
+        Logarithmic time axis, as in the paper's Figures 4-5.
+    title : str, optional
+
+    Returns
+    -------
+    ax : matplotlib Axes
+    """
+    ax = get_ax(ax)
+    for k, (name, (t, v)) in enumerate(traces.items()):
+        t = np.asarray(t, dtype=np.float64)
+        v = np.asarray(v, dtype=np.float64)
+        if t.shape != v.shape:
+            raise ValueError(f"trace {name!r}: times {t.shape} and values {v.shape} differ")
+        ax.plot(t, v, label=name, color=_COLOURS[k % len(_COLOURS)], lw=1.5)
+    if logx:
+        ax.set_xscale("log")
+    ax.set_xlabel("training time (s)")
+    ax.set_ylabel(ylabel)
+    ax.legend(fontsize=8)
+    if title:
+        ax.set_title(title, fontsize=9)
+    return ax
