@@ -384,3 +384,29 @@ def test_plot_decision_contours_draws_and_returns_axes():
     with pytest.raises(ValueError, match="2-D"):
         plot_decision_contours(clf, np.zeros((5, 3)), np.ones(5))
     pyplot().close("all")
+
+
+def test_memory_is_linear_in_n_no_n_by_n_matrix():
+    """Fit plus evidence gradient at N = 4000 stays far below one N x N array (128 MB)."""
+    import tracemalloc
+    X, y = _xor(4000, seed=23)
+    GFITCClassifier(n_inducing=10, optimize=False, random_state=0).fit(X[:50], y[:50])
+    tracemalloc.start()
+    try:
+        clf = GFITCClassifier(n_inducing=10, max_iter=1, random_state=0).fit(X, y)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert np.isfinite(clf.log_evidence_)
+    assert peak < 8 * 4000 * 4000 / 20
+
+
+def test_ard_fit_learns_irrelevant_dimension():
+    rng = np.random.default_rng(24)
+    X = rng.standard_normal((120, 2))
+    X[:, 1] *= 3.0  # irrelevant, wide dimension
+    y = np.where(X[:, 0] > 0, 1, -1)
+    clf = GFITCClassifier(n_inducing=5, ard=True, max_iter=15, random_state=0).fit(X, y)
+    assert clf.lengthscale_.shape == (2,)
+    assert clf.lengthscale_[1] > 2 * clf.lengthscale_[0]
+    assert clf.log_evidence_gradient_["lengthscale"].shape == (2,)
