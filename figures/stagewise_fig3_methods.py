@@ -45,6 +45,7 @@ DATASETS = {
     "image": ("raetsch_image", 0),
 }
 
+#: the paper's order of the bars in Figure 3 (right)
 METHODS = {
     "entropy": dict(selection="entropy"),
     "infogain": dict(selection="infogain"),
@@ -109,8 +110,12 @@ def fit_one(X, y, Xt, yt, d_max, method, outer_iter, seed):
 
 
 def run(datasets, P, d_values, methods, outer_iter, results_path, home=None, n_train=None,
-        verbose=True):
-    """Fill (and return) ``results[key] = [error, nlp, seconds]`` with key 'ds|r|d|method'."""
+        first=0, verbose=True):
+    """Fill (and return) ``results[key] = [error, nlp, seconds]`` with key 'ds|r|d|method'.
+
+    Methods are the outermost loop, in the order given, so the first methods are complete on
+    every realisation before the later ones start. Realisations ``first .. P-1`` are run.
+    """
     results = {}
     if results_path.is_file():
         results = json.loads(results_path.read_text())
@@ -122,14 +127,12 @@ def run(datasets, P, d_values, methods, outer_iter, results_path, home=None, n_t
             continue
         if n_real < P:
             print(f"{ds}: only {n_real} realisation(s) available; using {n_real} instead of {P}")
-        for r in range(n_real):
-            X, y, Xt, yt = load_split(ds, r, home, n_train)
-            for d in d_values:
-                if d >= len(y):
-                    continue
-                for method in methods:
+        splits = {r: load_split(ds, r, home, n_train) for r in range(first, n_real)}
+        for method in methods:
+            for r, (X, y, Xt, yt) in splits.items():
+                for d in d_values:
                     key = f"{ds}|{r}|{d}|{method}"
-                    if key in results:
+                    if d >= len(y) or key in results:
                         continue
                     results[key] = list(fit_one(X, y, Xt, yt, d, method, outer_iter,
                                                 SEED + r))
@@ -173,6 +176,10 @@ def print_table(results, datasets, methods):
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--realizations", type=int, default=25)
+    parser.add_argument("--first-realization", type=int, default=0,
+                        help="skip realisations before this one (to split a run)")
+    parser.add_argument("--merge", nargs="*", default=[],
+                        help="further results JSON files to include in the table and figure")
     parser.add_argument("--datasets", nargs="+", default=list(DATASETS), choices=list(DATASETS))
     parser.add_argument("--dmax", nargs="+", type=int, default=[40, 80, 160, 320])
     parser.add_argument("--methods", nargs="+", default=list(METHODS), choices=list(METHODS))
@@ -193,8 +200,11 @@ def main(argv=None):
     results_path = Path(args.results) if args.results else \
         out / ("stagewise_fig3_results_quick.json" if quick else "stagewise_fig3_results.json")
     home = data_home(args.data_home)
-    results = run(datasets, P, d_values, args.methods, outer, results_path, home, n_train)
-    print_table(results, datasets, args.methods)
+    results = run(datasets, P, d_values, args.methods, outer, results_path, home, n_train,
+                  first=args.first_realization)
+    for extra in args.merge:
+        results.update(json.loads(Path(extra).read_text()))
+    print_table(results, datasets, list(METHODS))
 
     from sparsegp.plotting._mpl import pyplot
     plt = pyplot()
@@ -207,7 +217,7 @@ def main(argv=None):
         for j, (metric, label) in enumerate(((0, "test error"), (1, "test NLP"))):
             values = collect(results, ds, metric)
             plot_method_comparison(values, ax=axes[i, j],
-                                   methods=[m for m in args.methods if m in values],
+                                   methods=[m for m in METHODS if m in values],
                                    d_values=[d for d in d_values
                                              if any(d in v for v in values.values())],
                                    ylabel=f"{ds}: {label}")

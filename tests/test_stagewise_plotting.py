@@ -1,0 +1,70 @@
+"""Plotting helpers and reproduction scripts of the stagewise classifier (seed 004)."""
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from sparsegp import StagewiseGPClassifier
+from sparsegp.datasets import make_xor
+from sparsegp.metrics import error_rate, mean_nlp
+from sparsegp.plotting import plot_method_comparison, plot_stagewise_curves, summarize_runs
+
+from conftest import require_data
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def fitted():
+    X, y = make_xor(60, random_state=0)
+    Xt, yt = make_xor(40, random_state=1)
+    est = StagewiseGPClassifier(d_max=8, optimize=False, lengthscale=0.7, random_state=0)
+    return est.fit(X, y), X, y, Xt, yt
+
+
+def test_staged_curves_end_at_final_model(fitted):
+    est, X, y, Xt, yt = fitted
+    ax = plot_stagewise_curves(est, X, y, Xt, yt, metric="nlp", label="moment")
+    train, test = ax.get_lines()
+    assert len(train.get_xdata()) == 8
+    assert test.get_ydata()[-1] == pytest.approx(mean_nlp(yt, est.predict_proba(Xt),
+                                                          classes=est.classes_), rel=1e-10)
+    ax = plot_stagewise_curves(est, X, y, metric="error")
+    assert ax.get_lines()[0].get_ydata()[-1] == pytest.approx(error_rate(y, est.predict(X)))
+    with pytest.raises(ValueError, match="metric"):
+        plot_stagewise_curves(est, X, y, metric="auc")
+
+
+def test_summary_and_comparison_bars():
+    values = {"a": {40: [0.1, 0.3], 80: [0.2]}, "b": {40: [0.5, 0.5, 0.5], 80: [np.nan, 1.0]}}
+    s = summarize_runs(values)
+    assert s["a"][40][0] == pytest.approx(0.2)
+    assert s["a"][40][1] == pytest.approx(np.std([0.1, 0.3], ddof=1) / np.sqrt(2))
+    assert s["a"][80] == (0.2, 0.0, 1)
+    assert s["b"][80] == (1.0, 0.0, 1)           # NaN results are dropped
+    ax = plot_method_comparison(values, ylabel="error")
+    assert len(ax.patches) == 4
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["40", "80"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("script", ["stagewise_fig3_methods.py",
+                                    "stagewise_fig2_site_updates.py"])
+def test_figure_script_quick(script, tmp_path):
+    require_data("raetsch_banana")
+    require_data("raetsch_waveform")
+    require_data("raetsch_image")
+    env = dict(os.environ, CI="1")
+    subprocess.run([sys.executable, str(ROOT / "figures" / script), "--out", str(tmp_path)],
+                   check=True, env=env, cwd=str(ROOT / "figures"), timeout=1200)
+    assert list(tmp_path.glob("*.png"))
+
+
+@pytest.mark.slow
+def test_benchmark_quick():
+    require_data("raetsch_banana")
+    subprocess.run([sys.executable, str(ROOT / "benchmarks" / "bench_stagewise.py"),
+                    "--quick", "--repeat", "1"], check=True, timeout=1200)
