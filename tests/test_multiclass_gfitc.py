@@ -272,3 +272,44 @@ def test_ep_nonconvergence_warns():
     with pytest.warns(ConvergenceWarning, match="ep_max_sweeps"):
         MultiClassGFITCClassifier(n_inducing=3, max_iter=0, ep_max_sweeps=1, ep_tol=1e-12,
                                   random_state=0).fit(X, y)
+
+
+# ------------------------------------------------------------------------------------------
+# real data (slow): the paper's Tables 2 and 3, M = 10% of the training size
+# ------------------------------------------------------------------------------------------
+#: (test NLL, test error) of the paper at M = 10% (notes §9), per method and data set
+PAPER_10PCT = {
+    "GFITC": {"wine": (0.07, 0.04), "new_thyroid": (0.07, 0.03), "glass": (0.58, 0.20)},
+    "VI": {"wine": (0.07, 0.03), "new_thyroid": (0.05, 0.03), "glass": (2.18, 0.35)},
+}
+
+
+def uci_folds_scores(cls, name, folds, **kwargs):
+    """Mean test NLL and error over ``folds`` of a UCI set, standardised with training
+    statistics and M = round(10% of the training size) (notes §5.3, §9)."""
+    from conftest import require_data
+    from sparsegp.datasets import load_dataset
+    from sparsegp.metrics import error_rate, mean_nlp
+    require_data(name)
+    nll, err = [], []
+    for fold in folds:
+        Xtr, ytr, Xte, yte = load_dataset(name, split=fold)
+        mu, sd = Xtr.mean(0), Xtr.std(0)
+        sd[sd == 0] = 1.0
+        Xtr, Xte = (Xtr - mu) / sd, (Xte - mu) / sd
+        est = cls(n_inducing=int(round(0.1 * len(Xtr))), random_state=fold, max_iter=250,
+                  **kwargs).fit(Xtr, ytr)
+        P = est.predict_proba(Xte)
+        nll.append(mean_nlp(yte, P, est.classes_))
+        err.append(error_rate(yte, est.predict(Xte)))
+    return float(np.mean(nll)), float(np.mean(err))
+
+
+@pytest.mark.slow
+@pytest.mark.data
+@pytest.mark.parametrize("name", ["wine", "new_thyroid", "glass"])
+def test_uci_first_five_folds_near_paper(name):
+    nll, err = uci_folds_scores(MultiClassGFITCClassifier, name, range(5))
+    paper_nll, paper_err = PAPER_10PCT["GFITC"][name]
+    assert abs(nll - paper_nll) < 0.05, (nll, paper_nll)
+    assert abs(err - paper_err) < 0.03, (err, paper_err)
