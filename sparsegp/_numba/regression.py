@@ -98,3 +98,61 @@ def se_grad_parallel(X, Z, K, W, inv_l2, n_chunks):
         swk[c] = se_grad_rows(X, Z, K, W, inv_l2, c * step, min(N, (c + 1) * step),
                               gls[c], gz[c])
     return gls.sum(axis=0), gz.sum(axis=0), swk.sum()
+
+
+@jit
+def block_se_rows(X, idx, sizes, variance, lengthscale, out, lo, hi):
+    """Blocks lo..hi-1 of the padded block covariances: ``out[b, i, j] = k(x_idx[b,i], x_idx[b,j])``.
+
+    ``idx`` (nb, B) holds the training rows of each block, ``sizes`` (nb,) how many are real;
+    padding entries of ``out`` (nb, B, B) are set to 0.
+    """
+    B = idx.shape[1]
+    D = X.shape[1]
+    for b in range(lo, hi):
+        nbs = sizes[b]
+        for i in range(B):
+            for j in range(B):
+                if i >= nbs or j >= nbs:
+                    out[b, i, j] = 0.0
+                elif j < i:
+                    out[b, i, j] = out[b, j, i]
+                else:
+                    s = 0.0
+                    xi = idx[b, i]
+                    xj = idx[b, j]
+                    for d in range(D):
+                        t = (X[xi, d] - X[xj, d]) / lengthscale[d]
+                        s += t * t
+                    out[b, i, j] = variance * math.exp(-0.5 * s)
+
+
+@jit(parallel=True)
+def block_se_parallel(X, idx, sizes, variance, lengthscale, out, n_chunks):
+    """:func:`block_se_rows` over all blocks in ``n_chunks`` parallel chunks."""
+    nb = idx.shape[0]
+    step = (nb + n_chunks - 1) // n_chunks
+    for c in numba.prange(n_chunks):
+        block_se_rows(X, idx, sizes, variance, lengthscale, out, c * step,
+                      min(nb, (c + 1) * step))
+
+
+@jit
+def block_se_grad_ls(X, idx, sizes, K, G, inv_l2, gls):
+    """Add sum_b sum_ij G[b,i,j] K[b,i,j] (x_i,d − x_j,d)² / l_d² into ``gls`` (D,).
+
+    Divided by l_d this is the length-scale derivative of sum G ⊙ K over the PITC blocks.
+    """
+    D = X.shape[1]
+    for b in range(idx.shape[0]):
+        nbs = sizes[b]
+        for i in range(nbs):
+            xi = idx[b, i]
+            for j in range(nbs):
+                pw = G[b, i, j] * K[b, i, j]
+                if pw == 0.0:
+                    continue
+                xj = idx[b, j]
+                for d in range(D):
+                    diff = X[xi, d] - X[xj, d]
+                    gls[d] += pw * diff * diff * inv_l2[d]
