@@ -401,3 +401,14 @@ def test_parallel_kernels_agree_with_serial(method, monkeypatch):
     assert parallel[0] == pytest.approx(serial[0], rel=1e-13)
     for key in ("variance", "lengthscale", "noise_variance", "inducing_points"):
         np.testing.assert_allclose(parallel[1][key], serial[1][key], rtol=1e-10, atol=1e-12)
+
+
+def test_median_split_blocks_partition_and_balance():
+    X = np.random.default_rng(12).normal(size=(1000, 3))
+    blocks = _base.median_split_blocks(X, 64)
+    assert np.array_equal(np.sort(np.concatenate(blocks)), np.arange(1000))
+    sizes = np.array([b.size for b in blocks])
+    assert sizes.max() <= 64 and sizes.min() >= 32
+    gp = SparseGPRegressor("pitc", n_inducing=20, optimize=False, random_state=0).fit(
+        X[:200], np.sin(X[:200, 0]))
+    assert all(10 <= b.size <= 20 for b in gp.blocks_)

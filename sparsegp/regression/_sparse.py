@@ -73,7 +73,9 @@ class SparseGPRegressor(BaseEstimator):
     blocks : int or list of index arrays, optional
         PITC partition. An int asks for that many k-means blocks
         (:func:`sparsegp.inducing.kmeans_blocks`); a list of integer arrays must partition
-        0..N-1. Default ⌈N / M⌉ k-means blocks (block size about M keeps O(N M²)).
+        0..N-1. Default: balanced blocks of M/2..M points from recursive median splits of
+        the inputs (block size about M keeps O(N M²); k-means blocks can be very uneven,
+        and the batched PITC algebra costs (number of blocks) × (largest block)³).
     random_state : None, int or numpy.random.Generator
         Seeds the inducing-input initialisation, the k-means blocks and the restarts.
     verbose : bool, default=False
@@ -210,9 +212,10 @@ class SparseGPRegressor(BaseEstimator):
         if method in _base.SPARSE_METHODS and Z is None:
             Z = self._init_Z(X, s2, ls, jitter, rng)
         if method == "pitc":
-            if blocks is None:
-                nb = self.blocks if self.blocks is not None else math.ceil(N / Z.shape[0])
-                blocks = kmeans_blocks(X, int(nb), rng)
+            if blocks is None and self.blocks is not None:
+                blocks = kmeans_blocks(X, int(self.blocks), rng)
+            elif blocks is None:
+                blocks = _base.median_split_blocks(X, Z.shape[0])
             self.blocks_ = blocks
         self._blocks_fit = blocks
 
