@@ -108,7 +108,13 @@ def _refresh(prior, tau, nu, with_P=True):
     post.d = prior.d0 * t
     post.P = prior.Vt * t[:, None] if with_P else None
     M = prior.Vt.shape[1]
-    S = (prior.Vt * post.omega[:, None]).T @ prior.Vt
+    # S = I + V diag(omega) V^T as a SYRK (half a GEMM; omega >= 0 for the probit), upper part
+    if np.all(post.omega >= 0.0):
+        Ws = prior.Vt * np.sqrt(post.omega)[:, None]
+        S = sla.blas.dsyrk(1.0, Ws.T, trans=0)
+        S = np.triu(S) + np.triu(S, 1).T
+    else:  # negative site precisions (never produced by the probit updates here)
+        S = (prior.Vt * post.omega[:, None]).T @ prior.Vt
     S[np.diag_indices(M)] += 1.0
     post.R, post.logdet_S = _upper_factor_of_inverse(S)
     post.nn = post.d * nu
@@ -122,7 +128,8 @@ def _marginals(post):
     if post.P is not None:  # possibly updated in place by the sweep kernel
         B = post.P @ post.R.T
         return post.d + np.einsum("ij,ij->i", B, B), post.nn + post.P @ post.gamma
-    C = post.Vt @ post.R.T  # P R^T = diag(t) V^T R^T
+    # P R^T = diag(t) V^T R^T; C^T = R V as a TRMM on the Fortran view V = Vt^T (half a GEMM)
+    C = sla.blas.dtrmm(1.0, post.R.T, post.Vt.T, side=0, lower=1, trans_a=1).T
     diag_a = post.d + post.t * post.t * np.einsum("ij,ij->i", C, C)
     return diag_a, post.nn + post.t * (post.Vt @ post.gamma)
 
