@@ -298,3 +298,38 @@ def test_sep_state_is_independent_of_n_and_tied_sites_psd():
     lz_ep, _, _ = mce.batch_evidence(X, y, hyp, st_ep, True, 1e-10, compute_grad=False)
     # SEP averages natural parameters: close to EP, slightly higher (notes §2.7)
     assert lz_ep - 0.05 * 30 < lz_sep < lz_ep + 0.1 * 30
+
+
+# ------------------------------------------------------------------------------------------
+# 7-8. C = 2, Z_c = X, noise-free K_uu: EP = multi-class GFITC (= binary dense EP when the
+# second class has zero amplitude, notes §8.3 items 7-8)
+# ------------------------------------------------------------------------------------------
+def test_two_classes_z_equals_x_matches_gfitc_and_dense_binary_ep():
+    import sparsegp
+    rng = np.random.default_rng(0)
+    N, D = 10, 2
+    X = rng.normal(size=(N, D))
+    y = np.r_[np.zeros(5, int), np.ones(5, int)][rng.permutation(N)]
+    ls = np.array([[0.9, 1.1], [1.3, 0.8]])
+    noi = np.array([0.4, 0.6])  # sums to 1: the binary probit's unit noise when sigma_2 = 0
+    jit = 1e-12
+    Z = np.stack([X, X])
+
+    def ep_log_z(var):
+        hyp, st = _converged(X, y, var, noi, ls, Z, nik=False, jitter=jit, tol=1e-13)
+        return mce.batch_evidence(X, y, hyp, st, False, jit, compute_grad=False)[0]
+
+    def gfitc_log_z(var):
+        est = sparsegp.MultiClassGFITCClassifier(
+            inducing_points=Z, lengthscale=ls, variance=var, noise=noi, noise_in_kuu=False,
+            jitter=jit, max_iter=0, ep_tol=1e-12)
+        return est.fit(X, y).log_evidence_
+
+    var = np.array([1.3, 0.7])
+    assert ep_log_z(var) == pytest.approx(gfitc_log_z(var), abs=1e-8)
+    var0 = np.array([1.3, 1e-300])  # class 2 has no signal: q(u_2) stays at its prior
+    binary = sparsegp.EPClassifier(lengthscale=ls[0], variance=1.3, ard=True, jitter=0.0,
+                                   optimize=False, ep_tol=1e-12, max_sweeps=1000).fit(X, y)
+    lz0 = ep_log_z(var0)
+    assert lz0 == pytest.approx(binary.log_evidence_, abs=1e-8)
+    assert lz0 == pytest.approx(gfitc_log_z(var0), abs=1e-8)

@@ -508,8 +508,12 @@ class MultiClassEPClassifier(BaseEstimator):
         return Xc, N, D, classes, y_idx, max_iter, batch_size, damping, lr, jitter
 
     def _per_class(self, value, name, C, D=None):
-        arr = check_positive(value, name)
-        arr = np.asarray(arr, dtype=np.float64)
+        try:
+            arr = np.asarray(value, dtype=np.float64)
+        except (TypeError, ValueError):
+            raise ValueError(f"{name} must be positive numbers; got {value!r}") from None
+        if arr.size == 0 or not np.all(np.isfinite(arr)) or np.any(arr <= 0):
+            raise ValueError(f"{name} must be positive and finite; got {value!r}")
         if D is None:
             if arr.ndim == 0:
                 return np.full(C, float(arr))
