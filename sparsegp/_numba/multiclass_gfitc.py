@@ -10,12 +10,13 @@ Per point and class they aggregate to (tau_bar, nu_bar). The posterior of class 
 by (notes §7.1, "Woodbury twice")
 
     Sigma_c = diag(g) + W B^{-1} W^T,   g = D / (1 + D tau_bar),   W = U / (1 + D tau_bar),
-    B = I + U^T diag(omega) U = R R^T,  omega = tau_bar / (1 + D tau_bar),
-    mu_c = g nu_bar + W B^{-1} h,       h = W^T nu_bar,
+    B = I + U^T diag(omega) U,          omega = tau_bar / (1 + D tau_bar),
+    mu_c = g nu_bar + W gam,            gam = B^{-1} W^T nu_bar.
 
-so a marginal costs two triangular solves (O(M^2)) and changing one aggregated site is a rank-one
-update of R plus an O(M) update of h. One sequential sweep over the N (C - 1) factors therefore
-costs O(C N M^2).
+B has all eigenvalues >= 1, so its explicit inverse is well conditioned: a marginal costs one
+matrix-vector product B^{-1} u_i (O(M^2)) and changing one aggregated site is a Sherman-Morrison
+update of B^{-1} and gam sharing that product. One sequential sweep over the N (C - 1) factors
+therefore costs O(C N M^2); B^{-1} is rebuilt from scratch at the start of every sweep.
 
 The class-probability quadrature (notes §6) integrates
 P_c = int N(f | mu_c, s_c^2) prod_{k != c} Phi((f - mu_k) / s_k) df with Gauss-Hermite nodes on
@@ -27,60 +28,69 @@ import numba
 import numpy as np
 
 from ._jit import jit
-from .linalg import chol_downdate_rank1, chol_update_rank1, solve_lower_inplace
 from .probit import inv_mills, inv_mills_and_shift, log_ndtr
 
 _SQRT2 = math.sqrt(2.0)
 
 
 @jit
-def _marginal(U, Dg, tau_bar, nu_bar, R, h, c, i, a, b):
-    """Posterior (mean, variance) of f_{ic}; ``a``, ``b`` (M,) are scratch. O(M^2)."""
+def _marginal(U, Dg, tau_bar, nu_bar, Binv, gam, c, i, Bu):
+    """Posterior (mean, variance) of f_{ic}; leaves B_c^{-1} u_i in ``Bu`` (M,). O(M^2)."""
     M = U.shape[2]
     d = Dg[c, i]
     s = 1.0 / (1.0 + d * tau_bar[c, i])
+    uBu = 0.0
+    ug = 0.0
     for j in range(M):
-        a[j] = U[c, i, j] * s
-        b[j] = h[c, j]
-    solve_lower_inplace(R[c], a)
-    solve_lower_inplace(R[c], b)
-    aa = 0.0
-    ab = 0.0
-    for j in range(M):
-        aa += a[j] * a[j]
-        ab += a[j] * b[j]
-    return d * s * nu_bar[c, i] + ab, d * s + aa
+        acc = 0.0
+        for l in range(M):
+            acc += Binv[c, j, l] * U[c, i, l]
+        Bu[j] = acc
+        uBu += U[c, i, j] * acc
+        ug += U[c, i, j] * gam[c, j]
+    return d * s * nu_bar[c, i] + s * ug, d * s + s * s * uBu
 
 
 @jit
-def refresh_class(U, Dg, tau_bar, nu_bar, R, h, c):
-    """Rebuild R[c] = chol(I + U^T diag(omega) U) and h[c] = W^T nu_bar from scratch. O(N M^2)."""
+def refresh_class(U, Dg, tau_bar, nu_bar, Binv, gam, c):
+    """Rebuild Binv[c] = (I + U^T diag(omega) U)^{-1} and gam[c] = Binv[c] W^T nu_bar.
+
+    O(N M^2 + M^3). B has every eigenvalue >= 1, so its inverse is perfectly conditioned and
+    the Sherman-Morrison updates of a sweep stay accurate.
+    """
     N = U.shape[1]
     M = U.shape[2]
     B = np.eye(M)
-    for j in range(M):
-        h[c, j] = 0.0
+    h = np.zeros(M)
     for i in range(N):
         s = 1.0 / (1.0 + Dg[c, i] * tau_bar[c, i])
         w = tau_bar[c, i] * s
         e = nu_bar[c, i] * s
         for j in range(M):
             uj = U[c, i, j]
-            h[c, j] += e * uj
+            h[j] += e * uj
             if w != 0.0:
                 for l in range(j + 1):
                     B[j, l] += w * uj * U[c, i, l]
     for j in range(M):
         for l in range(j):
             B[l, j] = B[j, l]
-    R[c, :, :] = np.linalg.cholesky(B)
+    Bi = np.linalg.inv(B)
+    for j in range(M):
+        acc = 0.0
+        for l in range(M):
+            Binv[c, j, l] = 0.5 * (Bi[j, l] + Bi[l, j])
+            acc += Bi[j, l] * h[l]
+        gam[c, j] = acc
 
 
 @jit
-def _set_site(U, Dg, tau_bar, nu_bar, R, h, c, i, t_new, n_new, x, work):
-    """Replace the aggregated site of f_{ic} by (t_new, n_new), updating R[c] and h[c].
+def _set_site(U, Dg, tau_bar, nu_bar, Binv, gam, c, i, t_new, n_new, Bu):
+    """Replace the aggregated site of f_{ic} by (t_new, n_new); ``Bu`` = B_c^{-1} u_i.
 
-    Returns 1 if the rank-one downdate was refused and class c had to be refreshed, else 0.
+    B_c gains dw u u^T and h_c gains coef u, so (Sherman-Morrison, k = dw / (1 + dw u^T B^-1 u))
+    B^-1 <- B^-1 - k Bu Bu^T and gam <- gam + Bu (coef (1 - k u^T Bu) - k u^T gam). O(M^2).
+    Returns 1 if the update was numerically unsafe and class c was refreshed instead, else 0.
     """
     M = U.shape[2]
     d = Dg[c, i]
@@ -90,27 +100,29 @@ def _set_site(U, Dg, tau_bar, nu_bar, R, h, c, i, t_new, n_new, x, work):
     s_new = 1.0 / (1.0 + d * t_new)
     dw = t_new * s_new - t_old * s_old
     coef = n_new * s_new - n_old * s_old
-    for j in range(M):
-        h[c, j] += coef * U[c, i, j]
     tau_bar[c, i] = t_new
     nu_bar[c, i] = n_new
-    if dw > 0.0:
-        r = math.sqrt(dw)
-        for j in range(M):
-            x[j] = r * U[c, i, j]
-        chol_update_rank1(R[c], x)
-    elif dw < 0.0:
-        r = math.sqrt(-dw)
-        for j in range(M):
-            x[j] = r * U[c, i, j]
-        if not chol_downdate_rank1(R[c], x, work):
-            refresh_class(U, Dg, tau_bar, nu_bar, R, h, c)
-            return 1
+    uBu = 0.0
+    ug = 0.0
+    for j in range(M):
+        uBu += U[c, i, j] * Bu[j]
+        ug += U[c, i, j] * gam[c, j]
+    den = 1.0 + dw * uBu
+    if not (den > 1e-10):
+        refresh_class(U, Dg, tau_bar, nu_bar, Binv, gam, c)
+        return 1
+    k = dw / den
+    f = coef * (1.0 - k * uBu) - k * ug
+    for j in range(M):
+        gam[c, j] += f * Bu[j]
+        kb = k * Bu[j]
+        for l in range(M):
+            Binv[c, j, l] -= kb * Bu[l]
     return 0
 
 
 @jit
-def gfitc_ep_sweep(y, U, Dg, tau_bar, nu_bar, R, h, tp, np_, tm, nm, damping):
+def gfitc_ep_sweep(y, U, Dg, tau_bar, nu_bar, Binv, gam, tp, np_, tm, nm, damping):
     """One sequential EP sweep over all factors Theta(f_{i,y_i} - f_ik) (notes §7.1).
 
     Parameters
@@ -122,10 +134,10 @@ def gfitc_ep_sweep(y, U, Dg, tau_bar, nu_bar, R, h, tp, np_, tm, nm, damping):
         FITC diagonal kappa - diag(U U^T), >= 0.
     tau_bar, nu_bar : ndarray of shape (C, N)
         Aggregated sites; updated in place.
-    R : ndarray of shape (C, M, M)
-        Lower Cholesky factors of B_c; updated in place.
-    h : ndarray of shape (C, M)
-        W_c^T nu_bar_c; updated in place.
+    Binv : ndarray of shape (C, M, M)
+        B_c^{-1}, from :func:`refresh_class`; updated in place.
+    gam : ndarray of shape (C, M)
+        B_c^{-1} W_c^T nu_bar_c; updated in place.
     tp, np_, tm, nm : ndarray of shape (N, C)
         Winner-side (tau+, nu+) and loser-side (tau-, nu-) sites of factor (i, k) at column k;
         column y_i is unused. Updated in place.
@@ -139,15 +151,13 @@ def gfitc_ep_sweep(y, U, Dg, tau_bar, nu_bar, R, h, tp, np_, tm, nm, damping):
     n_skipped : int
         Factors skipped because a cavity variance was not positive.
     n_refresh : int
-        Rank-one downdates that fell back to a refresh.
+        Updates that fell back to a refresh of their class.
     """
     N = y.shape[0]
     C = tp.shape[1]
     M = U.shape[2]
-    a = np.empty(M)
-    b = np.empty(M)
-    x = np.empty(M)
-    work = np.empty(2 * M)
+    Bu_p = np.empty(M)
+    Bu_m = np.empty(M)
     max_change = 0.0
     n_skipped = 0
     n_refresh = 0
@@ -156,8 +166,8 @@ def gfitc_ep_sweep(y, U, Dg, tau_bar, nu_bar, R, h, tp, np_, tm, nm, damping):
         for k in range(C):
             if k == yi:
                 continue
-            mu_p, v_p = _marginal(U, Dg, tau_bar, nu_bar, R, h, yi, i, a, b)
-            mu_m, v_m = _marginal(U, Dg, tau_bar, nu_bar, R, h, k, i, a, b)
+            mu_p, v_p = _marginal(U, Dg, tau_bar, nu_bar, Binv, gam, yi, i, Bu_p)
+            mu_m, v_m = _marginal(U, Dg, tau_bar, nu_bar, Binv, gam, k, i, Bu_m)
             t_po = tp[i, k]
             n_po = np_[i, k]
             t_mo = tm[i, k]
@@ -197,12 +207,12 @@ def gfitc_ep_sweep(y, U, Dg, tau_bar, nu_bar, R, h, tp, np_, tm, nm, damping):
             np_[i, k] = n_p
             tm[i, k] = t_m
             nm[i, k] = n_m
-            n_refresh += _set_site(U, Dg, tau_bar, nu_bar, R, h, yi, i,
+            n_refresh += _set_site(U, Dg, tau_bar, nu_bar, Binv, gam, yi, i,
                                    tau_bar[yi, i] + (t_p - t_po), nu_bar[yi, i] + (n_p - n_po),
-                                   x, work)
-            n_refresh += _set_site(U, Dg, tau_bar, nu_bar, R, h, k, i,
+                                   Bu_p)
+            n_refresh += _set_site(U, Dg, tau_bar, nu_bar, Binv, gam, k, i,
                                    tau_bar[k, i] + (t_m - t_mo), nu_bar[k, i] + (n_m - n_mo),
-                                   x, work)
+                                   Bu_m)
     return max_change, n_skipped, n_refresh
 
 

@@ -158,19 +158,19 @@ class _Sites:
 def gfitc_run_ep(y, state, sites, tol=1e-6, max_sweeps=1000, damping=1.0):
     """Run sequential EP sweeps on ``sites`` in place until the largest change is below ``tol``.
 
-    Every sweep starts from a fresh factorisation of each B_c, so rounding in the rank-one
-    updates cannot accumulate across sweeps. Returns ``(n_sweeps, converged, max_change)``.
+    Every sweep starts from a freshly computed B_c^{-1}, so rounding in the rank-one updates
+    cannot accumulate across sweeps. Returns ``(n_sweeps, converged, max_change)``.
     """
     C, M = state.C, state.M
-    R = np.empty((C, M, M))
-    h = np.empty((C, M))
+    Binv = np.empty((C, M, M))
+    gam = np.empty((C, M))
     max_change = np.inf
     for sweep in range(1, max_sweeps + 1):
         tau_bar, nu_bar = sites.aggregate(y)
         for c in range(C):
-            _nb.refresh_class(state.U, state.Dg, tau_bar, nu_bar, R, h, c)
+            _nb.refresh_class(state.U, state.Dg, tau_bar, nu_bar, Binv, gam, c)
         max_change, n_skipped, _ = _nb.gfitc_ep_sweep(
-            y, state.U, state.Dg, tau_bar, nu_bar, R, h,
+            y, state.U, state.Dg, tau_bar, nu_bar, Binv, gam,
             sites.tp, sites.np_, sites.tm, sites.nm, damping)
         if not np.isfinite(max_change):
             return sweep, False, max_change
