@@ -77,11 +77,48 @@ def kernel_kuu(Z, variance, lengthscale, noise, noise_in_kuu=True, jitter=DEFAUL
 _SMALL_KERNEL = 50_000
 
 
+#: From this many N*M*D terms on, and with D >= _GEMM_MIN_D features, covariances and their
+#: gradients go through matrix products (BLAS) instead of the element-wise compiled loops.
+_GEMM_MIN_D = 8
+
+
 def _se(X, Z, variance, lengthscale):
-    if X.shape[0] * Z.shape[0] * X.shape[1] >= _SMALL_KERNEL:
-        return _kernels.se_kernel(X, Z, variance, lengthscale)
-    diff = (np.asarray(X, dtype=np.float64)[:, None, :] - Z[None, :, :]) / lengthscale
-    return variance * np.exp(-0.5 * np.einsum("nmd,nmd->nm", diff, diff))
+    X = np.asarray(X, dtype=np.float64)
+    work = X.shape[0] * Z.shape[0] * X.shape[1]
+    if work < _SMALL_KERNEL:
+        diff = (X[:, None, :] - Z[None, :, :]) / lengthscale
+        return variance * np.exp(-0.5 * np.einsum("nmd,nmd->nm", diff, diff))
+    if X.shape[1] >= _GEMM_MIN_D:
+        # |a - b|^2 = |a|^2 + |b|^2 - 2 a.b: one GEMM; the rounding (~1e-16 |a|^2) is far
+        # below what matters in exp(-d2/2)
+        Xs, Zs = X / lengthscale, Z / lengthscale
+        d2 = (np.einsum("nd,nd->n", Xs, Xs)[:, None] + np.einsum("md,md->m", Zs, Zs)[None, :]
+              - 2.0 * (Xs @ Zs.T))
+        return variance * np.exp(-0.5 * np.maximum(d2, 0.0))
+    return _kernels.se_kernel(X, Z, variance, lengthscale)
+
+
+def _se_grad_contract(X, Z, K, W, lengthscale, symmetric=False):
+    """dL/dl (D,) and dL/dZ (M, D) of L = sum(W * K), K = k(X, Z) (see kernels.se_grad_contract).
+
+    For large problems with many features the sums are matrix products:
+    dL/dz_mj = [(G^T X)_mj - (1^T G)_m z_mj] / l_j^2 and
+    dL/dl_j = [sum_n (G 1)_n x_nj^2 - 2 sum_m (G^T X)_mj z_mj + sum_m (1^T G)_m z_mj^2] / l_j^3,
+    with G = W * K.
+    """
+    N, D = X.shape
+    if N * Z.shape[0] * D < _SMALL_KERNEL or D < _GEMM_MIN_D:
+        return _kernels.se_grad_contract(X, Z, K, W, lengthscale, symmetric=symmetric)
+    G = W * K
+    GtX = G.T @ X
+    col = G.sum(axis=0)
+    row = G.sum(axis=1)
+    inv_l2 = 1.0 / (lengthscale * lengthscale)
+    g_Z = (GtX - col[:, None] * Z) * inv_l2
+    g_ls = (row @ (X * X) - 2.0 * np.einsum("md,md->d", GtX, Z) + col @ (Z * Z)) * inv_l2 / lengthscale
+    if symmetric:
+        g_Z *= 2.0
+    return g_ls, g_Z
 
 
 def kernel_kappa(variance, noise):
@@ -123,10 +160,10 @@ def kernel_grads(X, Z, variance, lengthscale, noise, K_se, Kfu, W_uu, W_fu, w_ka
     g_noise = wk * noise
     if noise_in_kuu:
         g_noise += float(np.trace(W_uu)) * noise
-    g_ls, g_Z = _kernels.se_grad_contract(Z, Z, K_se, W_uu, lengthscale, symmetric=True)
+    g_ls, g_Z = _se_grad_contract(Z, Z, K_se, W_uu, lengthscale, symmetric=True)
     if W_fu is not None:
         g_var += float(np.sum(W_fu * Kfu))
-        gl2, gZ2 = _kernels.se_grad_contract(X, Z, Kfu, W_fu, lengthscale)
+        gl2, gZ2 = _se_grad_contract(np.asarray(X, dtype=np.float64), Z, Kfu, W_fu, lengthscale)
         g_ls = g_ls + gl2
         g_Z = g_Z + gZ2
     return g_var, g_noise, g_ls * lengthscale, g_Z

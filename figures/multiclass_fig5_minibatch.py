@@ -1,0 +1,126 @@
+"""Seed 002, Figure 5 (top): minibatch training on MNIST (USPS when MNIST is absent).
+
+Settings of the paper (notes multiclass_ep.md §9): pixels / 255, no standardisation; M = 200
+inducing points per class; minibatches of 200; ADAM with its default step 1e-3 for every
+method; the length-scale initialised from the median pairwise distance of 1000 training points;
+EP, SEP and VI (GFITC cannot use minibatches). Test NLL and error are recorded against
+training time from ``callback`` every ``--eval-every`` minibatches on ``--n-test`` test points
+(evaluation time excluded from the time axis).
+
+    python figures/multiclass_fig5_minibatch.py [--quick] [--M 200] [--epochs 1] [--methods sep,ep,vi]
+"""
+import argparse
+import json
+import os
+import time
+from pathlib import Path
+
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # see multiclass_tables.py
+
+import numpy as np  # noqa: E402
+
+import sparsegp  # noqa: E402
+from sparsegp.datasets import load_dataset  # noqa: E402
+from sparsegp.plotting import plot_metric_vs_time  # noqa: E402
+from sparsegp.plotting._mpl import pyplot  # noqa: E402
+
+
+class Recorder:
+    """callback recording (time, test NLL, test error) every ``every`` minibatches."""
+
+    def __init__(self, X_test, y_test, every):
+        self.X_test, self.y_test, self.every = X_test, y_test, every
+        self.t0 = time.perf_counter()
+        self.excluded = 0.0
+        self.rows = []
+
+    def __call__(self, est, iteration):
+        if iteration % self.every:
+            return
+        start = time.perf_counter()
+        proba = est.predict_proba(self.X_test)
+        idx = np.searchsorted(est.classes_, self.y_test)
+        nll = float(-np.mean(np.log(np.maximum(proba[np.arange(idx.size), idx], 1e-300))))
+        err = float(np.mean(est.classes_[np.argmax(proba, 1)] != self.y_test))
+        self.rows.append((start - self.t0 - self.excluded, nll, err, iteration))
+        print(f"    step {iteration:6d}  t={self.rows[-1][0]:8.1f}s  NLL {nll:.4f}  error {err:.4f}",
+              flush=True)
+        self.excluded += time.perf_counter() - start
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", default=str(Path(__file__).resolve().parent))
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--M", type=int, default=200)
+    parser.add_argument("--batch-size", type=int, default=200)
+    parser.add_argument("--epochs", type=int, default=5)
+    parser.add_argument("--methods", default="sep,ep,vi")
+    parser.add_argument("--n-test", type=int, default=2000)
+    parser.add_argument("--eval-every", type=int, default=25)
+    parser.add_argument("--dataset", default=None, help="mnist (default when present) or usps")
+    args = parser.parse_args(argv)
+    quick = args.quick or bool(os.environ.get("CI"))
+    name = args.dataset
+    if name is None:
+        root = os.environ.get("SPARSEGP_DATA", "")
+        name = "mnist" if os.path.isfile(os.path.join(root, "mnist.npz")) else "usps"
+    Xtr, ytr, Xte, yte = load_dataset(name)
+    scale = 255.0 if Xtr.max() > 2 else 1.0
+    M, epochs, every, n_test = args.M, args.epochs, args.eval_every, args.n_test
+    if quick:
+        Xtr, ytr, M, epochs, every, n_test = Xtr[:1000], ytr[:1000], 10, 1, 2, 300
+    # float32 rows in memory (the estimator converts one minibatch at a time)
+    Xtr = np.asarray(Xtr, dtype=np.float32) / np.float32(scale)
+    rng = np.random.default_rng(5)
+    sel = rng.choice(len(Xte), min(n_test, len(Xte)), replace=False)
+    Xte = np.asarray(Xte[sel], dtype=np.float64) / scale
+    yte = yte[sel]
+    sub = Xtr[rng.choice(len(Xtr), 1000, replace=False)].astype(np.float64)
+    d = np.sqrt(np.maximum(np.sum(sub ** 2, 1)[:, None] + np.sum(sub ** 2, 1)[None]
+                           - 2 * sub @ sub.T, 0))
+    ls0 = float(np.sqrt(np.median(d[np.triu_indices(1000, 1)])))
+    C = np.unique(ytr).size
+    Z0 = np.stack([Xtr[np.sort(rng.choice(len(Xtr), M, replace=False))] for _ in range(C)])
+    traces, summary = {}, {}
+    for method in args.methods.split(","):
+        rec = Recorder(Xte, yte, every)
+        kw = dict(inducing_points=Z0.astype(np.float64), lengthscale=ls0, variance=1.0,
+                  noise=1.0, batch_size=args.batch_size, max_iter=epochs, learning_rate=1e-3,
+                  random_state=0, callback=rec)
+        try:
+            if method in ("ep", "sep"):
+                est = sparsegp.MultiClassEPClassifier(method=method, **kw)
+            else:
+                est = sparsegp.MultiClassSVGPClassifier(**kw)
+        except (AttributeError, ImportError) as exc:
+            print(f"skipping {method}: {exc}")
+            continue
+        print(f"{method}: {name}, N={len(Xtr)}, M={M}, |B|={args.batch_size}, epochs={epochs}",
+              flush=True)
+        rec.t0 = time.perf_counter()
+        est.fit(Xtr, ytr)
+        rec(est, 0)  # final evaluation (iteration 0 always evaluates)
+        t, nll, err, it = map(np.asarray, zip(*rec.rows))
+        traces[method.upper()] = (t, nll, err)
+        summary[method] = dict(time=t.tolist(), nll=nll.tolist(), error=err.tolist(),
+                               step=it.tolist())
+        print(f"{method}: final test NLL {nll[-1]:.4f}, error {err[-1]:.4f} after {t[-1]:.1f}s",
+              flush=True)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    tag = "_quick" if quick else ""
+    (out / f"multiclass_fig5_{name}{tag}.json").write_text(json.dumps(summary, indent=1))
+    plt = pyplot()
+    fig, axes = plt.subplots(1, 2, figsize=(10, 4))
+    plot_metric_vs_time({k: (v[0], v[1]) for k, v in traces.items()}, ax=axes[0],
+                        title=f"{name.upper()}, M = {M}, minibatch {args.batch_size}")
+    plot_metric_vs_time({k: (v[0], v[2]) for k, v in traces.items()}, ax=axes[1],
+                        ylabel="test error")
+    fig.tight_layout()
+    fig.savefig(out / f"multiclass_fig5_{name}{tag}.png", dpi=120)
+    print("wrote", out / f"multiclass_fig5_{name}{tag}.png")
+
+
+if __name__ == "__main__":
+    main()
