@@ -148,3 +148,14 @@ def test_select_best_never_picks_active_on_ties_or_nan(rng):
     scores[9] = 1.0
     assert scoring.select_best(scores, cols, is_active, key) == 9
     assert scoring.select_best(scores, cols, np.ones(n, dtype=bool), key) == -1
+
+
+def test_blas_column_equals_compiled_column(rng):
+    X, y, var, ls, vb, bias = _problem(rng, n=40, ard=True)
+    state = _include_all(X, y, var, ls, vb, bias, rng.choice(40, 12, replace=False))
+    Xs, sq = adf.scaled_inputs(X, ls)
+    cols = np.arange(40)
+    for i in (0, 7, 33):
+        ref = adf.adf_cov_column(X, var, ls, vb, *state, i, cols, np.empty(40))
+        got = adf.cov_column_blas(Xs, sq, var, vb, state, i, np.empty(40))
+        np.testing.assert_allclose(got, ref, rtol=1e-10, atol=1e-13)

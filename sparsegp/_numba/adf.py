@@ -138,6 +138,36 @@ def active_sites(state):
             state.L[:k, :k].copy())
 
 
+def scaled_inputs(X, lengthscale):
+    """(X / l, squared row norms of X / l): the precomputation of :func:`cov_column_blas`."""
+    Xs = np.ascontiguousarray(X / np.asarray(lengthscale, dtype=np.float64))
+    return Xs, np.einsum("ij,ij->i", Xs, Xs)
+
+
+def cov_column_blas(Xs, sq_norms, variance, bias_variance, state, i, out):
+    """BLAS fast path of :func:`adf_cov_column` for ALL n columns: ``out = A[:, i]``, (n,).
+
+    Requires every column to be up to date (``state.count == state.k[0]``, as in full greedy
+    selection); ``Xs, sq_norms`` from :func:`scaled_inputs`. The kernel column uses
+    |a - b|^2 = |a|^2 + |b|^2 - 2 a.b (one gemv) and M^T M[:, i] is one gemv on the strided
+    ``Mt[:, :k]``; both run at memory bandwidth, about twice the compiled loop's speed at
+    n = 60 000. Round-off differs from the compiled path at the 1e-15 level.
+    """
+    k = int(state.k[0])
+    d2 = Xs @ Xs[i]
+    d2 *= -2.0
+    d2 += sq_norms
+    d2 += sq_norms[i]
+    np.maximum(d2, 0.0, out=d2)     # cancellation can make tiny distances negative
+    d2 *= -0.5
+    np.exp(d2, out=out)
+    out *= variance
+    out += bias_variance
+    if k:
+        out -= state.Mt[:, :k] @ state.Mt[i, :k]
+    return out
+
+
 # ------------------------------------------------------------------------------------------
 # moment matching and site algebra (O(1))
 

@@ -171,10 +171,19 @@ def select_active_set(X, y, variance, lengthscale, bias_variance, bias, n_active
     tie_key = rng.random(n)
     report = max(1, d // 10)
 
+    Xs, sq_norms = _adf.scaled_inputs(X, lengthscale)
+
     def include(i, cols):
-        p, _, _ = _adf.adf_include_probit(X, variance, lengthscale, bias_variance, *state,
-                                          i, y[i], bias, cols, work)
-        if p < 0:       # refused: a bug upstream, never silently continue
+        if cols is all_cols:
+            # every column is current: the covariance column by BLAS (two gemv)
+            p, m, _, _, _ = _adf.probit_site(y[i], state.h[i], state.diag_A[i], bias)
+            _adf.cov_column_blas(Xs, sq_norms, variance, bias_variance, state, i, work)
+            work[i] = state.diag_A[i]
+            eta, _ = _adf.adf_include_column(*state, i, p, m, work, all_cols)
+        else:
+            eta, _, _ = _adf.adf_include_probit(X, variance, lengthscale, bias_variance,
+                                                *state, i, y[i], bias, cols, work)
+        if eta < 0:       # refused: a bug upstream, never silently continue
             raise RuntimeError(f"ADF inclusion of point {i} was refused")
         k = int(state.k[0])
         if verbose and (k % report == 0 or k == d):
