@@ -358,3 +358,26 @@ def test_gemm_covariance_paths_match_compiled_loops():
         for a, b in zip(fast, ref):
             # x = z on the diagonal: |x|^2 - 2 x.z + |z|^2 cancels to rounding level
             assert np.allclose(a, b, rtol=1e-7, atol=1e-7 * np.abs(b).max())
+
+
+def test_minibatch_in_place_site_totals_equal_recomputation():
+    """EP minibatch mode updates T_c, h_c by removing old and adding new contributions; after
+    several minibatches (with hyper-parameter steps between them) they must equal the totals
+    rebuilt from the stored sites and directions."""
+    X, y, var, noi, ls, Z = _problem(12, 20, 3, 3, 2)
+    hyp = mce.Hyper(np.log(var), np.log(noi), np.log(ls), Z)
+    st = mce.EPState("ep", 20, 3, 3, mc.class_counts_factors(y, 3))
+    est = mce.MultiClassEPClassifier()
+    est._nik = (True, 1e-10)
+    rng = np.random.default_rng(0)
+    for step in range(6):
+        idx = np.sort(rng.choice(20, 7, replace=False))
+        prior = mce._Prior(hyp, True, 1e-10)
+        data = mce._data_terms(X[idx], hyp, prior)
+        _, grad, _ = est._minibatch_update(X[idx], y[idx], idx, hyp, st, prior, data, 20 / 7)
+        hyp = mce.Hyper.from_vector(hyp.pack() + 1e-3 * np.sign(grad), 3, 3, 2)
+    w_tau, w_eta = mce._site_totals(None, y, 3, *st.sites)
+    T, h = mce._u_space(st.Vo, w_tau, w_eta)
+    assert np.allclose(st.T, T, atol=1e-12)
+    assert np.allclose(st.h, h, atol=1e-12)
+    assert np.any(st.sites[0] > 0)

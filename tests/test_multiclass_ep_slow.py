@@ -1,0 +1,84 @@
+"""Multi-class EP: plotting helpers (fast) and, marked slow, the reproduction scripts in quick
+mode and the UCI accuracy check of issue 7 (EP/SEP at M = 10 %, first five folds)."""
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from conftest import require_data
+
+from sparsegp.classification import MultiClassEPClassifier
+from sparsegp.datasets import make_gp_classes
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_plotting_helpers_return_axes():
+    from sparsegp.plotting import plot_metric_vs_time, plot_multiclass_boundaries
+    from sparsegp.plotting._mpl import pyplot
+    X, y = make_gp_classes(60, n_classes=3, random_state=1)
+    est = MultiClassEPClassifier(n_inducing=3, max_iter=2, random_state=0).fit(X, y)
+    ax = plot_multiclass_boundaries(est, X, y, resolution=20, title="EP")
+    assert len(ax.collections) >= 4  # three classes of points + inducing inputs
+    with pytest.raises(ValueError, match="shape"):
+        plot_multiclass_boundaries(est, np.c_[X, X], y)
+    ax = plot_metric_vs_time({"EP": ([1, 2, 3], [0.9, 0.5, 0.4])})
+    assert ax.get_xscale() == "log" and len(ax.lines) == 1
+    with pytest.raises(ValueError, match="differ"):
+        plot_metric_vs_time({"EP": ([1, 2], [0.9])})
+    pyplot().close("all")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("script", ["figures/multiclass_tables.py",
+                                    "figures/multiclass_fig3_inducing.py",
+                                    "figures/multiclass_fig4_satellite.py",
+                                    "figures/multiclass_fig5_minibatch.py",
+                                    "benchmarks/bench_multiclass.py"])
+def test_scripts_run_in_quick_mode(tmp_path, script):
+    if "fig4" in script or "tables" in script:
+        require_data("satellite")
+    args = [sys.executable, str(ROOT / script), "--quick"]
+    if not script.startswith("benchmarks"):
+        args += ["--out", str(tmp_path)]
+    env = dict(os.environ)
+    out = subprocess.run(args, capture_output=True, text=True, env=env, timeout=1800)
+    assert out.returncode == 0, out.stderr[-2000:]
+    if not script.startswith("benchmarks"):
+        assert any(p.suffix in (".png", ".md") for p in tmp_path.iterdir())
+
+
+# Table 2 (NLL) and Table 3 (error) of the paper at M = 10 % (notes §9)
+PAPER = {"glass": ((.74, .79), (.29, .30)), "new_thyroid": ((.06, .06), (.02, .03)),
+         "satellite": ((.30, .34), (.11, .12)), "svmguide2": ((.67, .74), (.20, .20)),
+         "vehicle": ((.33, .34), (.16, .16)), "vowel6": ((.19, .19), (.05, .06)),
+         "waveform3": ((.36, .41), (.16, .16)), "wine": ((.06, .07), (.02, .03))}
+
+
+@pytest.mark.slow
+@pytest.mark.data
+@pytest.mark.parametrize("name", sorted(PAPER))
+@pytest.mark.parametrize("method", ["ep", "sep"])
+def test_uci_ten_percent_matches_paper(name, method):
+    """Issue 7: mean test NLL within 0.05 of Table 2 and error within 0.03 of Table 3 (the
+    issue asks this on at least 6 of the 8 sets; each set is one test here)."""
+    from sparsegp.datasets import load_dataset
+    require_data(name)
+    nll, err = [], []
+    for fold in range(5):
+        Xtr, ytr, Xte, yte = load_dataset(name, split=fold)
+        mu, sd = Xtr.mean(0), Xtr.std(0)
+        sd[sd == 0] = 1.0
+        Xtr, Xte = (Xtr - mu) / sd, (Xte - mu) / sd
+        M = int(round(0.1 * len(Xtr)))
+        est = MultiClassEPClassifier(method=method, n_inducing=M, random_state=fold).fit(Xtr, ytr)
+        proba = est.predict_proba(Xte)
+        idx = np.searchsorted(est.classes_, yte)
+        nll.append(-np.mean(np.log(proba[np.arange(len(yte)), idx])))
+        err.append(np.mean(est.classes_[proba.argmax(1)] != yte))
+    j = 0 if method == "ep" else 1
+    assert abs(np.mean(nll) - PAPER[name][0][j]) <= 0.05
+    assert abs(np.mean(err) - PAPER[name][1][j]) <= 0.03
