@@ -188,6 +188,8 @@ def main(argv=None):
     parser.add_argument("--results", default=None,
                         help="JSON file of per-fit results (default OUT/stagewise_fig3_results.json)")
     parser.add_argument("--data-home", default=None)
+    parser.add_argument("--plot-only", action="store_true",
+                        help="fit nothing: table and figure from the results file(s)")
     parser.add_argument("--quick", action="store_true")
     args = parser.parse_args(argv)
     quick = args.quick or bool(os.environ.get("CI"))
@@ -200,8 +202,11 @@ def main(argv=None):
     results_path = Path(args.results) if args.results else \
         out / ("stagewise_fig3_results_quick.json" if quick else "stagewise_fig3_results.json")
     home = data_home(args.data_home)
-    results = run(datasets, P, d_values, args.methods, outer, results_path, home, n_train,
-                  first=args.first_realization)
+    if args.plot_only:
+        results = json.loads(results_path.read_text()) if results_path.is_file() else {}
+    else:
+        results = run(datasets, P, d_values, args.methods, outer, results_path, home, n_train,
+                      first=args.first_realization)
     for extra in args.merge:
         results.update(json.loads(Path(extra).read_text()))
     print_table(results, datasets, list(METHODS))
