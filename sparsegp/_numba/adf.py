@@ -68,6 +68,15 @@ Contract (for the IVM and for the stagewise classifier of seed 004)
   :func:`adf_include_column` to avoid recomputing it.
 * Inclusion of an already included point, or beyond ``d_max``, is the caller's error; the
   kernels return ``-1.0`` for eta in that case and change nothing.
+* ``cols`` must hold unique indices (columns are updated concurrently). Column passes run
+  multi-threaded only above ``PARALLEL_MIN_WORK`` flops; on a heavily shared machine set
+  ``NUMBA_NUM_THREADS=1`` (and ``OPENBLAS_NUM_THREADS=1``): over-subscribed threads cost far more
+  than they save.
+* BLAS fast path for full columns (every column current, e.g. full greedy):
+  :func:`cov_column_blas` with :func:`scaled_inputs` replaces :func:`adf_cov_column`; then call
+  :func:`adf_include_column` as usual.
+* One-call moment-matched inclusion: :func:`adf_include_probit` (catch-up of column i,
+  :func:`probit_site`, :func:`adf_include`). :func:`active_sites` copies out (active, p, m, L).
 
 References: seed 003 eqs. 2-3; seed 004 eqs. 2-3 and 7; notes §2.1, §2.2, §2.4, §2.9, §3.2.
 """
