@@ -533,7 +533,6 @@ def augmented_predict(X, y, Z, Xs, variance, lengthscale, noise_variance, jitter
     """
     s2 = float(variance)
     sn2 = float(noise_variance)
-    N = X.shape[0]
     Kzz = cross_cov(Z, Z, s2, lengthscale)
     Lu, used = chol_jitter(Kzz, s2, jitter)
     Vt = _trsm_right_lt(Lu, cross_cov(X, Z, s2, lengthscale))
