@@ -2,15 +2,15 @@
 
 
 def pyplot():
-    """Return ``matplotlib.pyplot``, selecting a non-interactive backend when headless."""
+    """Return ``matplotlib.pyplot``.
+
+    The backend is left to matplotlib: it falls back to Agg on a machine without a display,
+    and inside Jupyter ipykernel selects the inline backend, which forcing Agg would break.
+    """
     try:
-        import matplotlib
+        import matplotlib.pyplot as plt
     except ImportError as exc:  # pragma: no cover - matplotlib is a runtime dependency
         raise ImportError("sparsegp.plotting needs matplotlib: pip install matplotlib") from exc
-    import os
-    if not os.environ.get("DISPLAY") and "MPLBACKEND" not in os.environ:
-        matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
     return plt
 
 
