@@ -367,6 +367,14 @@ def converge_ep(X, y, hyp, state, noise_in_kuu=True, jitter=_mc.DEFAULT_JITTER, 
     return max_sweeps
 
 
+def _scaled_step(optimiser, theta, grad, scale):
+    """One ascent step in the coordinates phi = theta / scale (scale 0: coordinate fixed)."""
+    free = scale > 0
+    safe = np.where(free, scale, 1.0)
+    phi = optimiser.step(theta / safe, grad * scale)
+    return np.where(free, phi * safe, theta)
+
+
 # --------------------------------------------------------------------------------------------
 # Estimator
 # --------------------------------------------------------------------------------------------
@@ -586,7 +594,11 @@ class MultiClassEPClassifier(BaseEstimator):
         self.n_features_in_ = D
         self._nik = (bool(self.noise_in_kuu), jitter)
         n_factors = _mc.class_counts_factors(y_idx, C)
+        # optimiser coordinates: log sigma, log sigma0, Z as they are; the length-scales as
+        # log l^2, as in the authors' R code (its l is a squared length-scale), which halves the
+        # step in log l and the gradient felt by the optimiser (notes §1.1, §5)
         mask = np.ones(hyp.pack().size)
+        mask[2 * C:2 * C + C * D] = 0.5
         if not self.learn_hyperparameters:
             mask[:2 * C + C * D] = 0.0
         verbose = int(self.verbose) if not isinstance(self.verbose, bool) else (
@@ -644,7 +656,7 @@ class MultiClassEPClassifier(BaseEstimator):
             it += 1
             if it < max_iter:
                 last_hyp = hyp.copy()
-                hyp = Hyper.from_vector(stepper.step(hyp.pack(), grad * mask), C, M, D)
+                hyp = Hyper.from_vector(_scaled_step(stepper, hyp.pack(), grad, mask), C, M, D)
                 damping *= 0.99
 
     def _fit_minibatch(self, X, y, N, hyp, n_factors, max_iter, batch_size, lr, mask,
@@ -668,7 +680,7 @@ class MultiClassEPClassifier(BaseEstimator):
                 log_z, grad, q = self._minibatch_update(Xb, yb, idx, hyp, state, prior, data,
                                                         scale)
                 epoch_log_z.append(log_z)
-                hyp = Hyper.from_vector(adam.step(hyp.pack(), grad * mask), C, M, D)
+                hyp = Hyper.from_vector(_scaled_step(adam, hyp.pack(), grad, mask), C, M, D)
                 step += 1
                 if self.callback is not None:
                     prior_new = _Prior(hyp, nik, jitter)
