@@ -313,3 +313,26 @@ def test_uci_first_five_folds_near_paper(name):
     paper_nll, paper_err = PAPER_10PCT["GFITC"][name]
     assert abs(nll - paper_nll) < 0.05, (nll, paper_nll)
     assert abs(err - paper_err) < 0.03, (err, paper_err)
+
+
+def test_predict_latent_matches_dense_fitc_predictive():
+    """mu* = Q_*f (K^F)^-1 mu = Q_*f b, var* = kappa* - Q_*f (K^F + T^-1)^-1 Q_f*, with the
+    dense EP posterior on the FITC covariance (b = nu - tau mu, (K^F + T^-1)^-1 = T - T S T)."""
+    X, y, hyp = _problem(6)
+    C, M, D = hyp.Z.shape
+    var, noise, ls = np.exp(hyp.log_variance), np.exp(hyp.log_noise), np.exp(hyp.log_lengthscale)
+    est = MultiClassGFITCClassifier(inducing_points=hyp.Z, variance=var, noise=noise,
+                                    lengthscale=ls, jitter=JITTER, max_iter=0, ep_tol=1e-12)
+    est.fit(X, y)
+    ref = dense_multiclass_ep(_dense_fitc(X, hyp, True), y)
+    Xt = np.random.default_rng(1).normal(size=(7, 2))
+    mean, v = est.predict_latent(Xt)
+    for c in range(C):
+        K = se_dense(hyp.Z[c], hyp.Z[c], var[c], ls[c]) + (noise[c] + JITTER) * np.eye(M)
+        Qsf = se_dense(Xt, hyp.Z[c], var[c], ls[c]) @ np.linalg.solve(
+            K, se_dense(hyp.Z[c], X, var[c], ls[c]))
+        t, nu, mu, S = ref["tau"][c], ref["nu"][c], ref["mean"][c], ref["cov"][c]
+        A = np.diag(t) - t[:, None] * S * t[None, :]
+        np.testing.assert_allclose(mean[:, c], Qsf @ (nu - t * mu), rtol=1e-7, atol=1e-9)
+        np.testing.assert_allclose(v[:, c], var[c] + noise[c] - np.einsum(
+            "ij,jk,ik->i", Qsf, A, Qsf), rtol=1e-7, atol=1e-9)

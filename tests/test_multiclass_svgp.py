@@ -191,3 +191,15 @@ def test_uci_glass_vi_nll_much_worse_than_gfitc():
     from test_multiclass_gfitc import uci_folds_scores
     nll, err = uci_folds_scores(MultiClassSVGPClassifier, "glass", range(5))
     assert nll > 1.2 and err > 0.3, (nll, err)
+
+
+def test_predict_latent_matches_dense_marginals():
+    from reference.dense_multiclass_baselines import svgp_marginals_dense
+    X, y = _toy(40, seed=2)
+    est = MultiClassSVGPClassifier(n_inducing=4, max_iter=5, random_state=0).fit(X, y)
+    Xt = np.random.default_rng(3).uniform(-3, 3, size=(9, 2))
+    mean, var = est.predict_latent(Xt)
+    rm, rv = svgp_marginals_dense(Xt, est.q_mean_, est.q_sqrt_, est.inducing_points_,
+                                  est.variance_, est.noise_, est.lengthscale_, JITTER, True)
+    np.testing.assert_allclose(mean, rm, rtol=1e-7, atol=1e-9)
+    np.testing.assert_allclose(var, rv, rtol=1e-7, atol=1e-9)

@@ -52,7 +52,6 @@ def fitc_prior(X, Z, variance, noise, lengthscale, jitter=1e-6, noise_in_Kuu=Tru
 
 
 def _posterior(K, tau, nu):
-    N = len(tau)
     Kinv = np.linalg.inv(K)
     Sigma = np.linalg.inv(Kinv + np.diag(tau))
     Sigma = 0.5 * (Sigma + Sigma.T)
