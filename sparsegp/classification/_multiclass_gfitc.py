@@ -381,7 +381,8 @@ class MultiClassGFITCClassifier(BaseEstimator):
     noise : float or ndarray of shape (C,), default=1.0
         Initial additive noise variance sigma0_c.
     max_iter : int, default=250
-        L-BFGS-B iterations (0: EP at the initial hyper-parameters only).
+        L-BFGS-B iterations (0: EP at the initial hyper-parameters only). This is a budget, as
+        in the paper's experiments: stopping at it is not reported as non-convergence.
     learn_hyperparameters : bool, default=True
         If False only the inducing inputs are learnt.
     noise_in_kuu : bool, default=True

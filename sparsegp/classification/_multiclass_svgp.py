@@ -222,7 +222,8 @@ class MultiClassSVGPClassifier(BaseEstimator):
         be any row-sliceable array-like (memmap, h5py or zarr dataset), read one minibatch at a
         time.
     max_iter : int, default=250
-        L-BFGS-B iterations (batch mode) or epochs (minibatch mode).
+        L-BFGS-B iterations (batch mode) or epochs (minibatch mode). This is a budget, as in
+        the paper's experiments: stopping at it is not reported as non-convergence.
     learning_rate : float, default=1e-3
         ADAM step size (minibatch mode).
     learn_hyperparameters : bool, default=True
