@@ -299,6 +299,8 @@ def _inner_loop(X, y, state, d_max, selection, kappa, site_update, s2, ls, b, rn
     n = X.shape[0]
     _adf.reset_state(state, s2, 0.0)
     cols = np.arange(n, dtype=np.int64)
+    # every column stays up to date (cols = all points), so the core's BLAS column path applies
+    Xs, sq_norms = _adf.scaled_inputs(X, ls)
     use_set = selection in ("adaptive", "random", "validation")
     validation = selection == "validation"
     kmax = min(kappa, n) if use_set else 1
@@ -325,7 +327,7 @@ def _inner_loop(X, y, state, d_max, selection, kappa, site_update, s2, ls, b, rn
             found = _sw.smallest_keys(keys, min(kappa, n_free), J)
             Jc = J[:found]
             for c in range(found):
-                _adf.adf_cov_column(X, s2, ls, 0.0, *state, Jc[c], cols, kt[c])
+                _adf.cov_column_blas(Xs, sq_norms, s2, 0.0, state, Jc[c], kt[c])
             _sw.lookahead_moment(Jc, kt, state.diag_A, state.h, y, b, weights, validation,
                                  nlp, alpha, nu)
             losses = nlp[:found] / norm
@@ -347,7 +349,7 @@ def _inner_loop(X, y, state, d_max, selection, kappa, site_update, s2, ls, b, rn
             c = _scoring.select_best(scores, cols, state.is_active, rng.random(n))
             j = int(cols[c])
             col = kt[0]
-            _adf.adf_cov_column(X, s2, ls, 0.0, *state, j, cols, col)
+            _adf.cov_column_blas(Xs, sq_norms, s2, 0.0, state, j, col)
             if site_update == "optimize":
                 p_j, m_j, _ = _optimise_site(state, y, b, weights, norm, col, j, -1)
             else:
