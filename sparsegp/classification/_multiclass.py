@@ -588,7 +588,6 @@ class MultiClassEPClassifier(BaseEstimator):
         else:
             ls = self._per_class(self.lengthscale, "lengthscale", C, D)
         Z = self._initial_Z(X, y_idx, N, D, C, rng)
-        M = Z.shape[1]
         hyp = Hyper(np.log(var), np.log(noise), np.log(ls), Z)
         self.classes_ = classes
         self.n_features_in_ = D
@@ -620,6 +619,7 @@ class MultiClassEPClassifier(BaseEstimator):
         failures = 0
         t0 = time.perf_counter()
         it = 0
+        last_hyp = hyp.copy()
         while it < max_iter:
             saved = state.copy()
             try:
@@ -641,9 +641,8 @@ class MultiClassEPClassifier(BaseEstimator):
                     break
                 damping *= 0.5
                 stepper.shrink(0.5)
-                if it > 0:
-                    # undo the last hyper-parameter step, which led here
-                    hyp = last_hyp.copy()
+                # undo the last hyper-parameter step, which led here
+                hyp = last_hyp.copy()
                 continue
             failures = 0
             history.append(log_z)

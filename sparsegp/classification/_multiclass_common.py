@@ -115,7 +115,8 @@ def _se_grad_contract(X, Z, K, W, lengthscale, symmetric=False):
     row = G.sum(axis=1)
     inv_l2 = 1.0 / (lengthscale * lengthscale)
     g_Z = (GtX - col[:, None] * Z) * inv_l2
-    g_ls = (row @ (X * X) - 2.0 * np.einsum("md,md->d", GtX, Z) + col @ (Z * Z)) * inv_l2 / lengthscale
+    g_ls = ((row @ (X * X) - 2.0 * np.einsum("md,md->d", GtX, Z) + col @ (Z * Z))
+            * inv_l2 / lengthscale)
     if symmetric:
         g_Z *= 2.0
     return g_ls, g_Z
