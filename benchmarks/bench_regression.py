@@ -10,19 +10,40 @@ the same objective + gradient is timed with them too (Z trainable), with the sam
 
 Usage::
 
-    python benchmarks/bench_regression.py [--quick] [--repeats 5]
+    python benchmarks/bench_regression.py [--quick] [--repeats 5] [--threads T] [--no-external]
 
 ``--quick`` uses N in {2 000, 10 000}, M in {20, 50} and 10 L-BFGS iterations (a smoke run).
 The machine load matters: compare the ratios, and re-measure on a quiet machine.
+``--threads T`` caps OpenBLAS, OpenMP, Numba and TensorFlow at T threads (set before numpy is
+imported). On an oversubscribed machine multi-threaded OpenBLAS is pathological (A.T @ A was
+measured 20x slower with 2 threads than with 1 at a load average of 20), so use
+``--threads 1`` there.
 """
 import argparse
 import os
+import sys
 import time
 
-import numpy as np
 
-from sparsegp import SparseGPRegressor
-from sparsegp.regression import _base
+def _threads_from_argv(argv):
+    for i, arg in enumerate(argv):
+        if arg == "--threads" and i + 1 < len(argv):
+            return argv[i + 1]
+        if arg.startswith("--threads="):
+            return arg.split("=", 1)[1]
+    return None
+
+
+_THREADS = _threads_from_argv(sys.argv[1:])
+if _THREADS is not None:            # must happen before numpy / numba / BLAS are loaded
+    for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS",
+                 "NUMBA_NUM_THREADS", "TF_NUM_INTRAOP_THREADS", "TF_NUM_INTEROP_THREADS"):
+        os.environ[_var] = _THREADS
+
+import numpy as np  # noqa: E402
+
+from sparsegp import SparseGPRegressor  # noqa: E402
+from sparsegp.regression import _base  # noqa: E402
 
 METHODS = ("dtc", "fitc", "pitc", "vfe")      # SoR shares DTC's evidence, FIC shares FITC's
 
@@ -69,6 +90,9 @@ def bench_gpflow(N, M, repeats, D=5):
         os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
         import gpflow
         import tensorflow as tf
+        if _THREADS is not None:
+            tf.config.threading.set_intra_op_parallelism_threads(int(_THREADS))
+            tf.config.threading.set_inter_op_parallelism_threads(int(_THREADS))
     except Exception as exc:                   # noqa: BLE001 - any import failure means skip
         return None, f"GPflow skipped: cannot import gpflow/tensorflow ({type(exc).__name__}: {exc})"
     X, y, Z = problem(N, M, D)
@@ -128,6 +152,8 @@ def main(argv=None):
     parser.add_argument("--quick", action="store_true", help="small sizes (smoke run)")
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--no-external", action="store_true", help="skip GPflow and GPy")
+    parser.add_argument("--threads", type=int, default=None,
+                        help="cap every thread pool at this many threads")
     args = parser.parse_args(argv)
     Ns, Ms = ((2_000, 10_000), (20, 50)) if args.quick else ((10_000, 100_000), (50, 100, 200))
     lbfgs = (10_000, 50, 10) if args.quick else (100_000, 100, 100)
@@ -136,13 +162,14 @@ def main(argv=None):
     except OSError:
         load = float("nan")
     print(f"# objective + full gradient, D = 5, median of {args.repeats}; "
-          f"{os.cpu_count()} CPUs, load average {load:.1f}")
+          f"{os.cpu_count()} CPUs, threads {args.threads or 'default'}, load average {load:.1f}",
+          flush=True)
     print(f"{'N':>7} {'M':>4}  {'what':24s} {'seconds':>9} {'/ AtA':>7}")
     skipped = set()
     for N in Ns:
         for M in Ms:
             base, rows = bench_sparsegp(N, M, args.repeats)
-            print(f"{N:7d} {M:4d}  {'numpy A.T @ A':24s} {base:9.4f} {1.0:7.2f}")
+            print(f"{N:7d} {M:4d}  {'numpy A.T @ A':24s} {base:9.4f} {1.0:7.2f}", flush=True)
             if not args.no_external:
                 for fn in (bench_gpflow, bench_gpy):
                     extra, why = fn(N, M, args.repeats)
@@ -150,7 +177,7 @@ def main(argv=None):
                     if why:
                         skipped.add(why)
             for name, t in rows:
-                print(f"{N:7d} {M:4d}  {name:24s} {t:9.4f} {t / base:7.2f}")
+                print(f"{N:7d} {M:4d}  {name:24s} {t:9.4f} {t / base:7.2f}", flush=True)
     for why in sorted(skipped):
         print(f"# {why}")
     N, M, iters = lbfgs
