@@ -81,10 +81,12 @@ def cross_cov(X, Z, variance, lengthscale, out=None):
     """
     if out is None:
         out = np.empty((X.shape[0], Z.shape[0]))
+    Xs = X / lengthscale
+    Zs = Z / lengthscale
     if out.size * X.shape[1] >= _PARALLEL_SIZE:
-        _cf.se_cross(X, Z, float(variance), lengthscale, out)
+        _nr.se_scaled_parallel(Xs, Zs, float(variance), out, 4 * numba.get_num_threads())
     else:
-        _nr.se_cross_serial(X, Z, float(variance), lengthscale, out)
+        _nr.se_scaled_rows(Xs, Zs, float(variance), out, 0, X.shape[0])
     return out
 
 
