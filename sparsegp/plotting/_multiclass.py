@@ -88,7 +88,9 @@ def plot_metric_vs_time(traces, ax=None, ylabel="test NLL", logx=True, title=Non
             raise ValueError(f"trace {name!r}: times {t.shape} and values {v.shape} differ")
         ax.plot(t, v, label=name, color=_COLOURS[k % len(_COLOURS)], lw=1.5)
     if logx:
+        from matplotlib.ticker import NullFormatter
         ax.set_xscale("log")
+        ax.xaxis.set_minor_formatter(NullFormatter())  # minor labels collide on short ranges
     ax.set_xlabel("training time (s)")
     ax.set_ylabel(ylabel)
     ax.legend(fontsize=8)
