@@ -162,18 +162,10 @@ def test_ep_fixed_point_and_evidence_match_dense_reference(nik):
     assert np.allclose(q.S, S_ref, atol=1e-8)
 
 
-def test_single_factor_evidence_is_exact():
-    """With one factor (N = 1, C = 2) EP is exact: log Z_EP = log E_p(u)[phi(u)]."""
-    X, y, var, noi, ls, Z = _problem(4, 1, 2, 2, 2)
-    hyp, st = _converged(X, y, var, noi, ls, Z)
-    lz, _, _ = mce.batch_evidence(X, y, hyp, st, True, 1e-10, compute_grad=False)
-    bf, se = brute_force_log_evidence(X, y, var, ls, noi, Z, n_samples=400_000)
-    assert abs(lz - bf) < 4 * se
-
-
 def test_evidence_close_to_brute_force_on_tiny_problem():
-    """N = 5, C = 3, M = 2: EP's factorised q is an approximation. Measured |EP - MC| on four
-    seeds: 0.017-0.054 nats (notes §8.3 item 4 quotes ~0.01 for its own example)."""
+    """N = 5, C = 3, M = 2: EP's factorised q is an approximation. Measured EP - MC = -0.020
+    (MC s.e. 0.001) here, and between -0.017 and -0.054 on four other random problems (notes
+    §8.3 item 4 quotes ~0.01 for its own example)."""
     X, y, var, noi, ls, Z = _problem(2, 5, 3, 2, 1, noise=1.0)
     hyp, st = _converged(X, y, var, noi, ls, Z)
     lz, _, _ = mce.batch_evidence(X, y, hyp, st, True, 1e-10, compute_grad=False)
