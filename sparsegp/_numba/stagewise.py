@@ -7,8 +7,9 @@ They read the ADF state of :mod:`sparsegp._numba.adf` (notes §2.2) and never ch
 * ``diagA`` (n,) and ``h`` (n,) = f_hat, the posterior marginals at the training inputs.
 
 For a candidate j the column k~_.j = A_.j = K_.j - Mt Mt[j]^T costs O(n k) (notes §3.2; computed
-by ``adf.adf_cov_column``, called from Python so that these cached kernels do not embed the
-core's code: numba's cache does not see changes in other modules), and with
+by the core, ``adf.cov_column_blas`` or ``adf.adf_cov_column``, called from Python so that these
+cached kernels do not embed the core's code: numba's cache does not see changes in other
+modules), and with
 the site's eta_j = p_j / (1 + p_j A_jj), alpha~_j = eta_j (m_j - f_hat_j) the inclusion moves
 (eq. 7)
 
@@ -17,9 +18,9 @@ the site's eta_j = p_j / (1 + p_j A_jj), alpha~_j = eta_j (m_j - f_hat_j) the in
 so the loss after the inclusion is known in O(n k) without including j. Moment matching (eq. 2)
 gives eta_j = nu_j and alpha~_j = alpha_j exactly (notes §2.1).
 
-Losses are weighted sums ``-sum_l w_l log Phi(y_l (f_l + b) / sqrt(1 + A_ll))``: weights 1/n on
-every point give NLP_a of eq. 5; weights 1/|u^c| on the non-active points (and the candidate
-itself dropped) give the validation loss of eq. 4 (notes §3.5).
+Losses are weighted sums ``-sum_l w_l log Phi(y_l (f_l + b) / sqrt(1 + A_ll))``: weights 1 on
+every point give n NLP_a of eq. 5; weights 1 on the non-active points with the candidate itself
+dropped give (|u^c| - 1) times the validation loss of eq. 4 (notes §3.5). The caller divides.
 """
 import math
 
