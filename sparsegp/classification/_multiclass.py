@@ -378,7 +378,7 @@ def _scaled_step(optimiser, theta, grad, scale):
 # --------------------------------------------------------------------------------------------
 # Estimator
 # --------------------------------------------------------------------------------------------
-class MultiClassEPClassifier(BaseEstimator):
+class MultiClassEPClassifier(_mc.MultiClassPredictMixin, BaseEstimator):
     """Multi-class GP classifier with inducing points trained by EP or stochastic EP.
 
     Implements Villacampa-Calvo & Hernández-Lobato (2017): per-class SE-ARD kernels with
@@ -781,16 +781,13 @@ class MultiClassEPClassifier(BaseEstimator):
         mean, var = self.predict_latent(X)
         return np.clip(_mc.class_probabilities(mean, var), 0.0, 1.0)
 
-    def decision_function(self, X):
-        """Predictive latent means, shape (n_samples, C)."""
-        return self.predict_latent(X)[0]
-
-    def predict(self, X):
-        """Most probable class label for each row of X."""
-        return self.classes_[np.argmax(self.predict_proba(X), axis=1)]
-
     def score(self, X, y):
-        """Mean test log-likelihood log p(y | x) (higher is better); unknown labels raise."""
+        """Mean test log-likelihood log p(y | x) (higher is better); unknown labels raise.
+
+        The true class's probability comes from its own quadrature rather than from the
+        normalised ``predict_proba`` row, so tiny probabilities keep their accuracy.
+        """
+        self._check_is_fitted("classes_")
         y_idx = _mc.encode_labels(y, self.classes_)
         mean, var = self.predict_latent(X)
         p = _mc.true_class_probability(mean, var, y_idx)

@@ -274,6 +274,35 @@ def encode_labels(y, classes):
     return idx.astype(np.int64)
 
 
+class MultiClassPredictMixin:
+    """``predict``, ``decision_function`` and ``score`` of the multi-class classifiers.
+
+    The host class defines ``predict_latent(X) -> (mean, var)`` and ``predict_proba(X)``, both
+    of shape (n_samples, C) with columns ordered as ``classes_``.
+    """
+
+    def decision_function(self, X):
+        """Predictive latent means, shape (n_samples, C)."""
+        return self.predict_latent(X)[0]
+
+    def predict(self, X):
+        """Most probable class label for each row of X, shape (n_samples,)."""
+        self._check_is_fitted("classes_")
+        return self.classes_[np.argmax(self.predict_proba(X), axis=1)]
+
+    def score(self, X, y):
+        """Mean test log-likelihood mean_i log p(y_i | x_i) (higher is better).
+
+        Labels unknown to ``classes_`` raise ``ValueError``.
+        """
+        self._check_is_fitted("classes_")
+        y_idx = encode_labels(y, self.classes_)
+        P = self.predict_proba(X)
+        if P.shape[0] != y_idx.shape[0]:
+            raise ValueError(f"X and y have different lengths: {P.shape[0]} and {y_idx.shape[0]}")
+        return float(np.mean(np.log(np.maximum(P[np.arange(P.shape[0]), y_idx], 1e-300))))
+
+
 def class_counts_factors(y_index, C):
     """n_c = (N - N_c) + N_c (C - 1): number of pairwise factors touching each class (§1.2)."""
     Nc = np.bincount(y_index, minlength=C).astype(np.float64)

@@ -354,7 +354,7 @@ def _check_predict_X(est, X):
 # --------------------------------------------------------------------------------------------
 # estimator
 # --------------------------------------------------------------------------------------------
-class MultiClassGFITCClassifier(BaseEstimator):
+class MultiClassGFITCClassifier(_mc.MultiClassPredictMixin, BaseEstimator):
     """Multi-class GP classifier with FITC priors and EP on the exact likelihood (GFITC).
 
     The "GFITC" baseline of Villacampa-Calvo & Hernández-Lobato (2017): one latent function per
@@ -558,24 +558,3 @@ class MultiClassGFITCClassifier(BaseEstimator):
         mean, var = self.predict_latent(X)
         P = _mc.class_probabilities(mean, var)
         return P / P.sum(axis=1, keepdims=True)
-
-    def decision_function(self, X):
-        """Predictive latent means (n, C)."""
-        return self.predict_latent(X)[0]
-
-    def predict(self, X):
-        """Most probable class label for each row of X."""
-        P = self.predict_proba(X)
-        return self.classes_[np.argmax(P, axis=1)]
-
-    def score(self, X, y):
-        """Mean test log-likelihood mean_i log p(y_i | x_i) (higher is better).
-
-        Labels unknown to ``classes_`` raise ``ValueError``.
-        """
-        self._check_is_fitted("classes_")
-        y_idx = _mc.encode_labels(y, self.classes_)
-        P = self.predict_proba(X)
-        if P.shape[0] != y_idx.shape[0]:
-            raise ValueError(f"X and y have different lengths: {P.shape[0]} and {y_idx.shape[0]}")
-        return float(np.mean(np.log(np.maximum(P[np.arange(P.shape[0]), y_idx], 1e-300))))

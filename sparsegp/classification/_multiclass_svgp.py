@@ -190,7 +190,7 @@ def svgp_predict_latent(Xt, hyp, q, jitter, noise_in_kuu):
 # --------------------------------------------------------------------------------------------
 # estimator
 # --------------------------------------------------------------------------------------------
-class MultiClassSVGPClassifier(BaseEstimator):
+class MultiClassSVGPClassifier(_mc.MultiClassPredictMixin, BaseEstimator):
     """Multi-class sparse variational GP classifier with the robust-max likelihood ("VI").
 
     The VI baseline of Villacampa-Calvo & Hernández-Lobato (2017), after Hensman et al.
@@ -491,24 +491,3 @@ class MultiClassSVGPClassifier(BaseEstimator):
         P /= P.sum(axis=1, keepdims=True)
         C = P.shape[1]
         return (1.0 - self._eps) * P + self._eps / (C - 1) * (1.0 - P)
-
-    def decision_function(self, X):
-        """Predictive latent means (n, C)."""
-        return self.predict_latent(X)[0]
-
-    def predict(self, X):
-        """Most probable class label for each row of X."""
-        P = self.predict_proba(X)
-        return self.classes_[np.argmax(P, axis=1)]
-
-    def score(self, X, y):
-        """Mean test log-likelihood mean_i log p(y_i | x_i) (higher is better).
-
-        Labels unknown to ``classes_`` raise ``ValueError``.
-        """
-        self._check_is_fitted("classes_")
-        y_idx = _mc.encode_labels(y, self.classes_)
-        P = self.predict_proba(X)
-        if P.shape[0] != y_idx.shape[0]:
-            raise ValueError(f"X and y have different lengths: {P.shape[0]} and {y_idx.shape[0]}")
-        return float(np.mean(np.log(np.maximum(P[np.arange(P.shape[0]), y_idx], 1e-300))))
