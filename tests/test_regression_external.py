@@ -36,7 +36,7 @@ def _rel(a, b):
 @pytest.mark.parametrize("name, method, abs_jitter", [("FITC", "fitc", 1e-6),
                                                       ("VarDTC", "vfe", 1e-8)])
 def test_against_gpy_sparse(name, method, abs_jitter):
-    GPy = pytest.importorskip("GPy")
+    GPy = pytest.importorskip("GPy", reason="comparison with GPy needs the 'bench' extra")
     from GPy.inference.latent_function_inference import FITC, VarDTC
 
     X, y, Z, Xs = _data()
@@ -60,7 +60,7 @@ def test_against_gpy_sparse(name, method, abs_jitter):
 
 
 def test_against_gpy_exact():
-    GPy = pytest.importorskip("GPy")
+    GPy = pytest.importorskip("GPy", reason="comparison with GPy needs the 'bench' extra")
     X, y, _, Xs = _data()
     m = GPy.models.GPRegression(X, y[:, None], GPy.kern.RBF(3, variance=S2, lengthscale=LS,
                                                              ARD=True), noise_var=SN2)
@@ -76,7 +76,7 @@ def test_against_gpy_exact():
                                               ("GPR", "exact")])
 def test_against_gpflow(cls_name, method):
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
-    gpflow = pytest.importorskip("gpflow")
+    gpflow = pytest.importorskip("gpflow", reason="comparison with GPflow needs the 'bench' extra")
     X, y, Z, _ = _data()
     kw = {} if method == "exact" else {"inducing_variable": Z.copy()}
     model = getattr(gpflow.models, cls_name)(
