@@ -1,10 +1,12 @@
 """Compiled row-wise passes for the sparse regression evidence gradient (notes §4.3).
 
 The O(N M²) products stay in BLAS; these kernels do the O(N M) and O(N M D) passes that numpy
-would spread over several N×M temporaries: forming the K_fu adjoint in place, and contracting
-it with the SE derivatives. Each pass is a serial row-range kernel plus a ``parallel`` driver
-over row chunks; callers use the serial form for small problems, where starting threads (and
-OpenMP threads spinning against BLAS threads) costs more than the work.
+would spread over several N×M temporaries, each reading its N×M operands once: the SE cross
+covariance, FITC's diagonal Λ and scaling, the K_fu adjoint, and the contraction of that
+adjoint with the SE derivatives. Each pass is a serial row-range kernel plus a ``parallel``
+driver over row chunks with private accumulators; callers use the serial form for small
+problems, where starting threads costs more than the work. Inner loops run over the M
+inducing points (contiguous), so LLVM vectorises them.
 """
 import math
 
@@ -15,71 +17,186 @@ from ._jit import jit
 
 
 @jit
-def kfu_adjoint_rows(Y, alpha, p, d, dconst, Vt, lo, hi):
-    """Rows lo..hi-1 in place: ``Y[n, m] <- alpha[n] p[m] - Y[n, m] - 2 (d[n] + dconst) Vt[n, m]``.
+def se_exponent_rows(Xs, ZsT, logvar, out, lo, hi):
+    """Rows lo..hi-1 of ``out[n, m] = logvar − ½ ‖Xs[n] − Zs[m]‖²``.
 
-    With Y = U H on entry this is the matrix Y of ``sparsegp.regression._base`` (the K_fu
-    adjoint before the right solve with L_u). ``d`` may have length 0 (then only ``dconst``).
-    Y, Vt: (N, M); alpha, d: (N,) or (0,); p: (M,).
+    The exponential is left to the caller (numpy's vectorised ``exp``, several times faster
+    than a scalar loop). Xs (N, D) and ZsT (D, M) are the inputs divided by the length-scales,
+    Zs transposed so the inner loop runs over m.
     """
-    M = Y.shape[1]
-    has_d = d.shape[0] == Y.shape[0]
+    D, M = ZsT.shape
     for n in range(lo, hi):
-        dn = dconst
-        if has_d:
-            dn += d[n]
-        a = alpha[n]
         for m in range(M):
-            Y[n, m] = a * p[m] - Y[n, m] - 2.0 * dn * Vt[n, m]
+            out[n, m] = 0.0
+        for j in range(D):
+            x = Xs[n, j]
+            for m in range(M):
+                t = x - ZsT[j, m]
+                out[n, m] += t * t
+        for m in range(M):
+            out[n, m] = logvar - 0.5 * out[n, m]
 
 
 @jit(parallel=True)
-def kfu_adjoint_parallel(Y, alpha, p, d, dconst, Vt, n_chunks):
-    """:func:`kfu_adjoint_rows` over all rows, ``n_chunks`` row chunks in parallel."""
-    N = Y.shape[0]
+def se_exponent_parallel(Xs, ZsT, logvar, out, n_chunks):
+    """:func:`se_exponent_rows` over all rows in ``n_chunks`` parallel chunks."""
+    N = Xs.shape[0]
     step = (N + n_chunks - 1) // n_chunks
     for c in numba.prange(n_chunks):
-        kfu_adjoint_rows(Y, alpha, p, d, dconst, Vt, c * step, min(N, (c + 1) * step))
+        se_exponent_rows(Xs, ZsT, logvar, out, c * step, min(N, (c + 1) * step))
 
 
 @jit
-def se_grad_rows(X, Z, K, W, inv_l2, lo, hi, gls, gz):
-    """Rows lo..hi-1 of the SE contraction; adds into gls (D,) and gz (M, D), returns sum(W K).
+def fitc_scale_rows(Vt, y, s2, sn2, lam, U, ys, r, lo, hi):
+    """Rows lo..hi-1 of FITC's Λ = s² − diag(Vt Vtᵀ) + σ², ``U = Λ^-½ Vt``, ``ys = Λ^-½ y``.
 
-    For L = sum_nm W K with K = k(X, Z): gz accumulates dL/dz_mj = sum_n W K (x_nj − z_mj)/l_j²
-    and gls accumulates sum W K (x_nj − z_mj)² / l_j² (divide by l_j for dL/dl_j).
+    Also accumulates ``r += Uᵀ ys`` (= Vtᵀ Λ⁻¹ y, M) while the rows are in cache.
+    Vt, U: (N, M); y, lam, ys: (N,). A non-positive Λ_n is written as is (its rows of U
+    become NaN); the caller checks ``lam``.
     """
-    M, D = Z.shape
-    swk = 0.0
+    M = Vt.shape[1]
     for n in range(lo, hi):
+        q = 0.0
         for m in range(M):
-            pw = W[n, m] * K[n, m]
-            swk += pw
-            for j in range(D):
-                diff = X[n, j] - Z[m, j]
-                g = pw * diff * inv_l2[j]
-                gz[m, j] += g
-                gls[j] += g * diff
-    return swk
+            q += Vt[n, m] * Vt[n, m]
+        ln = s2 - q + sn2
+        lam[n] = ln
+        sc = 1.0 / math.sqrt(ln) if ln > 0.0 else math.nan
+        yn = sc * y[n]
+        ys[n] = yn
+        for m in range(M):
+            u = sc * Vt[n, m]
+            U[n, m] = u
+            r[m] += u * yn
 
 
 @jit(parallel=True)
-def se_grad_parallel(X, Z, K, W, inv_l2, n_chunks):
-    """:func:`se_grad_rows` over all rows in ``n_chunks`` parallel chunks with private sums.
-
-    Returns ``(gls (D,), gz (M, D), swk)`` with the same meaning as in :func:`se_grad_rows`.
-    O(N M D) time, O(n_chunks M D) extra memory.
-    """
-    N, D = X.shape
-    M = Z.shape[0]
-    gls = np.zeros((n_chunks, D))
-    gz = np.zeros((n_chunks, M, D))
-    swk = np.zeros(n_chunks)
+def fitc_scale_parallel(Vt, y, s2, sn2, lam, U, ys, n_chunks):
+    """:func:`fitc_scale_rows` over all rows in ``n_chunks`` parallel chunks; returns r."""
+    N, M = Vt.shape
+    r = np.zeros((n_chunks, M))
     step = (N + n_chunks - 1) // n_chunks
     for c in numba.prange(n_chunks):
-        swk[c] = se_grad_rows(X, Z, K, W, inv_l2, c * step, min(N, (c + 1) * step),
-                              gls[c], gz[c])
-    return gls.sum(axis=0), gz.sum(axis=0), swk.sum()
+        fitc_scale_rows(Vt, y, s2, sn2, lam, U, ys, r[c], c * step, min(N, (c + 1) * step))
+    return r.sum(axis=0)
+
+
+@jit
+def dtc_alpha_rows(A, y, w, sn2, alpha, pa, lo, hi):
+    """Rows lo..hi-1 of ``alpha = (y − A w)/σ²`` with ``pa += Aᵀ alpha`` (M) accumulated.
+
+    For SoR/DTC/VFE with A = Vt and w = S⁻¹ Vtᵀ y/σ², α = (Q + σ² I)⁻¹ y and pa = Vtᵀ α; one
+    read of A (N, M) replaces two BLAS gemv passes.
+    """
+    M = A.shape[1]
+    for n in range(lo, hi):
+        s = 0.0
+        for m in range(M):
+            s += A[n, m] * w[m]
+        a = (y[n] - s) / sn2
+        alpha[n] = a
+        for m in range(M):
+            pa[m] += a * A[n, m]
+
+
+@jit(parallel=True)
+def dtc_alpha_parallel(A, y, w, sn2, alpha, n_chunks):
+    """:func:`dtc_alpha_rows` over all rows in parallel chunks; returns ``pa = Aᵀ alpha``."""
+    N, M = A.shape
+    pa = np.zeros((n_chunks, M))
+    step = (N + n_chunks - 1) // n_chunks
+    for c in numba.prange(n_chunks):
+        dtc_alpha_rows(A, y, w, sn2, alpha, pa[c], c * step, min(N, (c + 1) * step))
+    return pa.sum(axis=0)
+
+
+@jit
+def fitc_adjoint_rows(P, Vt, y, lam, gamma, alpha, p, lo, hi):
+    """Rows lo..hi-1 of FITC's K_fu adjoint (in whitened form), in place; returns Σ g_n.
+
+    On entry P = Vt H (H = S⁻¹). With ω = 1/Λ, α = ω (y − Vt γ), h_n = ω_n² (P Vtᵀ)_nn and
+    g = ½(α² − ω + h) = diag ∂ℒ/∂(Q + Λ):
+
+    * ``alpha[n] <- α_n`` and ``p += Σ_n α_n Vt[n]`` (p = Vtᵀ α, M);
+    * ``P[n] <- −ω_n P[n] − 2 g_n Vt[n]`` — the adjoint Y of ``sparsegp.regression._base``
+      without its rank-one term α pᵀ, which the caller adds after the solve with L_u;
+    * ``Vt[n] <- √(α_n² + h_n) Vt[n]``, so that Vtᵀ Vt is then Vtᵀ diag(α² + h) Vt.
+    """
+    M = Vt.shape[1]
+    trg = 0.0
+    for n in range(lo, hi):
+        om = 1.0 / lam[n]
+        vg = 0.0
+        ph = 0.0
+        for m in range(M):
+            vg += Vt[n, m] * gamma[m]
+            ph += P[n, m] * Vt[n, m]
+        a = om * (y[n] - vg)
+        h = om * om * ph
+        g = 0.5 * (a * a - om + h)
+        alpha[n] = a
+        trg += g
+        sc = math.sqrt(max(a * a + h, 0.0))
+        for m in range(M):
+            v = Vt[n, m]
+            p[m] += a * v
+            P[n, m] = -om * P[n, m] - 2.0 * g * v
+            Vt[n, m] = sc * v
+    return trg
+
+
+@jit(parallel=True)
+def fitc_adjoint_parallel(P, Vt, y, lam, gamma, alpha, n_chunks):
+    """:func:`fitc_adjoint_rows` over all rows in parallel chunks; returns ``(p, Σ g)``."""
+    N, M = Vt.shape
+    p = np.zeros((n_chunks, M))
+    trg = np.zeros(n_chunks)
+    step = (N + n_chunks - 1) // n_chunks
+    for c in numba.prange(n_chunks):
+        trg[c] = fitc_adjoint_rows(P, Vt, y, lam, gamma, alpha, p[c], c * step,
+                                   min(N, (c + 1) * step))
+    return p.sum(axis=0), trg.sum()
+
+
+@jit
+def se_contract_rows(Xs, ZsT, K, W, alpha, wt, gz, gq, cs, lo, hi):
+    """Rows lo..hi-1 of the SE contraction of ``F = (W + α wtᵀ) ⊙ K``, accumulated in place.
+
+    With d_nmj = Xs[n, j] − Zs[m, j] (inputs divided by the length-scales):
+    ``gz[j, m] += Σ_n F_nm d_nmj``, ``gq[j, m] += Σ_n F_nm d_nmj²``, ``cs[m] += Σ_n F_nm``.
+    For L = Σ F (K held fixed in value) dL/dz_mj = gz[j, m] / l_j,
+    dL/dl_j = Σ_m gq[j, m] / l_j and dL/ds² = Σ_m cs[m] / s². The rank-one term α wtᵀ is
+    added on the fly so the caller never forms it. K, W: (N, M); gz, gq: (D, M); cs: (M,).
+    """
+    D, M = ZsT.shape
+    f = np.empty(M)
+    for n in range(lo, hi):
+        a = alpha[n]
+        for m in range(M):
+            f[m] = (W[n, m] + a * wt[m]) * K[n, m]
+            cs[m] += f[m]
+        for j in range(D):
+            x = Xs[n, j]
+            for m in range(M):
+                t = x - ZsT[j, m]
+                ft = f[m] * t
+                gz[j, m] += ft
+                gq[j, m] += ft * t
+
+
+@jit(parallel=True)
+def se_contract_parallel(Xs, ZsT, K, W, alpha, wt, n_chunks):
+    """:func:`se_contract_rows` over all rows with private sums; returns ``(gz, gq, cs)``."""
+    N = Xs.shape[0]
+    D, M = ZsT.shape
+    gz = np.zeros((n_chunks, D, M))
+    gq = np.zeros((n_chunks, D, M))
+    cs = np.zeros((n_chunks, M))
+    step = (N + n_chunks - 1) // n_chunks
+    for c in numba.prange(n_chunks):
+        se_contract_rows(Xs, ZsT, K, W, alpha, wt, gz[c], gq[c], cs[c], c * step,
+                         min(N, (c + 1) * step))
+    return gz.sum(axis=0), gq.sum(axis=0), cs.sum(axis=0)
 
 
 @jit
@@ -138,29 +255,3 @@ def block_se_grad_ls(X, idx, sizes, K, G, inv_l2, gls):
                 for d in range(D):
                     diff = X[xi, d] - X[xj, d]
                     gls[d] += pw * diff * diff * inv_l2[d]
-
-
-@jit
-def se_scaled_rows(Xs, Zs, variance, out, lo, hi):
-    """Rows lo..hi-1 of ``out[n, m] = variance * exp(-½ ‖Xs[n] − Zs[m]‖²)``.
-
-    Xs, Zs are the inputs already divided by the length-scales, which takes the divisions
-    out of the O(N M D) loop (same values as ``covfuncs.se_cross`` up to rounding).
-    """
-    M, D = Zs.shape
-    for n in range(lo, hi):
-        for m in range(M):
-            s = 0.0
-            for j in range(D):
-                t = Xs[n, j] - Zs[m, j]
-                s += t * t
-            out[n, m] = variance * math.exp(-0.5 * s)
-
-
-@jit(parallel=True)
-def se_scaled_parallel(Xs, Zs, variance, out, n_chunks):
-    """:func:`se_scaled_rows` over all rows in ``n_chunks`` parallel chunks."""
-    N = Xs.shape[0]
-    step = (N + n_chunks - 1) // n_chunks
-    for c in numba.prange(n_chunks):
-        se_scaled_rows(Xs, Zs, variance, out, c * step, min(N, (c + 1) * step))

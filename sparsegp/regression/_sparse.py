@@ -302,16 +302,17 @@ class SparseGPRegressor(BaseEstimator):
         sn2 = float(math.exp(theta[1 + n_ls]))
         return s2, np.ascontiguousarray(ls), sn2
 
-    def _evidence(self, X, y, s2, ls, sn2, Z, jitter, blocks, eval_gradient, warn=True):
+    def _evidence(self, X, y, s2, ls, sn2, Z, jitter, blocks, eval_gradient, warn=True,
+                  workspace=None):
         method = self.approximation
         if method in _base.SPARSE_METHODS:
             if warn:
                 return _base.sparse_lml(X, y, Z, s2, ls, sn2, method, blocks, jitter,
-                                        eval_gradient)
+                                        eval_gradient, workspace)
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", JitterWarning)
                 return _base.sparse_lml(X, y, Z, s2, ls, sn2, method, blocks, jitter,
-                                        eval_gradient)
+                                        eval_gradient, workspace)
         return _base.exact_lml(X, y, s2, ls, sn2, eval_gradient)
 
     def _optimise(self, X, y, theta0, Z0, move_Z, jitter, blocks, max_jitter):
@@ -320,6 +321,7 @@ class SparseGPRegressor(BaseEstimator):
         x0 = np.concatenate([theta0, Z0.ravel()]) if move_Z else theta0.copy()
         Zshape = Z0.shape if Z0 is not None else None
         state = {"it": 0}
+        workspace = _base.Workspace()            # the same N×M buffers for every evaluation
 
         def objective(x):
             theta = x[:n_th]
@@ -330,7 +332,7 @@ class SparseGPRegressor(BaseEstimator):
             s2, ls, sn2 = self._unpack(theta, D)
             try:
                 lml, grad, post = self._evidence(X, y, s2, ls, sn2, Z, jitter, blocks, True,
-                                                 warn=False)
+                                                 warn=False, workspace=workspace)
             except (np.linalg.LinAlgError, ZeroDivisionError, FloatingPointError):
                 return np.inf, np.zeros_like(x)
             if not np.isfinite(lml):
