@@ -98,6 +98,38 @@ def test_incremental_representation_equals_refresh_after_each_site():
         post = G._refresh(prior, tau, nu)
 
 
+@pytest.mark.parametrize("delta, prev_change", [(1.0, np.inf), (0.6, 0.0)])
+def test_fused_parallel_step_equals_targets_damping_and_refresh(delta, prev_change):
+    """One compiled parallel iteration = site targets + damped step + a fresh refresh."""
+    X, y = _xor(50, seed=8)
+    Z = X[:7] + 0.05
+    prior = G._FITCPrior(X, Z, 1.1, np.array([0.9, 1.3]), 1e-6)
+    rng = np.random.default_rng(3)
+    tau0, nu0 = rng.uniform(0.0, 2.0, 50), rng.normal(size=50)
+    tau0[:3] = 0.0
+    post0 = G._refresh(prior, tau0, nu0, with_P=False)
+    # reference, unfused: marginals, moment matching, step, clamp, refresh from scratch
+    diag_a, h = G._marginals(post0)
+    tau_new, nu_new = G._site_targets(y, tau0, nu0, diag_a, h, 0.3)[:2]
+    change_ref = max(np.max(np.abs(tau_new - tau0)), np.max(np.abs(nu_new - nu0)))
+    delta_ref = (max(0.5 * delta, G.PARALLEL_MIN_DAMPING) if change_ref > prev_change
+                 else min(1.25 * delta, 1.0))
+    tau_ref = np.maximum(tau0 + delta_ref * (tau_new - tau0), 0.0)
+    nu_ref = nu0 + delta_ref * (nu_new - nu0)
+    fresh = G._refresh(prior, tau_ref, nu_ref, with_P=False)
+
+    tau, nu = tau0.copy(), nu0.copy()
+    post = G._refresh(prior, tau, nu, with_P=False)
+    change, used = G._parallel_step(prior, y, 0.3, tau, nu, post, G._ParallelWork(50, 7),
+                                    delta, prev_change, 1.0)
+    assert change == pytest.approx(change_ref, rel=1e-13)
+    assert used == delta_ref
+    assert _relerr(tau, tau_ref) <= 1e-14 and _relerr(nu, nu_ref) <= 1e-14
+    for name in ("t", "omega", "btil", "d", "nn", "gamma", "R"):
+        assert _relerr(getattr(post, name), getattr(fresh, name)) <= 1e-12, name
+    assert post.logdet_S == pytest.approx(fresh.logdet_S, rel=1e-13)
+
+
 def test_rank_one_update_and_downdate_of_upper_factor():
     rng = np.random.default_rng(0)
     A = rng.standard_normal((7, 7))

@@ -22,7 +22,7 @@ import math
 
 from ._jit import jit
 from .linalg import DOWNDATE_MARGIN
-from .probit import probit_tilted
+from .probit import probit_tilted, probit_tilted_moments
 
 #: Status codes returned by :func:`ep_fitc_sweep`.
 SWEEP_DONE = 0
@@ -262,3 +262,88 @@ def ep_site_targets(y, tau, nu, diag_a, h, bias, tau_new, nu_new, log_z, dlog_z,
         nu_new[n] = (alpha + mu_c * nuq) / denom
         log_z[n] = lz
         dlog_z[n] = alpha
+
+
+@jit
+def parallel_targets(C, Vt, t, d, nn, gamma, y, tau, nu, bias, step_tau, step_nu):
+    """Marginals, cavities and undamped site steps of one parallel EP iteration, fused.
+
+    The posterior is the implicit one of a refresh: P = diag(t) Vt, so with ``C = Vt Rᵀ``
+    (N, M) the marginals are A_nn = d_n + t_n² ‖C[n]‖² and h_n = nn_n + t_n Vt[n]·γ
+    (notes §1.4). Each site's cavity is moment-matched as in :func:`ep_site_targets`; the
+    steps ``new − current`` go to ``step_tau``, ``step_nu`` (N,) (zero where the cavity
+    precision is not positive). Returns the largest |step|, the undamped residual of the
+    fixed-point map. One read of C and Vt; no log Z is computed.
+    """
+    N, M = Vt.shape
+    # First the marginals (A_nn into step_tau, h_n into step_nu, as scratch), then the
+    # per-site scalar work in a loop of its own: two simple loops run about 1.4x faster than
+    # one that interleaves the row reductions with the divisions and erfc of the moments.
+    for n in range(N):
+        c2 = 0.0
+        vg = 0.0
+        for m in range(M):
+            c2 += C[n, m] * C[n, m]
+            vg += Vt[n, m] * gamma[m]
+        step_tau[n] = d[n] + t[n] * t[n] * c2
+        step_nu[n] = nn[n] + t[n] * vg
+    change = 0.0
+    for n in range(N):
+        a = step_tau[n]
+        tc = 1.0 / a - tau[n]
+        if not (tc > 0.0):
+            step_tau[n] = 0.0
+            step_nu[n] = 0.0
+            continue
+        var_c = 1.0 / tc
+        mu_c = (step_nu[n] / a - nu[n]) * var_c
+        alpha, nuq = probit_tilted_moments(y[n], mu_c, var_c, bias)
+        inv_den = 1.0 / (1.0 - var_c * nuq)
+        tn = nuq * inv_den
+        if tn < 0.0:
+            tn = 0.0
+        st = tn - tau[n]
+        sn = (alpha + mu_c * nuq) * inv_den - nu[n]
+        step_tau[n] = st
+        step_nu[n] = sn
+        if abs(st) > change:
+            change = abs(st)
+        if abs(sn) > change:
+            change = abs(sn)
+    return change
+
+
+@jit
+def parallel_apply(Vt, d0, tau, nu, step_tau, step_nu, delta, t, omega, btil, d, nn, Ws, b):
+    """Damped site update and the O(N M) part of the refresh that follows it, fused.
+
+    ``tau += delta step_tau`` (clamped at 0), ``nu += delta step_nu``; then, as in the
+    refresh (notes §1.4, whitened): t = 1/(1 + d0 τ), ω = τ t, b̃ = ν t, d = d0 t,
+    nn = d ν, ``Ws[n] = √ω_n Vt[n]`` (so that S − I = Wsᵀ Ws) and ``b = Vtᵀ b̃`` (M,).
+    All arrays are written in place.
+    """
+    N, M = Vt.shape
+    for m in range(M):
+        b[m] = 0.0
+    for n in range(N):
+        tn_ = tau[n] + delta * step_tau[n]
+        if tn_ < 0.0:
+            tn_ = 0.0
+        tau[n] = tn_
+        nu_n = nu[n] + delta * step_nu[n]
+        nu[n] = nu_n
+        tt = 1.0 / (1.0 + d0[n] * tn_)
+        t[n] = tt
+        om = tn_ * tt
+        omega[n] = om
+        bt = nu_n * tt
+        btil[n] = bt
+        dn = d0[n] * tt
+        d[n] = dn
+        nn[n] = dn * nu_n
+        so = math.sqrt(om)
+        for m in range(M):
+            v = Vt[n, m]
+            Ws[n, m] = so * v
+            b[m] += bt * v
+

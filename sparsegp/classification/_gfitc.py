@@ -87,11 +87,20 @@ class _Posterior:
 
 
 def _upper_factor_of_inverse(S):
-    """Upper R with R^T R = S^{-1}, and log|S|, via the rot180 trick (notes §1.5)."""
-    Lr = np.linalg.cholesky(S[::-1, ::-1])
+    """Upper R with R^T R = S^{-1}, and log|S|, via the rot180 trick (notes §1.5).
+
+    Only the upper triangle of S (M, M) is read. Direct LAPACK calls (potrf on the reversed
+    matrix, trtri): at small M the numpy/scipy wrappers' checks cost more than the algebra.
+    """
+    # reversing rows and columns maps S's upper triangle onto the lower one potrf reads
+    Lr, info = sla.lapack.dpotrf(S[::-1, ::-1], lower=1, clean=1)
+    if info != 0:
+        raise np.linalg.LinAlgError(f"S is not positive definite (potrf info {info})")
     U = Lr[::-1, ::-1]  # upper, U U^T = S
-    R = sla.solve_triangular(U, np.eye(S.shape[0]), lower=False, check_finite=False)
-    return np.ascontiguousarray(R), 2.0 * float(np.sum(np.log(np.diag(U))))
+    R, info = sla.lapack.dtrtri(U, lower=0)
+    if info != 0:
+        raise np.linalg.LinAlgError(f"factor of S is singular (trtri info {info})")
+    return np.ascontiguousarray(R), 2.0 * float(np.sum(np.log(np.diag(Lr))))
 
 
 def _refresh(prior, tau, nu, with_P=True):
@@ -107,20 +116,29 @@ def _refresh(prior, tau, nu, with_P=True):
     post.btil = nu * t
     post.d = prior.d0 * t
     post.P = prior.Vt * t[:, None] if with_P else None
-    M = prior.Vt.shape[1]
-    # S = I + V diag(omega) V^T as a SYRK (half a GEMM; omega >= 0 for the probit), upper part
+    post.nn = post.d * nu
+    # P^T nu = V (t nu) = V btil
+    b = prior.Vt.T @ post.btil
     if np.all(post.omega >= 0.0):
-        Ws = prior.Vt * np.sqrt(post.omega)[:, None]
-        S = sla.blas.dsyrk(1.0, Ws.T, trans=0)
-        S = np.triu(S) + np.triu(S, 1).T
+        _finish_refresh(post, prior.Vt * np.sqrt(post.omega)[:, None], b)
     else:  # negative site precisions (never produced by the probit updates here)
         S = (prior.Vt * post.omega[:, None]).T @ prior.Vt
-    S[np.diag_indices(M)] += 1.0
-    post.R, post.logdet_S = _upper_factor_of_inverse(S)
-    post.nn = post.d * nu
-    # gamma = R^T R P^T nu with P^T nu = V (t nu) = V btil
-    post.gamma = post.R.T @ (post.R @ (prior.Vt.T @ post.btil))
+        _finish_refresh(post, None, b, S)
     return post
+
+
+def _finish_refresh(post, Ws, b, S=None):
+    """The M x M part of a refresh: S = I + Ws^T Ws, its factor R, log|S|, gamma = R^T R b.
+
+    ``Ws`` (N, M) is V^T diag(omega)^{1/2}; S - I is its Gram matrix, formed as a SYRK (half a
+    GEMM, upper triangle only). An explicit ``S - I`` may be passed instead (Ws = None).
+    """
+    if S is None:
+        S = sla.blas.dsyrk(1.0, Ws.T, trans=0)
+    M = S.shape[0]
+    S.flat[::M + 1] += 1.0
+    post.R, post.logdet_S = _upper_factor_of_inverse(S)
+    post.gamma = post.R.T @ (post.R @ b)
 
 
 def _marginals(post):
@@ -139,6 +157,51 @@ def _site_targets(y, tau, nu, diag_a, h, bias):
     out = [np.empty(N) for _ in range(6)]
     _ep.ep_site_targets(y, tau, nu, diag_a, h, float(bias), *out)
     return out  # tau_new, nu_new, log_z, dlog_z, cav_tau, cav_nu
+
+
+class _ParallelWork:
+    """Buffers of the parallel schedule, allocated once per EP run."""
+
+    __slots__ = ("step_tau", "step_nu", "Ws", "b")
+
+    def __init__(self, N, M):
+        self.step_tau = np.empty(N)
+        self.step_nu = np.empty(N)
+        self.Ws = np.empty((N, M))
+        self.b = np.empty(M)
+
+
+def _parallel_step(prior, y, bias, tau, nu, post, work, delta, prev_change, max_delta):
+    """One parallel EP iteration in place: site targets from ``post``, a damped step, refresh.
+
+    The step size adapts (notes §1.6): when the undamped residual (largest |site change|)
+    grew over ``prev_change`` the fixed-point map is overshooting and ``delta`` is halved,
+    not below PARALLEL_MIN_DAMPING; otherwise it grows by 25%, up to ``max_delta``.
+    ``post`` must be an implicit (``with_P=False``) refresh; its site arrays, R, log|S| and
+    gamma are overwritten, as are ``tau`` and ``nu``.
+
+    Work: one TRMM and one SYRK of (N x M) by (M x M), two compiled O(NM) passes and the
+    O(M^3) factor; no N-sized temporaries.
+
+    Returns
+    -------
+    change : float
+        The undamped residual before the step.
+    delta : float
+        The step size used.
+    """
+    # C = Vt R^T: C^T = R V as a TRMM on the Fortran view V = Vt^T (half a GEMM)
+    C = sla.blas.dtrmm(1.0, post.R.T, post.Vt.T, side=0, lower=1, trans_a=1).T
+    change = _ep.parallel_targets(C, post.Vt, post.t, post.d, post.nn, post.gamma, y, tau, nu,
+                                  float(bias), work.step_tau, work.step_nu)
+    if change > prev_change:
+        delta = max(0.5 * delta, PARALLEL_MIN_DAMPING)
+    else:
+        delta = min(1.25 * delta, float(max_delta))
+    _ep.parallel_apply(prior.Vt, prior.d0, tau, nu, work.step_tau, work.step_nu, delta,
+                       post.t, post.omega, post.btil, post.d, post.nn, work.Ws, work.b)
+    _finish_refresh(post, work.Ws, work.b)
+    return change, delta
 
 
 class _EPResult:
@@ -215,26 +278,13 @@ def run_ep(prior, y, bias, tau=None, nu=None, tol=EP_TOL, max_sweeps=EP_MAX_SWEE
     else:
         delta = float(damping)
         prev_change = np.inf
+        work = _ParallelWork(N, M)
         for sweep in range(1, max_sweeps + 1):
-            diag_a, h = _marginals(post)
-            tau_new, nu_new = _site_targets(y, tau, nu, diag_a, h, bias)[:2]
-            step_tau = tau_new - tau
-            step_nu = nu_new - nu
-            change = max(float(np.max(np.abs(step_tau))), float(np.max(np.abs(step_nu))))
-            if change > prev_change:
-                # The undamped fixed-point map overshoots (parallel EP oscillates): halve the
-                # step, down to PARALLEL_MIN_DAMPING (notes §1.6).
-                delta = max(0.5 * delta, PARALLEL_MIN_DAMPING)
-            else:
-                delta = min(1.25 * delta, float(damping))
-            prev_change = change
-            tau += delta * step_tau
-            nu += delta * step_nu
-            np.maximum(tau, 0.0, out=tau)
+            prev_change, delta = _parallel_step(prior, y, bias, tau, nu, post, work, delta,
+                                                prev_change, damping)
             # Converged when the undamped residual of the fixed-point map is below tol: the
             # damped step alone could be small just because the step size is.
-            max_change = change
-            post = _refresh(prior, tau, nu, with_P=False)
+            max_change = prev_change
             if max_change < tol:
                 converged = True
                 break

@@ -66,6 +66,14 @@ def test_probit_tilted_moments_match_quadrature(y, mu, var, bias):
     assert 0 < nu < 1 / (1 + var)
 
 
+@pytest.mark.parametrize("z", [-40.0, -12.0, -5.0, -4.99, -0.3, 0.0, 2.0, 9.0, 40.0])
+def test_probit_moments_only_equal_the_full_tilted_moments(z):
+    for y, var, bias in [(1.0, 0.7, 0.0), (-1.0, 2.5, 0.4)]:
+        mu = z * math.sqrt(1.0 + var) / y - bias
+        _, alpha, nu = probit.probit_tilted(y, mu, var, bias)
+        assert probit.probit_tilted_moments(y, mu, var, bias) == (alpha, nu)
+
+
 # --- Cholesky rank-one ---------------------------------------------------------------------
 
 def _spd(rng, n):
