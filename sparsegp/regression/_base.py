@@ -38,6 +38,13 @@ Per call, the N×M×M work is (a unit being one ``syrk`` (N×M)ᵀ(N×M)):
 * FITC/FIC: Vt (trmm, 1) for diag(Q_ff); S (syrk, 1); Vt H (gemm, 2); Vtᵀ D Vt (syrk, 1);
   Y L_u⁻¹ (trmm, 1).
 
+FITC's six units look like a floor for any exact formulation: diag(Q_ff), S and
+diag((Q + Λ)⁻¹) each need a pass of M² work per row, one after the other (Λ needs the
+first, the third needs S⁻¹); ∂ℒ/∂K_fu mixes two different M×M maps of each row with
+row-dependent weights (two units); and Vtᵀ D Vt has weights known only after the third pass.
+Reordering (e.g. E = Vt L_S⁻ᵀ gives diag((Q + Λ)⁻¹) in one unit) moves units between these
+steps without removing any.
+
 Besides these, one O(N M D) pass computes K_fu and one contracts ∂ℒ/∂K_fu with the SE
 derivatives, each reading its operands once (``sparsegp._numba.regression``).
 """
