@@ -173,8 +173,11 @@ def main(argv=None):
                 elif method in entry:
                     v[r, t] = entry[method]
         curves[labels[method]] = v
+        # a size where no draw reached the target has no mean (NaN), and no warning either
+        reached = np.isfinite(v).sum(axis=0)
+        mean = np.where(reached > 0, np.nansum(v, axis=0) / np.maximum(reached, 1), np.nan)
         print(f"{labels[method]}: mean size per N {n_values}: "
-              f"{np.round(np.nanmean(v, axis=0), 1).tolist()}; draws that never reached "
+              f"{np.round(mean, 1).tolist()}; draws that never reached "
               f"{TARGET:.0%} (left out of the mean): {never.tolist()}")
     ax = plot_learning_curves(n_values, curves)
     top = max(np.nanmax(v) for v in curves.values() if np.isfinite(v).any())
