@@ -58,13 +58,31 @@ PAPER = {"glass": ((.74, .79), (.29, .30)), "new_thyroid": ((.06, .06), (.02, .0
          "waveform3": ((.36, .41), (.16, .16)), "wine": ((.06, .07), (.02, .03))}
 
 
+# The issue allows two sets per method and metric outside the bands (6 of 8 must hold). These
+# are the known misses, measured with this test's protocol (5 folds, estimator defaults), as
+# strict xfails: each still runs its assertions, and turns red if it starts to pass.
+_KNOWN_MISSES = {
+    ("ep", "glass"): "error 0.255 vs paper 0.29: better by 0.035 (NLL 0.722 vs 0.74 holds)",
+    ("ep", "satellite"): "NLL 0.361 vs paper 0.30: worse by 0.061 (error 0.122 vs 0.11 holds)",
+    ("ep", "svmguide2"): "NLL 0.550 vs 0.67 and error 0.165 vs 0.20: both better than the paper",
+    ("sep", "glass"): "NLL 0.845 vs paper 0.79 (+0.055); error 0.245 vs 0.30, better by 0.055",
+    ("sep", "svmguide2"): "NLL 0.564 vs paper 0.74: better by 0.176 (error 0.190 vs 0.20 holds)",
+}
+_UCI_CASES = [
+    pytest.param(method, name, marks=pytest.mark.xfail(reason=_KNOWN_MISSES[method, name],
+                                                       strict=True))
+    if (method, name) in _KNOWN_MISSES else (method, name)
+    for method in ("ep", "sep") for name in sorted(PAPER)
+]
+
+
 @pytest.mark.slow
 @pytest.mark.data
-@pytest.mark.parametrize("name", sorted(PAPER))
-@pytest.mark.parametrize("method", ["ep", "sep"])
-def test_uci_ten_percent_matches_paper(name, method):
+@pytest.mark.parametrize("method, name", _UCI_CASES)
+def test_uci_ten_percent_matches_paper(method, name):
     """Issue 7: mean test NLL within 0.05 of Table 2 and error within 0.03 of Table 3 (the
-    issue asks this on at least 6 of the 8 sets; each set is one test here)."""
+    issue asks this on at least 6 of the 8 sets; each set is one test here). Per method and
+    metric at most two sets miss (``_KNOWN_MISSES``), so the issue's 6-of-8 holds."""
     from sparsegp.datasets import load_dataset
     require_data(name)
     nll, err = [], []
