@@ -1,0 +1,140 @@
+"""BLAS-3 calls on row ranges of C-ordered arrays, callable from compiled kernels.
+
+Numba's ``np.dot`` is the only BLAS-3 routine nopython code has. The O(N M²) passes of the
+sparse models also need a symmetric rank-k update (``syrk``: half a general product) and a
+triangular multiply (``trmm``), and they need them on a range of rows, so that each Numba
+thread can push its own block of rows through several steps while the block is in cache.
+
+The routines are scipy's (``scipy.linalg.cython_blas``, the BLAS scipy itself links), bound
+by symbol name rather than by a ctypes function pointer: a kernel that holds a pointer cannot
+be cached on disk, while a named external symbol is resolved again in every process.
+
+Conventions: a C-ordered (n, M) array is, to Fortran BLAS, its (M, n) transpose with leading
+dimension M; a C-ordered lower-triangular (M, M) factor is an upper-triangular one. All
+arrays must be C-contiguous float64. Callers hold OpenBLAS to one thread while several Numba
+threads call these at once (:func:`sparsegp._threads.single_threaded_blas`); the results are
+the same either way, only the speed differs.
+"""
+import llvmlite.binding as _llvm
+import numpy as np
+from numba import types
+from numba.extending import get_cython_function_address
+
+from ._jit import jit
+
+
+def _bind(name, n_args):
+    symbol = "sparsegp_cython_blas_" + name
+    _llvm.add_symbol(symbol, get_cython_function_address("scipy.linalg.cython_blas", name))
+    return types.ExternalFunction(symbol, types.void(*([types.voidptr] * n_args)))
+
+
+_dgemm = _bind("dgemm", 13)
+_dsyrk = _bind("dsyrk", 10)
+_dtrmm = _bind("dtrmm", 11)
+
+_N, _T, _U, _L = ord("N"), ord("T"), ord("U"), ord("L")
+
+
+@jit
+def _check_c_order(a):
+    # a raw pointer into an F-ordered array would be read as its transpose: refuse it
+    if not a.flags.c_contiguous:
+        raise ValueError("BLAS row kernels need C-contiguous float64 arrays")
+
+
+@jit
+def gemm_rows(A, B, out, lo, hi, beta):
+    """``out[lo:hi] = A[lo:hi] @ B + beta * out[lo:hi]``.
+
+    A (N, M), B (M, K), out (N, K). Rows outside lo..hi-1 are not touched.
+    """
+    M = A.shape[1]
+    K = B.shape[1]
+    _check_c_order(A)
+    _check_c_order(B)
+    _check_c_order(out)
+    if hi <= lo:
+        return
+    ta = np.array([_N], np.int8)
+    # outᵀ (K × n) = Bᵀ (K × M) · Aᵀ (M × n), all in Fortran terms
+    m = np.array([K], np.int32)
+    n = np.array([hi - lo], np.int32)
+    k = np.array([M], np.int32)
+    alpha = np.array([1.0])
+    b = np.array([beta])
+    a_rows = A[lo:hi]
+    out_rows = out[lo:hi]
+    _dgemm(ta.ctypes, ta.ctypes, m.ctypes, n.ctypes, k.ctypes, alpha.ctypes, B.ctypes,
+           m.ctypes, a_rows.ctypes, k.ctypes, b.ctypes, out_rows.ctypes, m.ctypes)
+
+
+@jit
+def syrk_rows(A, lo, hi, C):
+    """Add ``A[lo:hi]ᵀ A[lo:hi]`` to the lower triangle of C (M, M); the upper is not written.
+
+    A is (N, M). Symmetrise C once after all row ranges are in (:func:`symmetrize_lower`).
+    """
+    M = A.shape[1]
+    _check_c_order(A)
+    _check_c_order(C)
+    if hi <= lo:
+        return
+    uplo = np.array([_U], np.int8)        # C's lower triangle is Fortran's upper
+    trans = np.array([_N], np.int8)
+    m = np.array([M], np.int32)
+    k = np.array([hi - lo], np.int32)
+    one = np.array([1.0])
+    rows = A[lo:hi]
+    _dsyrk(uplo.ctypes, trans.ctypes, m.ctypes, k.ctypes, one.ctypes, rows.ctypes, m.ctypes,
+           one.ctypes, C.ctypes, m.ctypes)
+
+
+@jit
+def trmm_rows(A, T, lo, hi, transpose):
+    """``A[lo:hi] <- A[lo:hi] @ T`` (or ``@ Tᵀ`` when ``transpose``), in place.
+
+    T (M, M) is lower triangular (its upper triangle is not read); A is (N, M).
+    """
+    M = A.shape[1]
+    _check_c_order(A)
+    _check_c_order(T)
+    if hi <= lo:
+        return
+    side = np.array([_L], np.int8)
+    uplo = np.array([_U], np.int8)        # T lower in C order is upper to Fortran
+    # (A T)ᵀ = Tᵀ Aᵀ, and Tᵀ is what Fortran sees: no transpose; A Tᵀ needs one
+    ta = np.array([_T if transpose else _N], np.int8)
+    diag = np.array([_N], np.int8)
+    m = np.array([M], np.int32)
+    n = np.array([hi - lo], np.int32)
+    one = np.array([1.0])
+    rows = A[lo:hi]
+    _dtrmm(side.ctypes, uplo.ctypes, ta.ctypes, diag.ctypes, m.ctypes, n.ctypes, one.ctypes,
+           T.ctypes, m.ctypes, rows.ctypes, m.ctypes)
+
+
+@jit
+def symmetrize_lower(C):
+    """Copy the lower triangle of the square C into its upper triangle, in place."""
+    M = C.shape[0]
+    for i in range(M):
+        for j in range(i):
+            C[j, i] = C[i, j]
+
+
+@jit
+def sum_lower_parts(C):
+    """The symmetric sum over the first axis of per-thread lower-triangle Grams C (T, M, M)."""
+    total = C.sum(axis=0)
+    symmetrize_lower(total)
+    return total
+
+
+@jit
+def thread_ranges(N, n_parts):
+    """Start offsets (n_parts + 1,) splitting 0..N into ``n_parts`` near-equal row ranges."""
+    edges = np.empty(n_parts + 1, np.int64)
+    for t in range(n_parts + 1):
+        edges[t] = (N * t) // n_parts
+    return edges
