@@ -19,9 +19,12 @@ Usage::
 ``--quick`` uses N in {2 000, 10 000}, M in {20, 50} and 10 L-BFGS iterations (a smoke run).
 The machine load matters: compare the ratios, and re-measure on a quiet machine.
 ``--threads T`` caps OpenBLAS, OpenMP, Numba and TensorFlow at T threads (set before numpy is
-imported). On an oversubscribed machine multi-threaded OpenBLAS is pathological (A.T @ A was
-measured 20x slower with 2 threads than with 1 at a load average of 20), so use
-``--threads 1`` there.
+imported); without it every library uses its defaults (all cores), which is how sparsegp's
+FITC/DTC/VFE passes are meant to run: they split rows among Numba's threads and hold OpenBLAS
+to one thread themselves. The references run with the same settings, so on a machine with
+several cores report both the default run and ``--threads 1``. On an oversubscribed machine
+multi-threaded OpenBLAS is pathological (A.T @ A was measured 20x slower with 2 threads than
+with 1 at a load average of 20), so use ``--threads 1`` there.
 """
 import argparse
 import os

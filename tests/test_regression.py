@@ -395,12 +395,32 @@ def test_figure5_script_runs_quick(tmp_path):
 @pytest.mark.parametrize("method", ["fitc", "dtc", "vfe", "pitc"])
 def test_parallel_kernels_agree_with_serial(method, monkeypatch):
     X, y, Z, ls, blocks = _problem(N=60)
+    monkeypatch.setattr(_base, "_n_parts", lambda: 1)
     serial = _base.sparse_lml(X, y, Z, S2, ls, SN2, method, blocks)
     monkeypatch.setattr(_base, "_PARALLEL_SIZE", 0)      # force the threaded code paths
+    # uneven row ranges, more of them than rows per block, and blocks that do not divide them
+    monkeypatch.setattr(_base, "_n_parts", lambda: 4)
+    monkeypatch.setattr(_base, "ROW_BLOCK", 7)
     parallel = _base.sparse_lml(X, y, Z, S2, ls, SN2, method, blocks)
     assert parallel[0] == pytest.approx(serial[0], rel=1e-13)
     for key in ("variance", "lengthscale", "noise_variance", "inducing_points"):
         np.testing.assert_allclose(parallel[1][key], serial[1][key], rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("method", ["dtc", "fitc", "pitc"])
+def test_whitened_adjoint_of_alpha_is_gamma(method):
+    """Vtᵀ α = γ (= L_uᵀ w): the gradient passes use γ for p and never sum Vtᵀ α over rows.
+
+    α = (Q + Λ)⁻¹ y and Vt = K_fu L_u⁻ᵀ come from the dense effective covariance here.
+    """
+    X, y, Z, ls, blocks = _problem(seed=2, N=50, M=7)
+    _, _, post = _base.sparse_lml(X, y, Z, S2, ls, SN2, method, blocks, jitter=JIT)
+    Kuu = ref.se(Z, Z, S2, ls) + JIT * S2 * np.eye(len(Z))
+    Lu = np.linalg.cholesky(Kuu)
+    Vt = np.linalg.solve(Lu, ref.se(Z, X, S2, ls)).T
+    alpha = np.linalg.solve(ref.effective_covariances(method, X, Z, S2, ls, SN2, JIT, blocks),
+                            y)
+    assert _rel(Lu.T @ post.w, Vt.T @ alpha) < 1e-10
 
 
 @pytest.mark.parametrize("method", ["sor", "dtc", "fitc", "pitc", "vfe"])

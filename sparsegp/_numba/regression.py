@@ -1,12 +1,15 @@
-"""Compiled row-wise passes for the sparse regression evidence gradient (notes §4.3).
+"""Compiled passes for the sparse regression evidence and its gradient (notes §4.3).
 
-The O(N M²) products stay in BLAS; these kernels do the O(N M) and O(N M D) passes that numpy
-would spread over several N×M temporaries, each reading its N×M operands once: the SE cross
-covariance, FITC's diagonal Λ and scaling, the K_fu adjoint, and the contraction of that
-adjoint with the SE derivatives. Each pass is a serial row-range kernel plus a ``parallel``
-driver over row chunks with private accumulators; callers use the serial form for small
-problems, where starting threads costs more than the work. Inner loops run over the M
-inducing points (contiguous), so LLVM vectorises them.
+FITC and SoR/DTC/VFE run as two phases, :func:`fitc_forward` / :func:`dtc_forward` and
+:func:`fitc_backward` / :func:`dtc_backward`. Each splits the N rows among the Numba threads;
+a thread walks its own rows in blocks of a thousand or so and, while a block is in cache,
+takes it through every O(N M²) BLAS-3 call (trmm, syrk, gemm, through
+:mod:`sparsegp._numba.blas`) and every O(N M) or O(N M D) loop of that phase, keeping its own
+M×M and D×M sums. So two cores do twice the BLAS work of one, and no N×M array makes a round
+trip to memory between steps. The row kernels (``*_rows``) are the loops; the SE cross
+covariance and the contraction also have ``parallel`` drivers of their own for the kernel
+matrix and PITC. Inner loops run over the M inducing points (contiguous), so LLVM vectorises
+them.
 """
 import math
 
@@ -14,6 +17,7 @@ import numba
 import numpy as np
 
 from ._jit import jit
+from .blas import gemm_rows, sum_lower_parts, syrk_rows, thread_ranges, trmm_rows
 
 
 @jit
@@ -70,56 +74,47 @@ def fitc_scale_rows(Vt, y, s2, sn2, lam, U, ys, r, lo, hi):
             r[m] += u * yn
 
 
-@jit(parallel=True)
-def fitc_scale_parallel(Vt, y, s2, sn2, lam, U, ys, n_chunks):
-    """:func:`fitc_scale_rows` over all rows in ``n_chunks`` parallel chunks; returns r."""
-    N, M = Vt.shape
-    r = np.zeros((n_chunks, M))
-    step = (N + n_chunks - 1) // n_chunks
-    for c in numba.prange(n_chunks):
-        fitc_scale_rows(Vt, y, s2, sn2, lam, U, ys, r[c], c * step, min(N, (c + 1) * step))
-    return r.sum(axis=0)
-
-
 @jit
-def dtc_alpha_rows(A, y, w, sn2, alpha, pa, lo, hi):
-    """Rows lo..hi-1 of ``alpha = (y − A w)/σ²`` with ``pa += Aᵀ alpha`` (M) accumulated.
+def _whiten_rows(K, V, Li, lo, hi):
+    """Rows lo..hi-1 of ``V = K L_u⁻ᵀ`` (K kept), with Li = L_u⁻¹ lower triangular."""
+    V[lo:hi] = K[lo:hi]
+    trmm_rows(V, Li, lo, hi, True)
 
-    For SoR/DTC/VFE with A = Vt and w = S⁻¹ Vtᵀ y/σ², α = (Q + σ² I)⁻¹ y and pa = Vtᵀ α; one
-    read of A (N, M) replaces two BLAS gemv passes.
+
+@jit(parallel=True)
+def fitc_forward(K, V, U, Li, y, s2, sn2, lam, ys, n_parts, block):
+    """The O(N M²) forward pass of the FITC evidence, rows split among ``n_parts`` threads.
+
+    Each thread walks its rows in blocks of ``block`` and, while a block is in cache, forms
+    ``V = K L_u⁻ᵀ`` (trmm), Λ, ``U = Λ^-½ V``, ``ys = Λ^-½ y`` (:func:`fitc_scale_rows`) and
+    adds ``Uᵀ U`` to its own Gram matrix (syrk).
+
+    K, V, U: (N, M); y, lam, ys: (N,); Li (M, M) = L_u⁻¹. Returns ``(G, r)``: G (M, M) =
+    Vᵀ Λ⁻¹ V (symmetric) and r (M,) = Vᵀ Λ⁻¹ y.
     """
-    M = A.shape[1]
-    for n in range(lo, hi):
-        s = 0.0
-        for m in range(M):
-            s += A[n, m] * w[m]
-        a = (y[n] - s) / sn2
-        alpha[n] = a
-        for m in range(M):
-            pa[m] += a * A[n, m]
-
-
-@jit(parallel=True)
-def dtc_alpha_parallel(A, y, w, sn2, alpha, n_chunks):
-    """:func:`dtc_alpha_rows` over all rows in parallel chunks; returns ``pa = Aᵀ alpha``."""
-    N, M = A.shape
-    pa = np.zeros((n_chunks, M))
-    step = (N + n_chunks - 1) // n_chunks
-    for c in numba.prange(n_chunks):
-        dtc_alpha_rows(A, y, w, sn2, alpha, pa[c], c * step, min(N, (c + 1) * step))
-    return pa.sum(axis=0)
+    N, M = K.shape
+    edges = thread_ranges(N, n_parts)
+    G = np.zeros((n_parts, M, M))
+    r = np.zeros((n_parts, M))
+    for t in numba.prange(n_parts):
+        for lo in range(edges[t], edges[t + 1], block):
+            hi = min(lo + block, edges[t + 1])
+            _whiten_rows(K, V, Li, lo, hi)
+            fitc_scale_rows(V, y, s2, sn2, lam, U, ys, r[t], lo, hi)
+            syrk_rows(U, lo, hi, G[t])
+    return sum_lower_parts(G), r.sum(axis=0)
 
 
 @jit
-def fitc_adjoint_rows(P, Vt, y, lam, gamma, alpha, p, lo, hi):
+def fitc_adjoint_rows(P, Vt, y, lam, gamma, alpha, lo, hi):
     """Rows lo..hi-1 of FITC's K_fu adjoint (in whitened form), in place; returns Σ g_n.
 
     On entry P = Vt H (H = S⁻¹). With ω = 1/Λ, α = ω (y − Vt γ), h_n = ω_n² (P Vtᵀ)_nn and
     g = ½(α² − ω + h) = diag ∂ℒ/∂(Q + Λ):
 
-    * ``alpha[n] <- α_n`` and ``p += Σ_n α_n Vt[n]`` (p = Vtᵀ α, M);
+    * ``alpha[n] <- α_n``;
     * ``P[n] <- −ω_n P[n] − 2 g_n Vt[n]`` — the adjoint Y of ``sparsegp.regression._base``
-      without its rank-one term α pᵀ, which the caller adds after the solve with L_u;
+      without its rank-one term α γᵀ, which the contraction adds;
     * ``Vt[n] <- √(α_n² + h_n) Vt[n]``, so that Vtᵀ Vt is then Vtᵀ diag(α² + h) Vt.
     """
     M = Vt.shape[1]
@@ -139,23 +134,99 @@ def fitc_adjoint_rows(P, Vt, y, lam, gamma, alpha, p, lo, hi):
         sc = math.sqrt(max(a * a + h, 0.0))
         for m in range(M):
             v = Vt[n, m]
-            p[m] += a * v
             P[n, m] = -om * P[n, m] - 2.0 * g * v
             Vt[n, m] = sc * v
     return trg
 
 
 @jit(parallel=True)
-def fitc_adjoint_parallel(P, Vt, y, lam, gamma, alpha, n_chunks):
-    """:func:`fitc_adjoint_rows` over all rows in parallel chunks; returns ``(p, Σ g)``."""
-    N, M = Vt.shape
-    p = np.zeros((n_chunks, M))
-    trg = np.zeros(n_chunks)
-    step = (N + n_chunks - 1) // n_chunks
-    for c in numba.prange(n_chunks):
-        trg[c] = fitc_adjoint_rows(P, Vt, y, lam, gamma, alpha, p[c], c * step,
-                                   min(N, (c + 1) * step))
-    return p.sum(axis=0), trg.sum()
+def fitc_backward(Xs, ZsT, K, V, Y, H, Li, y, lam, gamma, wt, alpha, n_parts, block):
+    """The O(N M²) gradient pass of FITC, rows split among ``n_parts`` threads.
+
+    Per block of rows, in cache: ``Y = V H`` (gemm), the adjoint (:func:`fitc_adjoint_rows`,
+    which also rescales V), that V's Gram matrix (syrk), ``W = Y L_u⁻¹`` (trmm, in Y) and the
+    SE contraction of ``(W + α wtᵀ) ⊙ K`` (:func:`se_contract_rows`).
+
+    Xs (N, D), ZsT (D, M): inputs over the length-scales; K, V, Y: (N, M), V and Y
+    overwritten; H (M, M) = S⁻¹; wt (M,) = L_u⁻ᵀ γ; alpha (N,) is written. Returns
+    ``(trg, C, gz, gq, cs)``: Σ g, C (M, M) = Vᵀ diag(α² + h) V and the contraction sums.
+    """
+    N, M = K.shape
+    D = Xs.shape[1]
+    edges = thread_ranges(N, n_parts)
+    trg = np.zeros(n_parts)
+    C = np.zeros((n_parts, M, M))
+    gz = np.zeros((n_parts, D, M))
+    gq = np.zeros((n_parts, D, M))
+    cs = np.zeros((n_parts, M))
+    for t in numba.prange(n_parts):
+        for lo in range(edges[t], edges[t + 1], block):
+            hi = min(lo + block, edges[t + 1])
+            gemm_rows(V, H, Y, lo, hi, 0.0)
+            trg[t] += fitc_adjoint_rows(Y, V, y, lam, gamma, alpha, lo, hi)
+            syrk_rows(V, lo, hi, C[t])
+            trmm_rows(Y, Li, lo, hi, False)
+            se_contract_rows(Xs, ZsT, K, Y, alpha, wt, gz[t], gq[t], cs[t], lo, hi)
+    return trg.sum(), sum_lower_parts(C), gz.sum(axis=0), gq.sum(axis=0), cs.sum(axis=0)
+
+
+@jit(parallel=True)
+def dtc_forward(K, V, Li, y, n_parts, block):
+    """The O(N M²) forward pass of SoR/DTC/VFE: ``V = K L_u⁻ᵀ`` and its Gram matrix.
+
+    Rows are split among ``n_parts`` threads, each walking its rows in blocks of ``block``.
+    K, V: (N, M). Returns ``(G, b)``: G (M, M) = Vᵀ V (symmetric) and b (M,) = Vᵀ y.
+    """
+    N, M = K.shape
+    edges = thread_ranges(N, n_parts)
+    G = np.zeros((n_parts, M, M))
+    b = np.zeros((n_parts, M))
+    for t in numba.prange(n_parts):
+        for lo in range(edges[t], edges[t + 1], block):
+            hi = min(lo + block, edges[t + 1])
+            _whiten_rows(K, V, Li, lo, hi)
+            syrk_rows(V, lo, hi, G[t])
+            for n in range(lo, hi):
+                for m in range(M):
+                    b[t, m] += V[n, m] * y[n]
+    return sum_lower_parts(G), b.sum(axis=0)
+
+
+@jit
+def dtc_alpha_rows(A, y, w, sn2, alpha, lo, hi):
+    """Rows lo..hi-1 of ``alpha = (y − A w)/σ²``.
+
+    For SoR/DTC/VFE with A = Vt and w = S⁻¹ Vtᵀ y/σ² this is α = (Q + σ² I)⁻¹ y.
+    """
+    M = A.shape[1]
+    for n in range(lo, hi):
+        s = 0.0
+        for m in range(M):
+            s += A[n, m] * w[m]
+        alpha[n] = (y[n] - s) / sn2
+
+
+@jit(parallel=True)
+def dtc_backward(Xs, ZsT, K, V, W, P, y, gamma, sn2, wt, alpha, n_parts, block):
+    """The O(N M²) gradient pass of SoR/DTC/VFE, rows split among ``n_parts`` threads.
+
+    Per block of rows: α (:func:`dtc_alpha_rows`), ``W = V P`` (gemm) and the SE contraction
+    of ``(W + α wtᵀ) ⊙ K``. Xs (N, D), ZsT (D, M); K, V, W: (N, M), W written; P (M, M);
+    wt (M,); alpha (N,) written. Returns the contraction sums ``(gz, gq, cs)``.
+    """
+    N, M = K.shape
+    D = Xs.shape[1]
+    edges = thread_ranges(N, n_parts)
+    gz = np.zeros((n_parts, D, M))
+    gq = np.zeros((n_parts, D, M))
+    cs = np.zeros((n_parts, M))
+    for t in numba.prange(n_parts):
+        for lo in range(edges[t], edges[t + 1], block):
+            hi = min(lo + block, edges[t + 1])
+            dtc_alpha_rows(V, y, gamma, sn2, alpha, lo, hi)
+            gemm_rows(V, P, W, lo, hi, 0.0)
+            se_contract_rows(Xs, ZsT, K, W, alpha, wt, gz[t], gq[t], cs[t], lo, hi)
+    return gz.sum(axis=0), gq.sum(axis=0), cs.sum(axis=0)
 
 
 @jit
