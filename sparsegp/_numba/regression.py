@@ -82,26 +82,28 @@ def _whiten_rows(K, V, Li, lo, hi):
 
 
 @jit(parallel=True)
-def fitc_forward(K, V, U, Li, y, s2, sn2, lam, ys, n_parts, block):
+def fitc_forward(K, V, Li, y, s2, sn2, lam, ys, n_parts, block):
     """The O(N M²) forward pass of the FITC evidence, rows split among ``n_parts`` threads.
 
     Each thread walks its rows in blocks of ``block`` and, while a block is in cache, forms
-    ``V = K L_u⁻ᵀ`` (trmm), Λ, ``U = Λ^-½ V``, ``ys = Λ^-½ y`` (:func:`fitc_scale_rows`) and
-    adds ``Uᵀ U`` to its own Gram matrix (syrk).
+    ``V = K L_u⁻ᵀ`` (trmm), Λ, ``ys = Λ^-½ y`` and, in a block-sized scratch array,
+    ``U = Λ^-½ V`` (:func:`fitc_scale_rows`), whose Gram matrix it adds to its own (syrk).
 
-    K, V, U: (N, M); y, lam, ys: (N,); Li (M, M) = L_u⁻¹. Returns ``(G, r)``: G (M, M) =
-    Vᵀ Λ⁻¹ V (symmetric) and r (M,) = Vᵀ Λ⁻¹ y.
+    K, V: (N, M), V written; y, lam, ys: (N,); Li (M, M) = L_u⁻¹. Returns ``(G, r)``:
+    G (M, M) = Vᵀ Λ⁻¹ V (symmetric) and r (M,) = Vᵀ Λ⁻¹ y.
     """
     N, M = K.shape
     edges = thread_ranges(N, n_parts)
     G = np.zeros((n_parts, M, M))
     r = np.zeros((n_parts, M))
     for t in numba.prange(n_parts):
+        Ub = np.empty((block, M))
         for lo in range(edges[t], edges[t + 1], block):
             hi = min(lo + block, edges[t + 1])
+            nb = hi - lo
             _whiten_rows(K, V, Li, lo, hi)
-            fitc_scale_rows(V, y, s2, sn2, lam, U, ys, r[t], lo, hi)
-            syrk_rows(U, lo, hi, G[t])
+            fitc_scale_rows(V[lo:hi], y[lo:hi], s2, sn2, lam[lo:hi], Ub, ys[lo:hi], r[t], 0, nb)
+            syrk_rows(Ub, 0, nb, G[t])
     return sum_lower_parts(G), r.sum(axis=0)
 
 
@@ -140,15 +142,16 @@ def fitc_adjoint_rows(P, Vt, y, lam, gamma, alpha, lo, hi):
 
 
 @jit(parallel=True)
-def fitc_backward(Xs, ZsT, K, V, Y, H, Li, y, lam, gamma, wt, alpha, n_parts, block):
+def fitc_backward(Xs, ZsT, K, V, H, Li, y, lam, gamma, wt, alpha, n_parts, block):
     """The O(N M²) gradient pass of FITC, rows split among ``n_parts`` threads.
 
-    Per block of rows, in cache: ``Y = V H`` (gemm), the adjoint (:func:`fitc_adjoint_rows`,
-    which also rescales V), that V's Gram matrix (syrk), ``W = Y L_u⁻¹`` (trmm, in Y) and the
-    SE contraction of ``(W + α wtᵀ) ⊙ K`` (:func:`se_contract_rows`).
+    Per block of rows, in cache: ``Y = V H`` (gemm, into block-sized scratch), the adjoint
+    (:func:`fitc_adjoint_rows`, which also rescales V), that V's Gram matrix (syrk),
+    ``W = Y L_u⁻¹`` (trmm, in Y) and the SE contraction of ``(W + α wtᵀ) ⊙ K``
+    (:func:`se_contract_rows`).
 
-    Xs (N, D), ZsT (D, M): inputs over the length-scales; K, V, Y: (N, M), V and Y
-    overwritten; H (M, M) = S⁻¹; wt (M,) = L_u⁻ᵀ γ; alpha (N,) is written. Returns
+    Xs (N, D), ZsT (D, M): inputs over the length-scales; K, V: (N, M), V overwritten;
+    H (M, M) = S⁻¹; wt (M,) = L_u⁻ᵀ γ; alpha (N,) is written. Returns
     ``(trg, C, gz, gq, cs)``: Σ g, C (M, M) = Vᵀ diag(α² + h) V and the contraction sums.
     """
     N, M = K.shape
@@ -160,13 +163,18 @@ def fitc_backward(Xs, ZsT, K, V, Y, H, Li, y, lam, gamma, wt, alpha, n_parts, bl
     gq = np.zeros((n_parts, D, M))
     cs = np.zeros((n_parts, M))
     for t in numba.prange(n_parts):
+        Yb = np.empty((block, M))
         for lo in range(edges[t], edges[t + 1], block):
             hi = min(lo + block, edges[t + 1])
-            gemm_rows(V, H, Y, lo, hi, 0.0)
-            trg[t] += fitc_adjoint_rows(Y, V, y, lam, gamma, alpha, lo, hi)
-            syrk_rows(V, lo, hi, C[t])
-            trmm_rows(Y, Li, lo, hi, False)
-            se_contract_rows(Xs, ZsT, K, Y, alpha, wt, gz[t], gq[t], cs[t], lo, hi)
+            nb = hi - lo
+            Vb = V[lo:hi]
+            gemm_rows(Vb, H, Yb, 0, nb, 0.0)
+            trg[t] += fitc_adjoint_rows(Yb, Vb, y[lo:hi], lam[lo:hi], gamma, alpha[lo:hi], 0,
+                                        nb)
+            syrk_rows(Vb, 0, nb, C[t])
+            trmm_rows(Yb, Li, 0, nb, False)
+            se_contract_rows(Xs[lo:hi], ZsT, K[lo:hi], Yb, alpha[lo:hi], wt, gz[t], gq[t],
+                             cs[t], 0, nb)
     return trg.sum(), sum_lower_parts(C), gz.sum(axis=0), gq.sum(axis=0), cs.sum(axis=0)
 
 
@@ -207,12 +215,13 @@ def dtc_alpha_rows(A, y, w, sn2, alpha, lo, hi):
 
 
 @jit(parallel=True)
-def dtc_backward(Xs, ZsT, K, V, W, P, y, gamma, sn2, wt, alpha, n_parts, block):
+def dtc_backward(Xs, ZsT, K, V, P, y, gamma, sn2, wt, alpha, n_parts, block):
     """The O(N M²) gradient pass of SoR/DTC/VFE, rows split among ``n_parts`` threads.
 
-    Per block of rows: α (:func:`dtc_alpha_rows`), ``W = V P`` (gemm) and the SE contraction
-    of ``(W + α wtᵀ) ⊙ K``. Xs (N, D), ZsT (D, M); K, V, W: (N, M), W written; P (M, M);
-    wt (M,); alpha (N,) written. Returns the contraction sums ``(gz, gq, cs)``.
+    Per block of rows: α (:func:`dtc_alpha_rows`), ``W = V P`` (gemm, into block-sized
+    scratch) and the SE contraction of ``(W + α wtᵀ) ⊙ K``. Xs (N, D), ZsT (D, M); K, V:
+    (N, M); P (M, M); wt (M,); alpha (N,) written. Returns the contraction sums
+    ``(gz, gq, cs)``.
     """
     N, M = K.shape
     D = Xs.shape[1]
@@ -221,11 +230,14 @@ def dtc_backward(Xs, ZsT, K, V, W, P, y, gamma, sn2, wt, alpha, n_parts, block):
     gq = np.zeros((n_parts, D, M))
     cs = np.zeros((n_parts, M))
     for t in numba.prange(n_parts):
+        Wb = np.empty((block, M))
         for lo in range(edges[t], edges[t + 1], block):
             hi = min(lo + block, edges[t + 1])
+            nb = hi - lo
             dtc_alpha_rows(V, y, gamma, sn2, alpha, lo, hi)
-            gemm_rows(V, P, W, lo, hi, 0.0)
-            se_contract_rows(Xs, ZsT, K, W, alpha, wt, gz[t], gq[t], cs[t], lo, hi)
+            gemm_rows(V[lo:hi], P, Wb, 0, nb, 0.0)
+            se_contract_rows(Xs[lo:hi], ZsT, K[lo:hi], Wb, alpha[lo:hi], wt, gz[t], gq[t],
+                             cs[t], 0, nb)
     return gz.sum(axis=0), gq.sum(axis=0), cs.sum(axis=0)
 
 

@@ -367,8 +367,8 @@ def _dtc_lml(X, y, Z, s2, lengthscale, sn2, Lu, Li, used, Kzz, A, eval_gradient,
     P = -((H / sn2 + 2.0 * dconst * eye) @ Li)
     alpha = np.empty(N)                                      # (Q + σ² I)⁻¹ y = (y − Vt γ)/σ²
     Xs, ZsT = _scaled_inputs(X, Z, lengthscale)
-    gz, gq, cs = _nr.dtc_backward(Xs, ZsT, A, Vt, ws.array("W", A.shape), P, y, gamma, sn2,
-                                  wt, alpha, _n_parts(), ROW_BLOCK)
+    gz, gq, cs = _nr.dtc_backward(Xs, ZsT, A, Vt, P, y, gamma, sn2, wt, alpha, _n_parts(),
+                                  ROW_BLOCK)
     # tr (Q + σ² I)⁻¹ = (N − tr(Vtᵀ Vt H)/σ²)/σ² = (N − M + tr H)/σ², since (S − I) H = I − H
     trG = 0.5 * (alpha @ alpha - (N - M + np.trace(H)) / sn2)
     grad_noise = trG + (trace_gap / (2.0 * sn2 * sn2) if method == "vfe" else 0.0)
@@ -385,10 +385,9 @@ def _fitc_lml(X, y, Z, s2, lengthscale, sn2, Lu, Li, used, Kzz, A, eval_gradient
     M = Z.shape[0]
     eye = np.eye(M)
     Vt = ws.array("Vt", A.shape)
-    U = ws.array("U", A.shape)                               # Λ^-½ Vt
     Lam = np.empty(N)
     ys = np.empty(N)                                         # Λ^-½ y
-    S, r = _nr.fitc_forward(A, Vt, U, Li, y, s2, sn2, Lam, ys, _n_parts(), ROW_BLOCK)
+    S, r = _nr.fitc_forward(A, Vt, Li, y, s2, sn2, Lam, ys, _n_parts(), ROW_BLOCK)
     if not np.all(Lam > 0):
         raise np.linalg.LinAlgError("FITC diagonal Λ is not positive")
     S[np.diag_indices(M)] += 1.0                             # I + Vtᵀ Λ⁻¹ Vt
@@ -406,8 +405,8 @@ def _fitc_lml(X, y, Z, s2, lengthscale, sn2, Lu, Li, used, Kzz, A, eval_gradient
     H = LSi.T @ LSi                                          # S⁻¹
     alpha = np.empty(N)
     Xs, ZsT = _scaled_inputs(X, Z, lengthscale)
-    # The pass overwrites U with ∂ℒ/∂K_fu less α wtᵀ and Vt with diag(α² + h)^½ Vt (kernel)
-    trG, C, gz, gq, cs = _nr.fitc_backward(Xs, ZsT, A, Vt, U, H, Li, y, Lam, gamma, wt, alpha,
+    # The pass overwrites Vt with diag(α² + h)^½ Vt (see the kernel)
+    trG, C, gz, gq, cs = _nr.fitc_backward(Xs, ZsT, A, Vt, H, Li, y, Lam, gamma, wt, alpha,
                                            _n_parts(), ROW_BLOCK)
     # Vtᵀ diag(g) Vt = ½(Vtᵀ diag(α² + h) Vt − Vtᵀ Λ⁻¹ Vt)
     VdV = 0.5 * (C - (S - eye))
