@@ -348,13 +348,15 @@ class SparseGPRegressor(BaseEstimator):
                 f, _ = objective(xk)
                 print(f"[SparseGPRegressor] iter {state['it']:4d}  log ML {-f:.6g}")
 
-        if self.optimizer == "lbfgs":
-            bounds = [(-_LOG_BOUND, _LOG_BOUND)] * n_th + [(None, None)] * (x0.size - n_th)
-            res = minimize(objective, x0, jac=True, method="L-BFGS-B", bounds=bounds,
-                           callback=callback, options={"maxiter": self.max_iter})
-        else:
-            res = minimize(objective, x0, jac=True, method="CG", callback=callback,
-                           options={"maxiter": self.max_iter})
+        # one OpenBLAS thread-count switch for the whole run, not two per evaluation
+        with _base.blas_pin(self.approximation):
+            if self.optimizer == "lbfgs":
+                bounds = [(-_LOG_BOUND, _LOG_BOUND)] * n_th + [(None, None)] * (x0.size - n_th)
+                res = minimize(objective, x0, jac=True, method="L-BFGS-B", bounds=bounds,
+                               callback=callback, options={"maxiter": self.max_iter})
+            else:
+                res = minimize(objective, x0, jac=True, method="CG", callback=callback,
+                               options={"maxiter": self.max_iter})
         x = res.x
         Z = np.ascontiguousarray(x[n_th:].reshape(Zshape)) if move_Z else Z0
         # status 1 is the user's iteration cap (reported through n_iter_, as in the classifiers);
