@@ -13,7 +13,12 @@ import pytest
 from sparsegp import SparseGPRegressor
 from sparsegp.regression import _base
 
-pytestmark = pytest.mark.slow
+pytestmark = [
+    pytest.mark.slow,
+    # GPy's parameter library (paramz) assigns ndarray.data, which numpy >= 2.x deprecates;
+    # a notice about GPy's internals, not about anything compared here
+    pytest.mark.filterwarnings("ignore:Assigning the 'data' attribute:DeprecationWarning"),
+]
 
 S2, SN2 = 1.3, 0.05
 LS = np.array([0.8, 1.1, 1.5])
