@@ -98,9 +98,14 @@ def test_incremental_representation_equals_refresh_after_each_site():
         post = G._refresh(prior, tau, nu)
 
 
+@pytest.mark.parametrize("n_parts, row_block", [(1, 1024), (4, 7)])
 @pytest.mark.parametrize("delta, prev_change", [(1.0, np.inf), (0.6, 0.0)])
-def test_fused_parallel_step_equals_targets_damping_and_refresh(delta, prev_change):
-    """One compiled parallel iteration = site targets + damped step + a fresh refresh."""
+def test_fused_parallel_step_equals_targets_damping_and_refresh(delta, prev_change, n_parts,
+                                                                row_block, monkeypatch):
+    """One compiled parallel iteration = site targets + damped step + a fresh refresh, however
+    the rows are split among threads and blocks (uneven ranges, blocks not dividing them)."""
+    monkeypatch.setattr(G, "_n_parts", lambda: n_parts)
+    monkeypatch.setattr(G, "ROW_BLOCK", row_block)
     X, y = _xor(50, seed=8)
     Z = X[:7] + 0.05
     prior = G._FITCPrior(X, Z, 1.1, np.array([0.9, 1.3]), 1e-6)
@@ -442,3 +447,26 @@ def test_ard_fit_learns_irrelevant_dimension():
     assert clf.lengthscale_.shape == (2,)
     assert clf.lengthscale_[1] > 2 * clf.lengthscale_[0]
     assert clf.log_evidence_gradient_["lengthscale"].shape == (2,)
+
+
+@pytest.mark.parametrize("schedule, pinned", [("parallel", True), ("sequential", False)])
+def test_fit_holds_openblas_at_one_thread_and_restores_it(schedule, pinned, monkeypatch,
+                                                         openblas_at_two_threads):
+    """The parallel schedule's optimiser runs with OpenBLAS at one thread throughout (its EP
+    phases call BLAS on every Numba thread); the user's counts come back after fit."""
+    counts = openblas_at_two_threads
+    seen = []
+    original = G.log_evidence_gradient
+
+    def spy(*args):
+        seen.append(counts())
+        return original(*args)
+
+    monkeypatch.setattr(G, "log_evidence_gradient", spy)
+    X, y = _xor(60, seed=5)
+    GFITCClassifier(n_inducing=5, max_iter=3, schedule=schedule, random_state=0).fit(X, y)
+    optimiser_calls = seen[:-1]                  # the last evaluation is fit's final one
+    assert len(optimiser_calls) >= 3
+    expected = 1 if pinned else 2
+    assert all(set(c) == {expected} for c in optimiser_calls)
+    assert set(counts()) == {2}

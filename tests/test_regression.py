@@ -474,34 +474,24 @@ def test_median_split_blocks_partition_and_balance():
 
 
 @pytest.mark.parametrize("method, pinned", [("fitc", True), ("vfe", True), ("pitc", False)])
-def test_fit_holds_openblas_at_one_thread_and_restores_it(method, pinned, monkeypatch):
+def test_fit_holds_openblas_at_one_thread_and_restores_it(method, pinned, monkeypatch,
+                                                         openblas_at_two_threads):
     """The row-split methods run every evaluation with OpenBLAS at one thread (one switch per
     optimisation, not two per evaluation); the user's thread counts come back after fit."""
-    from sparsegp import _threads
-    controls = _threads.openblas_controls()
-    if not controls:
-        pytest.skip("no OpenBLAS with thread controls is loaded: the pin is a no-op here")
+    counts = openblas_at_two_threads
     seen = []
     original = _base.sparse_lml
 
     def spy(*args, **kwargs):
-        seen.append(tuple(get() for get, _ in controls))
+        seen.append(counts())
         return original(*args, **kwargs)
 
     monkeypatch.setattr(_base, "sparse_lml", spy)
-    saved = [get() for get, _ in controls]
     X, y, Z, ls, blocks = _problem(N=50)
-    try:
-        for _, put in controls:
-            put(2)
-        SparseGPRegressor(method, inducing_points=Z, max_iter=3,
-                          blocks=blocks if method == "pitc" else None).fit(X, y)
-        after = [get() for get, _ in controls]
-    finally:
-        for (_, put), n in zip(controls, saved):
-            put(n)
-    assert len(seen) > 3
+    SparseGPRegressor(method, inducing_points=Z, max_iter=3,
+                      blocks=blocks if method == "pitc" else None).fit(X, y)
     optimiser_calls = seen[:-1]                  # the last evaluation is fit's final one
-    expected = (1,) * len(controls) if pinned else (2,) * len(controls)
-    assert all(s == expected for s in optimiser_calls)
-    assert after == [2] * len(controls)
+    assert len(optimiser_calls) >= 3
+    expected = 1 if pinned else 2
+    assert all(set(c) == {expected} for c in optimiser_calls)
+    assert set(counts()) == {2}

@@ -20,7 +20,11 @@ from scratch, so an untouched factor is not needed.
 """
 import math
 
+import numba
+import numpy as np
+
 from ._jit import jit
+from .blas import sum_lower_parts, syrk_rows, thread_ranges, trmm_rows
 from .linalg import DOWNDATE_MARGIN
 from .probit import probit_tilted, probit_tilted_moments
 
@@ -347,3 +351,59 @@ def parallel_apply(Vt, d0, tau, nu, step_tau, step_nu, delta, t, omega, btil, d,
             Ws[n, m] = so * v
             b[m] += bt * v
 
+
+
+@jit(parallel=True)
+def parallel_targets_split(Vt, RT, t, d, nn, gamma, y, tau, nu, bias, step_tau, step_nu,
+                           n_parts, block):
+    """:func:`parallel_targets` with the rows split among ``n_parts`` threads.
+
+    Each thread forms ``C = Vt Rᵀ`` for a block of ``block`` rows at a time in scratch
+    (trmm; ``RT`` (M, M) is Rᵀ, lower triangular, C-contiguous) and runs the fused targets on
+    that block while it is in cache. Arguments otherwise as :func:`parallel_targets`; returns
+    the largest |step| over all sites.
+    """
+    N, M = Vt.shape
+    edges = thread_ranges(N, n_parts)
+    change = np.zeros(n_parts)
+    for p in numba.prange(n_parts):
+        Cb = np.empty((block, M))
+        for lo in range(edges[p], edges[p + 1], block):
+            hi = min(lo + block, edges[p + 1])
+            nb = hi - lo
+            Cb[:nb] = Vt[lo:hi]
+            trmm_rows(Cb, RT, 0, nb, False)
+            c = parallel_targets(Cb[:nb], Vt[lo:hi], t[lo:hi], d[lo:hi], nn[lo:hi], gamma,
+                                 y[lo:hi], tau[lo:hi], nu[lo:hi], bias, step_tau[lo:hi],
+                                 step_nu[lo:hi])
+            change[p] = max(change[p], c)
+    return change.max()
+
+
+@jit(parallel=True)
+def parallel_apply_split(Vt, d0, tau, nu, step_tau, step_nu, delta, t, omega, btil, d, nn,
+                         n_parts, block):
+    """:func:`parallel_apply` with the rows split among ``n_parts`` threads, Ws never stored.
+
+    Each thread applies the damped step to a block of rows, writes that block's
+    ``Ws = diag(ω)^½ Vt`` to scratch and adds its Gram matrix to its own (syrk). Returns
+    ``(S − I, b)``: Wsᵀ Ws (M, M, symmetric) and b = Vtᵀ b̃ (M,). The site and refresh
+    arrays are written in place as by :func:`parallel_apply`.
+    """
+    N, M = Vt.shape
+    edges = thread_ranges(N, n_parts)
+    G = np.zeros((n_parts, M, M))
+    b = np.zeros((n_parts, M))
+    for p in numba.prange(n_parts):
+        Wb = np.empty((block, M))
+        bb = np.empty(M)
+        for lo in range(edges[p], edges[p + 1], block):
+            hi = min(lo + block, edges[p + 1])
+            nb = hi - lo
+            parallel_apply(Vt[lo:hi], d0[lo:hi], tau[lo:hi], nu[lo:hi], step_tau[lo:hi],
+                           step_nu[lo:hi], delta, t[lo:hi], omega[lo:hi], btil[lo:hi],
+                           d[lo:hi], nn[lo:hi], Wb[:nb], bb)
+            for m in range(M):
+                b[p, m] += bb[m]
+            syrk_rows(Wb, 0, nb, G[p])
+    return sum_lower_parts(G), b.sum(axis=0)

@@ -67,22 +67,15 @@ def test_thread_ranges_cover_all_rows_once(N, parts):
     assert np.all(sizes >= 0) and sizes.max() - sizes.min() <= 1
 
 
-def test_single_threaded_blas_pins_and_restores_every_openblas():
-    controls = _threads.openblas_controls()
-    if not controls:
-        pytest.skip("no OpenBLAS with thread controls is loaded in this process "
-                    "(another BLAS, or not Linux): the pin is a no-op here")
-    saved = [get() for get, _ in controls]
-    try:
-        for _, put in controls:
-            put(2)
+def test_single_threaded_blas_pins_and_restores_every_openblas(openblas_at_two_threads):
+    counts = openblas_at_two_threads
+    with _threads.single_threaded_blas():
+        assert set(counts()) == {1}
+        with _threads.single_threaded_blas():        # re-entrant: the inner pin changes nothing
+            assert set(counts()) == {1}
+        assert set(counts()) == {1}
+    assert set(counts()) == {2}
+    with pytest.raises(RuntimeError):                # restored on the way out of an error too
         with _threads.single_threaded_blas():
-            assert [get() for get, _ in controls] == [1] * len(controls)
-        assert [get() for get, _ in controls] == [2] * len(controls)
-        with pytest.raises(RuntimeError):           # restored on the way out of an error too
-            with _threads.single_threaded_blas():
-                raise RuntimeError
-        assert [get() for get, _ in controls] == [2] * len(controls)
-    finally:
-        for (_, put), n in zip(controls, saved):
-            put(n)
+            raise RuntimeError
+    assert set(counts()) == {2}
