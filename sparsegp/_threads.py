@@ -71,8 +71,15 @@ def openblas_controls():
 
 
 @contextlib.contextmanager
-def single_threaded_blas():
-    """Hold every loaded OpenBLAS to one thread inside the ``with`` block, then restore it."""
+def single_threaded_blas(enabled=True):
+    """Hold every loaded OpenBLAS to one thread inside the ``with`` block, then restore it.
+
+    With ``enabled=False`` the block runs with the thread counts untouched, so a caller whose
+    code path only sometimes splits BLAS across Numba threads states that as a condition.
+    """
+    if not enabled:
+        yield
+        return
     controls = openblas_controls()
     saved = [get() for get, _ in controls]
     for (_, put), n in zip(controls, saved):

@@ -56,7 +56,6 @@ one, against 0.037 s for one ``A.T @ A``).
 Besides these, one O(N M D) pass computes K_fu and one contracts ∂ℒ/∂K_fu with the SE
 derivatives, each reading its operands once (``sparsegp._numba.regression``).
 """
-import contextlib
 import math
 import warnings
 
@@ -295,7 +294,7 @@ def blas_pin(method):
     a caller that evaluates the evidence many times, like an optimiser, should hold this
     around the whole loop: the pin is re-entrant, and inner evaluations then switch nothing.
     """
-    return single_threaded_blas() if method in ROW_SPLIT_METHODS else contextlib.nullcontext()
+    return single_threaded_blas(method in ROW_SPLIT_METHODS)
 
 
 def sparse_lml(X, y, Z, variance, lengthscale, noise_variance, method, blocks=None,

@@ -79,3 +79,10 @@ def test_single_threaded_blas_pins_and_restores_every_openblas(openblas_at_two_t
         with _threads.single_threaded_blas():
             raise RuntimeError
     assert set(counts()) == {2}
+
+
+def test_single_threaded_blas_disabled_leaves_the_counts_alone(openblas_at_two_threads):
+    counts = openblas_at_two_threads
+    with _threads.single_threaded_blas(False):
+        assert set(counts()) == {2}
+    assert set(counts()) == {2}
