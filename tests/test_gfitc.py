@@ -98,6 +98,26 @@ def test_incremental_representation_equals_refresh_after_each_site():
         post = G._refresh(prior, tau, nu)
 
 
+@pytest.mark.parametrize("n_negative", [0, 3])
+def test_refresh_equals_dense_posterior_also_with_negative_site_precisions(n_negative):
+    """Both refresh branches (SYRK of diag(omega)^1/2 V^T; general product when some omega < 0)
+    give the dense posterior (K~^-1 + diag tau)^-1 on the FITC covariance."""
+    X, _ = _xor(30, seed=11)
+    Z = X[:5] + 0.1
+    s2, ls = 1.4, np.array([0.9, 1.2])
+    prior = G._FITCPrior(X, Z, s2, ls, 1e-6)
+    rng = np.random.default_rng(12)
+    tau = rng.uniform(0.2, 2.0, 30)
+    tau[:n_negative] = -0.05                  # small enough to keep the posterior proper
+    nu = rng.standard_normal(30)
+    diag_a, h = G._marginals(G._refresh(prior, tau, nu, with_P=False))
+    K = fitc_covariance(X, Z, s2, ls, 1e-6)
+    Sigma = np.linalg.inv(np.linalg.inv(K) + np.diag(tau))
+    assert np.all(np.linalg.eigvalsh(Sigma) > 0)
+    assert _relerr(diag_a, np.diag(Sigma)) <= 1e-9
+    assert _relerr(h, Sigma @ nu) <= 1e-9
+
+
 @pytest.mark.parametrize("n_parts, row_block", [(1, 1024), (4, 7)])
 @pytest.mark.parametrize("delta, prev_change", [(1.0, np.inf), (0.6, 0.0)])
 def test_fused_parallel_step_equals_targets_damping_and_refresh(delta, prev_change, n_parts,

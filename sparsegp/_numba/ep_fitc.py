@@ -352,7 +352,6 @@ def parallel_apply(Vt, d0, tau, nu, step_tau, step_nu, delta, t, omega, btil, d,
             b[m] += bt * v
 
 
-
 @jit(parallel=True)
 def parallel_targets_split(Vt, RT, t, d, nn, gamma, y, tau, nu, bias, step_tau, step_nu,
                            n_parts, block):

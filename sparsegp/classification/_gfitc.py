@@ -124,21 +124,21 @@ def _refresh(prior, tau, nu, with_P=True):
     # P^T nu = V (t nu) = V btil
     b = prior.Vt.T @ post.btil
     if np.all(post.omega >= 0.0):
-        _finish_refresh(post, prior.Vt * np.sqrt(post.omega)[:, None], b)
+        # Ws = diag(omega)^{1/2} V^T; its Gram matrix as a SYRK (half a GEMM, upper only)
+        G = sla.blas.dsyrk(1.0, (prior.Vt * np.sqrt(post.omega)[:, None]).T, trans=0)
     else:  # negative site precisions (never produced by the probit updates here)
-        S = (prior.Vt * post.omega[:, None]).T @ prior.Vt
-        _finish_refresh(post, None, b, S)
+        G = (prior.Vt * post.omega[:, None]).T @ prior.Vt
+    _finish_refresh(post, G, b)
     return post
 
 
-def _finish_refresh(post, Ws, b, S=None):
-    """The M x M part of a refresh: S = I + Ws^T Ws, its factor R, log|S|, gamma = R^T R b.
+def _finish_refresh(post, G, b):
+    """The M x M part of a refresh: S = I + G, its factor R, log|S|, gamma = R^T R b.
 
-    ``Ws`` (N, M) is V^T diag(omega)^{1/2}; S - I is its Gram matrix, formed as a SYRK (half a
-    GEMM, upper triangle only). An explicit ``S - I`` may be passed instead (Ws = None).
+    G (M, M) = V diag(omega) V^T, of which only the upper triangle is read; it becomes S in
+    place.
     """
-    if S is None:
-        S = sla.blas.dsyrk(1.0, Ws.T, trans=0)
+    S = G
     M = S.shape[0]
     S.flat[::M + 1] += 1.0
     post.R, post.logdet_S = _upper_factor_of_inverse(S)
@@ -206,10 +206,10 @@ def _parallel_step(prior, y, bias, tau, nu, post, work, delta, prev_change, max_
         delta = max(0.5 * delta, PARALLEL_MIN_DAMPING)
     else:
         delta = min(1.25 * delta, float(max_delta))
-    S, b = _ep.parallel_apply_split(prior.Vt, prior.d0, tau, nu, work.step_tau, work.step_nu,
+    G, b = _ep.parallel_apply_split(prior.Vt, prior.d0, tau, nu, work.step_tau, work.step_nu,
                                     delta, post.t, post.omega, post.btil, post.d, post.nn,
                                     _n_parts(), ROW_BLOCK)
-    _finish_refresh(post, None, b, S)
+    _finish_refresh(post, G, b)
     return change, delta
 
 
