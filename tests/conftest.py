@@ -67,3 +67,32 @@ def openblas_at_two_threads():
     finally:
         for (_, put), n in zip(controls, saved):
             put(n)
+
+
+@pytest.fixture
+def blas_threads_at_calls(monkeypatch, openblas_at_two_threads):
+    """``watch(module, name)``: wrap ``module.name`` so that every call records the OpenBLAS
+    thread counts in force at that moment; returns the (growing) list of records. Starts from
+    two threads per library (:func:`openblas_at_two_threads`)."""
+    def watch(module, name):
+        seen = []
+        original = getattr(module, name)
+
+        def spy(*args, **kwargs):
+            seen.append(openblas_at_two_threads())
+            return original(*args, **kwargs)
+
+        monkeypatch.setattr(module, name, spy)
+        return seen
+
+    return watch
+
+
+def assert_pinned_during_optimisation(seen, pinned, counts_after):
+    """Every optimiser evaluation (all records but fit's final one) saw one thread when
+    ``pinned``, else the two set by the fixture; the two threads are back after ``fit``."""
+    optimiser_calls = seen[:-1]
+    assert len(optimiser_calls) >= 3
+    expected = 1 if pinned else 2
+    assert all(set(c) == {expected} for c in optimiser_calls)
+    assert set(counts_after) == {2}

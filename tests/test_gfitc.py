@@ -7,6 +7,7 @@ import warnings
 
 import numpy as np
 import pytest
+from conftest import assert_pinned_during_optimisation
 from reference.dense_ep import (
     dense_ep, dense_ep_predict, fitc_covariance, fitc_test_covariance,
 )
@@ -470,23 +471,12 @@ def test_ard_fit_learns_irrelevant_dimension():
 
 
 @pytest.mark.parametrize("schedule, pinned", [("parallel", True), ("sequential", False)])
-def test_fit_holds_openblas_at_one_thread_and_restores_it(schedule, pinned, monkeypatch,
+def test_fit_holds_openblas_at_one_thread_and_restores_it(schedule, pinned,
+                                                         blas_threads_at_calls,
                                                          openblas_at_two_threads):
     """The parallel schedule's optimiser runs with OpenBLAS at one thread throughout (its EP
     phases call BLAS on every Numba thread); the user's counts come back after fit."""
-    counts = openblas_at_two_threads
-    seen = []
-    original = G.log_evidence_gradient
-
-    def spy(*args):
-        seen.append(counts())
-        return original(*args)
-
-    monkeypatch.setattr(G, "log_evidence_gradient", spy)
+    seen = blas_threads_at_calls(G, "log_evidence_gradient")
     X, y = _xor(60, seed=5)
     GFITCClassifier(n_inducing=5, max_iter=3, schedule=schedule, random_state=0).fit(X, y)
-    optimiser_calls = seen[:-1]                  # the last evaluation is fit's final one
-    assert len(optimiser_calls) >= 3
-    expected = 1 if pinned else 2
-    assert all(set(c) == {expected} for c in optimiser_calls)
-    assert set(counts()) == {2}
+    assert_pinned_during_optimisation(seen, pinned, openblas_at_two_threads())

@@ -3,6 +3,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from conftest import assert_pinned_during_optimisation
 
 from sparsegp import SparseGPRegressor
 from sparsegp.exceptions import JitterWarning
@@ -474,24 +475,13 @@ def test_median_split_blocks_partition_and_balance():
 
 
 @pytest.mark.parametrize("method, pinned", [("fitc", True), ("vfe", True), ("pitc", False)])
-def test_fit_holds_openblas_at_one_thread_and_restores_it(method, pinned, monkeypatch,
+def test_fit_holds_openblas_at_one_thread_and_restores_it(method, pinned,
+                                                         blas_threads_at_calls,
                                                          openblas_at_two_threads):
     """The row-split methods run every evaluation with OpenBLAS at one thread (one switch per
     optimisation, not two per evaluation); the user's thread counts come back after fit."""
-    counts = openblas_at_two_threads
-    seen = []
-    original = _base.sparse_lml
-
-    def spy(*args, **kwargs):
-        seen.append(counts())
-        return original(*args, **kwargs)
-
-    monkeypatch.setattr(_base, "sparse_lml", spy)
+    seen = blas_threads_at_calls(_base, "sparse_lml")
     X, y, Z, ls, blocks = _problem(N=50)
     SparseGPRegressor(method, inducing_points=Z, max_iter=3,
                       blocks=blocks if method == "pitc" else None).fit(X, y)
-    optimiser_calls = seen[:-1]                  # the last evaluation is fit's final one
-    assert len(optimiser_calls) >= 3
-    expected = 1 if pinned else 2
-    assert all(set(c) == {expected} for c in optimiser_calls)
-    assert set(counts()) == {2}
+    assert_pinned_during_optimisation(seen, pinned, openblas_at_two_threads())
