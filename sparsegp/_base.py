@@ -1,73 +1,119 @@
-"""A scikit-learn-compatible estimator base without depending on scikit-learn."""
-import inspect
+"""The scikit-learn foundation under every public sparsegp estimator.
 
+``SparseGPEstimator`` (a :class:`sklearn.base.BaseEstimator`) gives each estimator
+
+* data validation through :func:`sklearn.utils.validation.validate_data`: ``n_features_in_``,
+  ``feature_names_in_`` from DataFrames, a private float64 C-contiguous copy of X (nothing a
+  user passed in is ever written to), and the GP-specific messages the library has always
+  given (mismatched lengths, non-numeric DataFrame columns, too few classes);
+* the thread policy (:mod:`sparsegp._threads`): every public fit/predict method a subclass
+  defines runs with the pool named by ``_parallel_pool()`` doing the parallel work;
+* honest ``__sklearn_tags__`` and the list of scikit-learn checks each estimator cannot pass,
+  with the reason (``_expected_failed_checks``), used by the test suite's
+  ``parametrize_with_checks``.
+
+The hyper-parameters shared by the inducing-point estimators are validated and initialised in
+:mod:`sparsegp._inducing_base`.
+"""
 import numpy as np
+from sklearn.base import BaseEstimator
+from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import _num_samples, check_is_fitted, validate_data
+
+from . import _threads
 
 
-class BaseEstimator:
-    """``get_params``/``set_params``/``repr`` from the ``__init__`` signature.
+class SparseGPEstimator(BaseEstimator):
+    """Base of every public estimator: validation, thread policy, tags.
 
-    Subclasses store every constructor argument unchanged under its own name and do all
-    validation in ``fit``, as scikit-learn requires.
+    Subclasses store their constructor arguments unchanged (scikit-learn's rule) and validate
+    them at the top of ``fit``.
     """
 
-    @classmethod
-    def _param_names(cls):
-        sig = inspect.signature(cls.__init__)
-        return sorted(
-            p.name for p in sig.parameters.values()
-            if p.name != "self" and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
-        )
+    #: the pool that does the parallel work of fit/predict (:data:`sparsegp._threads.POOLS`)
+    _thread_pool = "numba"
 
-    def get_params(self, deep=True):
-        """Return the constructor parameters of this estimator as a dict."""
-        return {name: getattr(self, name) for name in self._param_names()}
+    #: scikit-learn check name -> why this estimator cannot pass it
+    _expected_failed_checks = {}
 
-    def set_params(self, **params):
-        """Set constructor parameters; unknown names raise ``ValueError``."""
-        valid = self._param_names()
-        for key, value in params.items():
-            if key not in valid:
-                raise ValueError(
-                    f"invalid parameter {key!r} for estimator {type(self).__name__}; "
-                    f"valid parameters are {valid}"
-                )
-            setattr(self, key, value)
-        return self
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        # wrap here so that no public fit/predict method, whether the class defines it or a
+        # mixin does (ClassifierMixin.score, the binary classifiers' predictions), can forget
+        # the thread policy
+        for name in _threads.MANAGED_METHODS:
+            method = getattr(cls, name, None)
+            if callable(method) and not getattr(method, "_thread_managed", False):
+                setattr(cls, name, _threads.managed(method))
 
-    def __repr__(self):
-        sig = inspect.signature(type(self).__init__)
-        changed = []
-        for name in self._param_names():
-            default = sig.parameters[name].default
-            value = getattr(self, name)
-            same = value is default or (
-                not isinstance(value, np.ndarray) and not isinstance(default, np.ndarray)
-                and _safe_equal(value, default)
-            )
-            if not same:
-                changed.append(f"{name}={value!r}" if not isinstance(value, np.ndarray)
-                               else f"{name}=<array {value.shape}>")
-        return f"{type(self).__name__}({', '.join(changed)})"
+    def _parallel_pool(self):
+        """Which pool runs the parallel work with the current parameters."""
+        return self._thread_pool
 
-    def _check_is_fitted(self, attribute):
-        if not hasattr(self, attribute):
-            raise NotFittedError(
-                f"this {type(self).__name__} instance is not fitted yet; call 'fit' first"
-            )
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.allow_nan = False
+        tags.input_tags.sparse = False
+        return tags
+
+    # -- data ------------------------------------------------------------------------------
+
+    def _validate_fit_data(self, X, y, *, classifier, min_samples=2):
+        """Check a training pair and record ``n_features_in_``/``feature_names_in_``.
+
+        Returns X as a new float64 C-contiguous array and y as a new 1-D array (float64 for
+        regressors, the labels as given for classifiers).
+        """
+        _check_numeric_frame(X, "X")
+        if y is None:
+            raise ValueError(f"{type(self).__name__} requires y to be passed, but the target y "
+                             "is None")
+        n_x, n_y = _num_samples(X), _num_samples(y)
+        if n_x != n_y:
+            raise ValueError(f"X and y have different lengths: X has {n_x} rows, y has {n_y}")
+        X, y = validate_data(self, X, y, dtype=np.float64, order="C", copy=True,
+                             ensure_min_samples=min_samples, y_numeric=not classifier,
+                             ensure_all_finite=False)
+        _check_finite(X, "X")
+        if classifier:
+            check_classification_targets(y)
+            y = np.array(y, copy=True)
+        else:
+            y = np.array(y, dtype=np.float64, copy=True)
+        return X, y
+
+    def _record_features(self, X):
+        """``n_features_in_``/``feature_names_in_`` of a row-sliceable X that is not read."""
+        validate_data(self, X, skip_check_array=True, reset=True)
+
+    def _validate_predict_data(self, X):
+        """Check that the model is fitted and X matches the training features."""
+        check_is_fitted(self)
+        _check_numeric_frame(X, "X")
+        X = validate_data(self, X, reset=False, dtype=np.float64, order="C",
+                          ensure_all_finite=False)
+        _check_finite(X, "X")
+        return X
 
 
-class NotFittedError(ValueError, AttributeError):
-    """Raised when a method that needs a fitted model is called before ``fit``."""
+def _check_finite(X, name):
+    # our own message (scikit-learn's names NaN or infinity, not both, nor how many); y keeps
+    # scikit-learn's check, which validate_data runs
+    if not np.all(np.isfinite(X)):
+        bad = int(np.sum(~np.isfinite(X)))
+        raise ValueError(f"{name} contains {bad} NaN or infinite value(s); remove or impute "
+                         "them")
 
 
-def _safe_equal(a, b):
-    try:
-        return bool(a == b)
-    except Exception:
-        return False
-
-
-def clone(estimator):
-    """A new unfitted estimator with the same constructor parameters."""
-    return type(estimator)(**estimator.get_params())
+def _check_numeric_frame(X, name):
+    """A DataFrame with non-numeric columns is refused, naming the columns."""
+    dtypes = getattr(X, "dtypes", None)
+    if dtypes is None or not hasattr(X, "columns"):
+        return
+    # numpy dtypes and pandas' extension dtypes (nullable Int64, boolean, ...) both carry .kind
+    bad = [str(col) for col, dt in zip(X.columns, dtypes)
+           if getattr(dt, "kind", "O") not in "iufb"]
+    if bad:
+        raise ValueError(
+            f"{name} has non-numeric column(s) {bad[:10]}; sparsegp needs numbers: encode "
+            f"categories first (e.g. sklearn.preprocessing.OneHotEncoder in a Pipeline)")

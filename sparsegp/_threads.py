@@ -1,93 +1,85 @@
-"""Keeping OpenBLAS's thread pool out of the way of Numba's.
+"""One thread policy for the whole library, built on threadpoolctl.
 
-The O(N M²) kernels split the rows among Numba's threads and call BLAS on each thread's
-block (:mod:`sparsegp._numba.blas`). If OpenBLAS also starts threads for each of those
-calls, two cores carry four busy threads; worse, OpenBLAS's idle workers keep spinning for
-a while after every call and steal the cores that the next compiled pass needs (measured on
-2 cores before the row split: the FITC evidence gradient took 0.31 s with both pools at two
-threads against 0.28 s with one thread of each). So while such a kernel runs, every OpenBLAS
-library loaded in the process (numpy and scipy each ship their own) is held to one thread,
-and then set back. Numba's thread count, ``numba.set_num_threads`` or ``NUMBA_NUM_THREADS``,
-is then the only knob.
+Two pools can do the parallel work of a fit: Numba's (``prange`` loops that split the rows,
+each thread taking its own block through small BLAS calls) and the BLAS library's own (one
+large product threaded inside OpenBLAS/MKL). Running both at once puts four busy threads on two
+cores, and OpenBLAS's idle workers keep spinning for a while after every call, stealing the
+cores the next compiled pass needs: on main before this policy, the default settings made the
+stagewise and multi-class fits 2-3.5x *slower* than one thread of each.
 
-The switch itself is not free: going to one thread and back around every evaluation cost
-about 7 ms per FITC evaluation at N = 10 000, M = 100 (20 ms against 13 ms), with episodes
-of 4x slowdowns. The pin is re-entrant, so loops hold it once around the whole loop.
+So every public ``fit``/``predict`` names the pool that does its parallel work
+(:func:`thread_policy`):
 
-Only OpenBLAS on Linux is handled (found through ``/proc/self/maps``); elsewhere
-:func:`single_threaded_blas` does nothing, which changes speed, never results. Changing the
-thread count is process-wide: another thread of the program calling BLAS at the same moment
-runs single-threaded too.
+* ``"numba"``: Numba's threads split the rows; every BLAS library in the process is held to one
+  thread for the duration and set back afterwards, also on error;
+* ``"blas"``: the work is a few large products (the dense EP classifier, the exact GP); BLAS
+  keeps the threads it has and Numba runs its compiled loops as usual.
+
+The user's explicit settings win: the policy never changes Numba's thread count (set it with
+``NUMBA_NUM_THREADS`` or ``numba.set_num_threads``) and never raises a BLAS limit, it only
+lowers BLAS to one thread inside ``"numba"`` work; a caller's ``threadpoolctl`` limit or
+``OPENBLAS_NUM_THREADS`` therefore still caps what runs. The switch costs about 10 us, so it
+wraps whole fits rather than single evaluations.
 """
 import contextlib
-import ctypes
-import sys
+import functools
 
-#: (get, set) pairs of every OpenBLAS found; None until first looked for
-_CONTROLS = None
-#: how OpenBLAS builds name their thread-count functions (plain, scipy's wheels, ILP64)
-_PREFIXES = ("openblas", "scipy_openblas")
-_SUFFIXES = ("", "64_")
+from threadpoolctl import ThreadpoolController
 
+#: the parallel pools a method can name
+POOLS = ("numba", "blas")
 
-def _loaded_openblas_paths():
-    if not sys.platform.startswith("linux"):
-        return []
-    paths = set()
-    try:
-        with open("/proc/self/maps") as maps:
-            for line in maps:
-                fields = line.split(maxsplit=5)
-                if len(fields) == 6 and "openblas" in fields[5].lower():
-                    paths.add(fields[5].strip())
-    except OSError:
-        return []
-    return sorted(paths)
+#: public estimator methods that run under the estimator's thread policy
+MANAGED_METHODS = ("fit", "predict", "predict_proba", "predict_log_proba", "decision_function",
+                   "predict_latent", "score", "log_marginal_likelihood")
+
+_CONTROLLER = None
 
 
-def _thread_controls(path):
-    try:
-        lib = ctypes.CDLL(path)     # already loaded: dlopen hands back the same library
-    except OSError:
-        return None
-    for prefix in _PREFIXES:
-        for suffix in _SUFFIXES:
-            get = getattr(lib, f"{prefix}_get_num_threads{suffix}", None)
-            put = getattr(lib, f"{prefix}_set_num_threads{suffix}", None)
-            if get is not None and put is not None:
-                get.restype, get.argtypes = ctypes.c_int, []
-                put.restype, put.argtypes = None, [ctypes.c_int]
-                return get, put
-    return None
+def controller():
+    """The process's :class:`threadpoolctl.ThreadpoolController` (created on first use).
+
+    Created lazily so that it sees the BLAS libraries numpy and scipy have loaded by then.
+    """
+    global _CONTROLLER
+    if _CONTROLLER is None:
+        _CONTROLLER = ThreadpoolController()
+    return _CONTROLLER
 
 
-def openblas_controls():
-    """The (get, set) thread-count functions of every OpenBLAS loaded in this process."""
-    global _CONTROLS
-    if _CONTROLS is None:
-        found = (_thread_controls(p) for p in _loaded_openblas_paths())
-        _CONTROLS = [c for c in found if c is not None]
-    return _CONTROLS
+def blas_thread_counts():
+    """Current thread count of every BLAS library threadpoolctl finds, as a tuple."""
+    return tuple(lib.num_threads for lib in controller().select(user_api="blas").lib_controllers)
 
 
 @contextlib.contextmanager
 def single_threaded_blas(enabled=True):
-    """Hold every loaded OpenBLAS to one thread inside the ``with`` block, then restore it.
+    """Hold every BLAS library to one thread inside the ``with`` block, then restore it.
 
-    With ``enabled=False`` the block runs with the thread counts untouched, so a caller whose
-    code path only sometimes splits BLAS across Numba threads states that as a condition.
+    Re-entrant; the previous counts come back also when the block raises. With
+    ``enabled=False`` the block runs with the thread counts untouched, so a caller whose code
+    path only sometimes splits rows across Numba threads states that as a condition.
     """
     if not enabled:
         yield
         return
-    controls = openblas_controls()
-    saved = [get() for get, _ in controls]
-    for (_, put), n in zip(controls, saved):
-        if n != 1:
-            put(1)
-    try:
+    with controller().limit(limits=1, user_api="blas"):
         yield
-    finally:
-        for (_, put), n in zip(controls, saved):
-            if n != 1:
-                put(n)
+
+
+def thread_policy(pool):
+    """Context manager that lets ``pool`` (one of :data:`POOLS`) do the parallel work."""
+    if pool not in POOLS:
+        raise ValueError(f"pool must be one of {list(POOLS)}; got {pool!r}")
+    return single_threaded_blas(pool == "numba")
+
+
+def managed(method):
+    """Run an estimator method under ``self._parallel_pool()``'s thread policy."""
+    @functools.wraps(method)
+    def wrapper(self, *args, **kwargs):
+        with thread_policy(self._parallel_pool()):
+            return method(self, *args, **kwargs)
+
+    wrapper._thread_managed = True
+    return wrapper

@@ -30,23 +30,6 @@ def check_array(X, name="X", ndim=2, allow_empty=False):
     return arr
 
 
-def check_X_y(X, y):
-    """Check a training pair: 2-D finite X, 1-D y without NaN, equal lengths."""
-    X = check_array(X, "X")
-    y = np.asarray(y)
-    if y.ndim == 2 and y.shape[1] == 1:
-        y = y.ravel()
-    if y.ndim != 1:
-        raise ValueError(f"y must be 1-D of shape (n_samples,); got shape {y.shape}")
-    if y.shape[0] != X.shape[0]:
-        raise ValueError(
-            f"X and y have different lengths: X has {X.shape[0]} rows, y has {y.shape[0]}"
-        )
-    if y.dtype.kind in "fc" and not np.all(np.isfinite(y)):
-        raise ValueError("y contains NaN or infinite values")
-    return X, y.copy()
-
-
 def check_binary_labels(y):
     """Map two arbitrary labels to -1/+1. Returns ``(classes, y_pm)``; ``classes[1]`` is +1."""
     classes = np.unique(y)

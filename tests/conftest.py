@@ -48,25 +48,20 @@ def readonly(*arrays):
 
 @pytest.fixture
 def openblas_at_two_threads():
-    """Every loaded OpenBLAS set to two threads for the test, then back to what it was.
+    """Every loaded BLAS set to two threads for the test, then back to what it was.
 
     Yields a function returning the current thread counts (one per library). Skips, with the
-    reason, where no OpenBLAS thread controls are found (another BLAS, or not Linux).
+    reason, where threadpoolctl finds no BLAS it can control.
     """
+    from threadpoolctl import threadpool_limits
+
     from sparsegp import _threads
 
-    controls = _threads.openblas_controls()
-    if not controls:
-        pytest.skip("no OpenBLAS with thread controls is loaded in this process (another BLAS, "
-                    "or not Linux): the one-thread pin is a no-op here")
-    saved = [get() for get, _ in controls]
-    for _, put in controls:
-        put(2)
-    try:
-        yield lambda: tuple(get() for get, _ in controls)
-    finally:
-        for (_, put), n in zip(controls, saved):
-            put(n)
+    if not _threads.blas_thread_counts():
+        pytest.skip("threadpoolctl finds no controllable BLAS in this process: the one-thread "
+                    "pin is a no-op here")
+    with threadpool_limits(limits=2, user_api="blas"):
+        yield _threads.blas_thread_counts
 
 
 @pytest.fixture

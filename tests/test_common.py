@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 
 import sparsegp
-from sparsegp._base import NotFittedError, clone
+from sklearn.base import clone
+from sklearn.exceptions import NotFittedError
 from sparsegp.datasets import make_gp_classes, make_regression_1d, make_xor
 
 from conftest import readonly

@@ -4,7 +4,7 @@ import pytest
 
 from conftest import readonly, require_data
 from reference.dense_ep import dense_ep, dense_ep_predict, se_kernel_dense
-from sparsegp._base import clone
+from sklearn.base import clone
 from sparsegp.classification import EPClassifier
 from sparsegp.classification._binary import maximize_evidence, pack_theta, unpack_theta
 from sparsegp.exceptions import ConvergenceWarning
@@ -194,7 +194,7 @@ def test_params_round_trip_and_clone():
     other = EPClassifier().set_params(**params)
     assert other.get_params() == params
     assert clone(est).get_params() == params
-    with pytest.raises(ValueError, match="invalid parameter"):
+    with pytest.raises(ValueError, match="(?i)invalid parameter"):
         est.set_params(n_inducing=3)
 
 

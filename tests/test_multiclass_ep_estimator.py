@@ -44,13 +44,17 @@ def test_nan_raises(gp3):
         MultiClassEPClassifier(max_iter=1, batch_size=20, n_inducing=5).fit(X, y)
 
 
-def test_unknown_label_at_score_raises(gp3):
+def test_unknown_label_in_the_test_nll_raises(gp3):
+    # score is scikit-learn's accuracy (an unknown label is simply an error); the test NLL,
+    # one call away in sparsegp.metrics, refuses labels outside classes_
+    from sparsegp.metrics import mean_nlp
     X, y, Xt, yt = gp3
     est = MultiClassEPClassifier(n_inducing=5, max_iter=2, random_state=0).fit(X, y)
     bad = yt.copy()
     bad[0] = 17
-    with pytest.raises(ValueError, match="not seen during fit"):
-        est.score(Xt, bad)
+    with pytest.raises(ValueError, match="not in classes"):
+        mean_nlp(bad, est.predict_proba(Xt), classes=est.classes_)
+    assert est.score(Xt, bad) == np.mean(est.predict(Xt) == bad)
 
 
 def test_subset_init_with_too_many_inducing_points_raises():

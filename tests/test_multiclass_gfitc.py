@@ -10,6 +10,7 @@ from reference.dense_multiclass_baselines import (
     dense_multiclass_ep, fitc_prior, se_dense,
 )
 from sparsegp import MultiClassGFITCClassifier
+from sparsegp.metrics import mean_nlp
 from sparsegp.classification._multiclass_gfitc import (
     _GFITCState, _Hyper, _Sites, gfitc_gradient, gfitc_log_evidence, gfitc_run_ep,
 )
@@ -259,11 +260,13 @@ def test_predict_checks():
     est.fit(X, y)
     with pytest.raises(ValueError, match="features"):
         est.predict(X[:, :1])
-    with pytest.raises(ValueError, match="not seen during fit"):
-        est.score(X, np.where(y == "a", "z", y))
     P = est.predict_proba(X)
+    with pytest.raises(ValueError, match="not in classes"):
+        mean_nlp(np.where(y == "a", "z", y), P, classes=est.classes_)
     idx = np.searchsorted(est.classes_, y)
-    assert est.score(X, y) == pytest.approx(np.mean(np.log(P[np.arange(len(y)), idx])))
+    assert -mean_nlp(y, P, classes=est.classes_) == pytest.approx(
+        np.mean(np.log(P[np.arange(len(y)), idx])))
+    assert est.score(X, y) == np.mean(est.predict(X) == y)
 
 
 def test_ep_nonconvergence_warns():

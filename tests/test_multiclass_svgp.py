@@ -6,6 +6,7 @@ import pytest
 
 from reference.dense_multiclass_baselines import log_marginal_mc, svgp_elbo_dense
 from sparsegp import MultiClassSVGPClassifier
+from sparsegp.metrics import mean_nlp
 from sparsegp.classification._multiclass_gfitc import _Hyper
 from sparsegp.classification._multiclass_svgp import _Variational, gauss_hermite, svgp_elbo
 
@@ -124,10 +125,11 @@ def test_estimator_batch_fit_predict():
     np.testing.assert_allclose(P.sum(1), 1.0, atol=1e-12)
     assert np.all(P >= EPS / 2 - 1e-12)
     assert np.mean(est.predict(X) == y) > 0.85
-    with pytest.raises(ValueError, match="not seen during fit"):
-        est.score(X, np.where(y == 10, 99, y))
-    assert est.score(X, y) == pytest.approx(
+    with pytest.raises(ValueError, match="not in classes"):
+        mean_nlp(np.where(y == 10, 99, y), P, classes=est.classes_)
+    assert -mean_nlp(y, P, classes=est.classes_) == pytest.approx(
         np.mean(np.log(P[np.arange(len(y)), np.searchsorted(est.classes_, y)])))
+    assert est.score(X, y) == np.mean(est.predict(X) == y)
     est2 = MultiClassSVGPClassifier(n_inducing=5, max_iter=25, random_state=0).fit(X, y)
     assert est2.elbo_ == est.elbo_
 

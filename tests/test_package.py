@@ -7,7 +7,11 @@ import numpy as np
 import pytest
 
 import sparsegp
-from sparsegp._base import BaseEstimator, NotFittedError, clone
+from sklearn.base import clone
+from sklearn.exceptions import NotFittedError
+from sklearn.utils.validation import check_is_fitted
+
+from sparsegp._base import SparseGPEstimator
 from sparsegp import _validation as v
 
 
@@ -30,24 +34,28 @@ def test_public_names_resolve_lazily():
         sparsegp.NotAThing  # noqa: B018
 
 
-class _Toy(BaseEstimator):
+class _Toy(SparseGPEstimator):
     def __init__(self, alpha=1.0, beta="x", gamma=None):
         self.alpha = alpha
         self.beta = beta
         self.gamma = gamma
+
+    def fit(self, X, y=None):
+        self.coef_ = np.zeros(np.shape(X)[1])
+        return self
 
 
 def test_get_set_params_roundtrip_and_clone():
     est = _Toy(alpha=2.0)
     assert est.get_params() == {"alpha": 2.0, "beta": "x", "gamma": None}
     assert est.set_params(beta="y") is est and est.beta == "y"
-    with pytest.raises(ValueError, match="invalid parameter 'delta'"):
+    with pytest.raises(ValueError, match="Invalid parameter 'delta'"):
         est.set_params(delta=1)
     twin = clone(est)
     assert twin is not est and twin.get_params() == est.get_params()
     assert repr(est) == "_Toy(alpha=2.0, beta='y')"
     with pytest.raises(NotFittedError, match="not fitted"):
-        est._check_is_fitted("coef_")
+        check_is_fitted(est)
 
 
 def test_check_array_copies_and_rejects_bad_input():
@@ -61,7 +69,7 @@ def test_check_array_copies_and_rejects_bad_input():
     with pytest.raises(ValueError, match="2-D"):
         v.check_array(np.ones(3))
     with pytest.raises(ValueError, match="different lengths"):
-        v.check_X_y(np.ones((3, 2)), np.ones(4))
+        _Toy()._validate_fit_data(np.ones((3, 2)), np.ones(4), classifier=False)
 
 
 def test_label_and_parameter_checks():

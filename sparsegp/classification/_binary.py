@@ -46,14 +46,12 @@ from scipy import linalg as sla
 from scipy import optimize, special
 
 from .._validation import (
-    check_array,
     check_binary_labels,
     check_int,
     check_lengthscale,
     check_option,
     check_positive,
     check_random_state,
-    check_X_y,
 )
 from ..exceptions import ConvergenceWarning
 
@@ -339,13 +337,17 @@ class _BinaryGPClassifierMixin:
     See the module docstring for the contract; subclasses implement ``_predict_latent``.
     """
 
-    _fitted_attribute = "log_evidence_"
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        # one latent function with a probit link: two classes only (IVM overrides this)
+        tags.classifier_tags.multi_class = False
+        return tags
 
     # -- fit helpers -----------------------------------------------------------------------
 
     def _validate_binary_fit(self, X, y):
         """Check X, y and the shared constructor arguments; return ``(X, y_pm, HyperParams)``."""
-        X, y = check_X_y(X, y)
+        X, y = self._validate_fit_data(X, y, classifier=True)
         classes, y_pm = check_binary_labels(y)
         D = X.shape[1]
         variance = float(check_positive(self.variance, "variance", allow_array=False))
@@ -373,7 +375,6 @@ class _BinaryGPClassifierMixin:
             raise ValueError(f"damping must be a number in (0, 1]; got {damping!r}")
         rng = check_random_state(self.random_state)
         self.classes_ = classes
-        self.n_features_in_ = D
         hyper = HyperParams(variance, lengthscale, float(bias), bool(self.ard), float(jitter),
                             bool(self.optimize), optimizer, max_iter, n_restarts, ep_tol,
                             max_sweeps, float(damping), rng)
@@ -407,14 +408,7 @@ class _BinaryGPClassifierMixin:
     # -- prediction ------------------------------------------------------------------------
 
     def _check_predict_input(self, X):
-        self._check_is_fitted(self._fitted_attribute)
-        X = check_array(X, "X")
-        if X.shape[1] != self.n_features_in_:
-            raise ValueError(
-                f"X has {X.shape[1]} features, but {type(self).__name__} was fitted with "
-                f"{self.n_features_in_}"
-            )
-        return X
+        return self._validate_predict_data(X)
 
     def predict_latent(self, X):
         """Mean and variance of the latent f* (bias excluded).

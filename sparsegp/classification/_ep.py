@@ -11,7 +11,10 @@ notes §0.4, so S^1/2 is real).
 import numpy as np
 from scipy import linalg as sla
 
-from .._base import BaseEstimator
+from sklearn.base import ClassifierMixin
+from sklearn.utils.validation import check_is_fitted
+
+from .._base import SparseGPEstimator
 from .._numba.ep_dense import ep_dense_sweep, probit_cavity_terms
 from .._numba.probit import log_ndtr_vec
 from ..kernels import se_grad_contract, se_kernel
@@ -148,7 +151,7 @@ def _gradients(fit, X, K_se, variance, lengthscale):
     return g_var, g_ls, g_bias
 
 
-class EPClassifier(_BinaryGPClassifierMixin, BaseEstimator):
+class EPClassifier(_BinaryGPClassifierMixin, ClassifierMixin, SparseGPEstimator):
     """Binary Gaussian-process classifier with full (dense) expectation propagation.
 
     Squared-exponential covariance (isotropic or ARD), probit likelihood with a bias,
@@ -237,6 +240,9 @@ class EPClassifier(_BinaryGPClassifierMixin, BaseEstimator):
     Rasmussen & Williams (2006), Gaussian Processes for Machine Learning, §3.6, Algorithms 3.5,
     3.6, 5.2.  Naish-Guzman & Holden (2007), The Generalized FITC Approximation (seed 000).
     """
+
+    # dense N x N factorisations and products: BLAS's own threads do the parallel work
+    _thread_pool = "blas"
 
     def __init__(self, lengthscale=1.0, variance=1.0, bias=0.0, ard=False, jitter=1e-6,
                  optimize=True, optimizer="cg", max_iter=20, n_restarts=0, ep_tol=1e-6,
@@ -377,7 +383,7 @@ class EPClassifier(_BinaryGPClassifierMixin, BaseEstimator):
         log_evidence : float
         gradient : ndarray of the shape of ``theta``, only if ``eval_gradient``
         """
-        self._check_is_fitted("log_evidence_")
+        check_is_fitted(self)
         ard = bool(self.ard)
         if theta is None:
             if not eval_gradient:

@@ -16,14 +16,15 @@ import numba
 import numpy as np
 from scipy import linalg as sla
 
-from .._base import BaseEstimator
+from sklearn.base import ClassifierMixin
+
+from .._inducing_base import InducingPointEstimator
 from .._config import EP_MAX_SWEEPS, EP_TOL, JITTER, MAX_JITTER
 from .._numba import ep_fitc as _ep
 from .._numba.probit import log_ndtr_vec
 from .._threads import single_threaded_blas
-from .._validation import check_array, check_int, check_option
+from .._validation import check_option
 from ..exceptions import ConvergenceWarning, JitterWarning
-from ..inducing import init_inducing
 from ..kernels import se_grad_contract, se_kernel
 from ._binary import (
     RESTART_SCALE, _BinaryGPClassifierMixin, maximize_evidence, pack_theta, theta_gradient,
@@ -376,7 +377,7 @@ def fit_ep(prior, y, bias, tau0=None, nu0=None, **ep_kw):
 # --------------------------------------------------------------------------------------------
 # Estimator
 # --------------------------------------------------------------------------------------------
-class GFITCClassifier(_BinaryGPClassifierMixin, BaseEstimator):
+class GFITCClassifier(_BinaryGPClassifierMixin, ClassifierMixin, InducingPointEstimator):
     """Sparse GP classifier: EP over the FITC prior with learnt pseudo-inputs (GFITC/SPGPC).
 
     Binary probit likelihood with bias, p(y = +1 | f) = Phi(f + beta), squared-exponential
@@ -489,26 +490,15 @@ class GFITCClassifier(_BinaryGPClassifierMixin, BaseEstimator):
     # ---------------------------------------------------------------- validation
     def _validate(self, X, y):
         X, y_pm, hyper = self._validate_binary_fit(X, y)
-        N, D = X.shape
-        if self.inducing_points is not None:
-            Z0 = check_array(self.inducing_points, "inducing_points")
-            if Z0.shape[1] != D:
-                raise ValueError(f"inducing_points must have {D} columns like X; got shape "
-                                 f"{Z0.shape}")
-            if Z0.shape[0] > N:
-                raise ValueError(f"inducing_points has {Z0.shape[0]} rows, more than the "
-                                 f"{N} training points")
-        else:
-            Z0 = None
-            M = check_int(self.n_inducing, "n_inducing", minimum=1)
-            if M > N:
-                raise ValueError(f"n_inducing must be <= the number of training points "
-                                 f"({N}); got {M}")
-            check_option(self.init, "init", ("random", "kmeans"))
+        Z0 = self._check_inducing_points(*X.shape)
         check_option(self.schedule, "schedule", _SCHEDULES)
-        if hyper.jitter <= 0.0:
-            raise ValueError(f"jitter must be positive (K_uu needs it); got {self.jitter!r}")
+        self._check_jitter(positive=True)
         return X, y_pm, hyper, Z0
+
+    def _parallel_pool(self):
+        # the parallel schedule splits the sites among Numba's threads; the sequential one is
+        # a compiled sweep plus one large BLAS refresh per sweep
+        return "blas" if self.schedule == "sequential" else "numba"
 
     # ---------------------------------------------------------------- fit
     def fit(self, X, y):
@@ -528,7 +518,7 @@ class GFITCClassifier(_BinaryGPClassifierMixin, BaseEstimator):
         N, D = X.shape
         rng = hp.rng
         if Z0 is None:
-            Z0 = init_inducing(X, int(self.n_inducing), self.init, rng)
+            Z0 = self._initial_inducing_points(X, rng)
         M = Z0.shape[0]
         ep_kw = dict(tol=hp.ep_tol, max_sweeps=hp.max_sweeps, damping=hp.damping,
                      schedule=self.schedule, rng=rng)
@@ -554,21 +544,20 @@ class GFITCClassifier(_BinaryGPClassifierMixin, BaseEstimator):
                 theta = theta0.copy()
                 theta[:n_log] += RESTART_SCALE * rng.standard_normal(n_log)
                 if self.inducing_points is None:
-                    Zr = init_inducing(X, M, self.init, rng)
+                    Zr = self._initial_inducing_points(X, rng)
                 else:
                     Zr = Z0 + 0.1 * np.std(X, axis=0) * rng.standard_normal(Z0.shape)
                 theta[n_log + 1:] = Zr.ravel()
                 return theta
 
-            # Every evaluation runs EP with OpenBLAS held to one thread; holding it for the
-            # whole optimisation switches it once instead of twice per evaluation, and the
-            # evidence algebra loses less to one thread than the switches cost (20 CG steps
-            # at N = 10 000, M = 100 on 2 cores: 5.6 s against 6.4 s).
-            with single_threaded_blas(self.schedule == "parallel"):
-                opt = maximize_evidence(
-                    evaluate, pack_theta(variance, ls, bias, hp.ard, Z0), hp.optimizer,
-                    hp.max_iter, hp.n_restarts, rng, perturb=perturb, n_log_params=n_log,
-                    verbose=bool(self.verbose), label="GFITC")
+            # fit runs under the thread policy (_parallel_pool): with the parallel schedule
+            # OpenBLAS is held to one thread for the whole optimisation, which switches it once
+            # instead of twice per evaluation (20 CG steps at N = 10 000, M = 100 on 2 cores:
+            # 5.6 s against 6.4 s)
+            opt = maximize_evidence(
+                evaluate, pack_theta(variance, ls, bias, hp.ard, Z0), hp.optimizer,
+                hp.max_iter, hp.n_restarts, rng, perturb=perturb, n_log_params=n_log,
+                verbose=bool(self.verbose), label="GFITC")
             if not np.isfinite(opt.log_evidence):
                 raise ValueError("the EP evidence could not be evaluated at any start; check "
                                  "the scale of X, the initial lengthscale and jitter")

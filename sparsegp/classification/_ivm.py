@@ -37,18 +37,18 @@ import numpy as np
 from scipy import linalg as sla
 from scipy import special
 
-from .._base import BaseEstimator
+from sklearn.base import ClassifierMixin
+
+from .._base import SparseGPEstimator
 from .._numba import adf as _adf
 from .._numba import scoring as _scoring
 from .._validation import (
-    check_array,
     check_classes,
     check_int,
     check_lengthscale,
     check_option,
     check_positive,
     check_random_state,
-    check_X_y,
 )
 from .. import kernels as _kernels
 from ._binary import _BinaryGPClassifierMixin, maximize_evidence
@@ -348,7 +348,7 @@ def _fit_binary(X, y, variance, lengthscale, bias_variance, bias, opts, rng, lab
 # estimator
 
 
-class IVMClassifier(_BinaryGPClassifierMixin, BaseEstimator):
+class IVMClassifier(_BinaryGPClassifierMixin, ClassifierMixin, SparseGPEstimator):
     """Informative vector machine: sparse GP classification by greedy ADF inclusions.
 
     Implements seed 003 (Lawrence, Seeger and Herbrich, 2002): probit likelihood with bias,
@@ -425,7 +425,11 @@ class IVMClassifier(_BinaryGPClassifierMixin, BaseEstimator):
     """
 
     # the mixin contributes input checks for prediction only; fit, predict_* are our own
-    _fitted_attribute = "models_"
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.classifier_tags.multi_class = True     # one IVM per class against the rest
+        return tags
 
     def __init__(self, n_active=100, selection="entropy", randomized=None, lengthscale=1.0,
                  variance=1.0, ard=False, bias=0.0, bias_variance=0.0, optimize=False,
@@ -446,7 +450,7 @@ class IVMClassifier(_BinaryGPClassifierMixin, BaseEstimator):
     # -- validation ------------------------------------------------------------------------
 
     def _validate(self, X, y):
-        X, y = check_X_y(X, y)
+        X, y = self._validate_fit_data(X, y, classifier=True)
         n, D = X.shape
         classes, y_index = check_classes(y)
         if isinstance(self.n_active, (bool, np.bool_)) or not isinstance(
@@ -527,7 +531,6 @@ class IVMClassifier(_BinaryGPClassifierMixin, BaseEstimator):
         """
         X, classes, y_index, lengthscale, variance, vb, opts, rng = self._validate(X, y)
         self.classes_ = classes
-        self.n_features_in_ = X.shape[1]
         tasks = [1] if classes.size == 2 else list(range(classes.size))
         models = []
         for c in tasks:

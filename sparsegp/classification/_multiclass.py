@@ -21,26 +21,20 @@ Training is EP-inner (notes §5): every iteration refines all factors of the bat
 gradient step on the hyper-parameters and inducing inputs with the approximate gradient of
 log Z_EP (eq. 10, notes §4), held at the current sites.
 """
-import math
 import time
 import warnings
 
 import numpy as np
 from scipy import linalg as sla
 
-from .._base import BaseEstimator
 from .._numba import multiclass as _nbmc
-from .._validation import (
-    check_array, check_int, check_option, check_positive, check_random_state,
-)
+from .._validation import check_int, check_option, check_positive
 from ..exceptions import ConvergenceWarning
-from ..inducing import kmeans
 from . import _multiclass_common as _mc
 
 __all__ = ["MultiClassEPClassifier"]
 
 _METHODS = ("ep", "sep")
-_INITS = ("random", "kmeans", "subset")
 #: Retries of one batch iteration after a numerical failure (damping and rates halved).
 _MAX_RETRIES = 12
 #: Below this many multiply-adds (B C M^2) the factor pass runs serially.
@@ -378,7 +372,7 @@ def _scaled_step(optimiser, theta, grad, scale):
 # --------------------------------------------------------------------------------------------
 # Estimator
 # --------------------------------------------------------------------------------------------
-class MultiClassEPClassifier(_mc.MultiClassPredictMixin, BaseEstimator):
+class MultiClassEPClassifier(_mc.MultiClassGPClassifier):
     """Multi-class GP classifier with inducing points trained by EP or stochastic EP.
 
     Implements Villacampa-Calvo & Hernández-Lobato (2017): per-class SE-ARD kernels with
@@ -488,87 +482,19 @@ class MultiClassEPClassifier(_mc.MultiClassPredictMixin, BaseEstimator):
     # ---------------------------------------------------------------------------- validation
     def _validate(self, X, y):
         check_option(self.method, "method", _METHODS)
-        check_option(self.init, "init", _INITS)
-        max_iter = check_int(self.max_iter, "max_iter", minimum=1)
+        max_iter, jitter = self._check_iterations_and_callback(min_iter=1)
+        batch_size = None
         if self.batch_size is not None:
             batch_size = check_int(self.batch_size, "batch_size", minimum=1)
-            N, D = _mc.check_row_sliceable(X)
-            Xc = X
-        else:
-            batch_size = None
-            Xc = check_array(X, "X")
-            N, D = Xc.shape
-        classes, y_idx = _mc.check_multiclass_labels(y)
-        if y_idx.shape[0] != N:
-            raise ValueError(f"X and y have different lengths: X has {N} rows, y has "
-                             f"{y_idx.shape[0]}")
-        damping = float(self.damping)
-        if not 0.0 < damping <= 1.0:
+        damping = self.damping
+        if (isinstance(damping, (bool, np.bool_)) or not np.isscalar(damping)
+                or not 0.0 < float(damping) <= 1.0):
             raise ValueError(f"damping must be in (0, 1]; got {self.damping!r}")
         lr = self.learning_rate
         if lr is not None:
             lr = float(check_positive(lr, "learning_rate", allow_array=False))
-        jitter = float(self.jitter)
-        if not (jitter >= 0.0 and math.isfinite(jitter)):
-            raise ValueError(f"jitter must be a non-negative finite float; got {self.jitter!r}")
-        if self.callback is not None and not callable(self.callback):
-            raise ValueError(f"callback must be callable; got {self.callback!r}")
-        return Xc, N, D, classes, y_idx, max_iter, batch_size, damping, lr, jitter
-
-    def _per_class(self, value, name, C, D=None):
-        try:
-            arr = np.asarray(value, dtype=np.float64)
-        except (TypeError, ValueError):
-            raise ValueError(f"{name} must be positive numbers; got {value!r}") from None
-        if arr.size == 0 or not np.all(np.isfinite(arr)) or np.any(arr <= 0):
-            raise ValueError(f"{name} must be positive and finite; got {value!r}")
-        if D is None:
-            if arr.ndim == 0:
-                return np.full(C, float(arr))
-            if arr.shape != (C,):
-                raise ValueError(f"{name} must be a scalar or have shape ({C},); got {arr.shape}")
-            return arr.copy()
-        if arr.ndim == 0:
-            return np.full((C, D), float(arr))
-        if arr.shape == (D,):
-            return np.tile(arr, (C, 1))
-        if arr.shape == (C, D):
-            return arr.copy()
-        raise ValueError(f"{name} must be a scalar or have shape ({D},) or ({C}, {D}); got "
-                         f"{arr.shape}")
-
-    def _initial_Z(self, X, y_idx, N, D, C, rng):
-        if self.inducing_points is not None:
-            Z = np.array(self.inducing_points, dtype=np.float64)
-            if Z.ndim == 2:
-                Z = np.tile(Z[None], (C, 1, 1))
-            if Z.ndim != 3 or Z.shape[0] != C or Z.shape[2] != D:
-                raise ValueError(f"inducing_points must have shape (M, {D}) or ({C}, M, {D}); "
-                                 f"got {np.shape(self.inducing_points)}")
-            if not np.all(np.isfinite(Z)):
-                raise ValueError("inducing_points contains NaN or infinite values")
-            return np.ascontiguousarray(Z)
-        M = check_int(self.n_inducing, "n_inducing", minimum=1)
-        if self.init == "subset":
-            counts = np.bincount(y_idx, minlength=C)
-            if M > counts.min():
-                raise ValueError(
-                    f"n_inducing={M} is larger than the smallest class's training size "
-                    f"({int(counts.min())}) with init='subset'; use init='random' or a smaller "
-                    f"n_inducing")
-        elif M > N:
-            raise ValueError(f"n_inducing must be <= the number of training points ({N}); "
-                             f"got {M}")
-        Z = np.empty((C, M, D))
-        for c in range(C):
-            pool = np.flatnonzero(y_idx == c) if self.init == "subset" else None
-            idx = (rng.choice(N, size=M, replace=False) if pool is None
-                   else rng.choice(pool, size=M, replace=False))
-            Z[c] = _mc.take_rows(X, np.sort(idx))
-            if self.init == "kmeans":
-                sub = np.sort(rng.choice(N, size=min(N, 20 * M + 1000), replace=False))
-                Z[c] = kmeans(_mc.take_rows(X, sub), Z[c])[0]
-        return Z
+        Xc, N, D, classes, y_idx = self._validate_training_data(X, y, batch_size is not None)
+        return Xc, N, D, classes, y_idx, max_iter, batch_size, float(damping), lr, jitter
 
     # ---------------------------------------------------------------------------- fit
     def fit(self, X, y):
@@ -580,17 +506,10 @@ class MultiClassEPClassifier(_mc.MultiClassPredictMixin, BaseEstimator):
         (X, N, D, classes, y_idx, max_iter, batch_size, damping, lr,
          jitter) = self._validate(X, y)
         C = classes.size
-        rng = check_random_state(self.random_state)
-        var = self._per_class(self.variance, "variance", C)
-        noise = self._per_class(self.noise, "noise", C)
-        if self.lengthscale is None:
-            ls = np.full((C, D), _mc.median_lengthscale(X, rng))
-        else:
-            ls = self._per_class(self.lengthscale, "lengthscale", C, D)
-        Z = self._initial_Z(X, y_idx, N, D, C, rng)
+        rng = self._check_random_state()
+        var, noise, ls, Z = self._initial_parameters(X, y_idx, C, rng)
         hyp = Hyper(np.log(var), np.log(noise), np.log(ls), Z)
         self.classes_ = classes
-        self.n_features_in_ = D
         self._nik = (bool(self.noise_in_kuu), jitter)
         n_factors = _mc.class_counts_factors(y_idx, C)
         # optimiser coordinates: log sigma, log sigma0, Z as they are; the length-scales as
@@ -755,11 +674,7 @@ class MultiClassEPClassifier(_mc.MultiClassPredictMixin, BaseEstimator):
         var : ndarray of shape (n_samples, C)
             Includes the additive noise sigma0_c.
         """
-        self._check_is_fitted("posterior_mean_")
-        X = check_array(X, "X")
-        if X.shape[1] != self.n_features_in_:
-            raise ValueError(f"X has {X.shape[1]} features; the model was fitted with "
-                             f"{self.n_features_in_}")
+        X = self._validate_predict_data(X)
         C = self.classes_.size
         mean = np.empty((X.shape[0], C))
         var = np.empty((X.shape[0], C))
@@ -780,15 +695,3 @@ class MultiClassEPClassifier(_mc.MultiClassPredictMixin, BaseEstimator):
         """
         mean, var = self.predict_latent(X)
         return np.clip(_mc.class_probabilities(mean, var), 0.0, 1.0)
-
-    def score(self, X, y):
-        """Mean test log-likelihood log p(y | x) (higher is better); unknown labels raise.
-
-        The true class's probability comes from its own quadrature rather than from the
-        normalised ``predict_proba`` row, so tiny probabilities keep their accuracy.
-        """
-        self._check_is_fitted("classes_")
-        y_idx = _mc.encode_labels(y, self.classes_)
-        mean, var = self.predict_latent(X)
-        p = _mc.true_class_probability(mean, var, y_idx)
-        return float(np.mean(np.log(np.maximum(p, 1e-300))))

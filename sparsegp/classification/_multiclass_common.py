@@ -28,10 +28,12 @@ import math
 import numpy as np
 from scipy import linalg as sla
 from scipy.linalg import blas as _blas
+from sklearn.base import ClassifierMixin
 
 from .. import kernels as _kernels
 from .._numba import multiclass as _nbmc
-from .._validation import check_classes
+from .._inducing_base import InducingPointEstimator, median_lengthscale, take_rows  # noqa: F401
+from .._validation import check_classes, check_int
 
 #: Default absolute jitter on K_c's diagonal (the R code's 1e-10 nugget).
 DEFAULT_JITTER = 1e-10
@@ -222,23 +224,6 @@ def tri_solve(L, B, trans=False):
     return out.ravel() if vec else out
 
 
-def median_lengthscale(X, rng=None, n_max=1000):
-    """sqrt(median pairwise Euclidean distance) of at most ``n_max`` rows of X (notes §5.3).
-
-    The R code sets the *squared* length-scale to the median distance, hence the square root.
-    X may be any row-sliceable array-like; only the sampled rows are read.
-    """
-    rng = np.random.default_rng(0) if rng is None else rng
-    N = X.shape[0]
-    idx = np.sort(rng.choice(N, size=min(N, n_max), replace=False))
-    Xs = take_rows(X, idx)
-    sq = np.sum(Xs * Xs, axis=1)
-    d2 = np.maximum(sq[:, None] + sq[None, :] - 2.0 * Xs @ Xs.T, 0.0)
-    iu = np.triu_indices(Xs.shape[0], k=1)
-    med = float(np.median(np.sqrt(d2[iu]))) if iu[0].size else 1.0
-    return math.sqrt(med) if med > 0 else 1.0
-
-
 # --------------------------------------------------------------------------------------------
 # labels
 # --------------------------------------------------------------------------------------------
@@ -257,29 +242,60 @@ def check_multiclass_labels(y):
     return check_classes(y, min_classes=2)
 
 
-def encode_labels(y, classes):
-    """Map labels to indices into ``classes``; unknown labels raise ``ValueError``."""
-    y = np.asarray(y)
-    if y.ndim == 2 and y.shape[1] == 1:
-        y = y.ravel()
-    idx = np.searchsorted(classes, y)
-    idx = np.clip(idx, 0, len(classes) - 1)
-    bad = classes[idx] != y
-    if np.any(bad):
-        unknown = np.unique(y[bad]).tolist()[:10]
-        raise ValueError(
-            f"y contains labels not seen during fit: {unknown}; known classes_ are "
-            f"{np.asarray(classes).tolist()}"
-        )
-    return idx.astype(np.int64)
+class MultiClassGPClassifier(ClassifierMixin, InducingPointEstimator):
+    """Base of the three multi-class classifiers: validation, initial state, predictions.
 
-
-class MultiClassPredictMixin:
-    """``predict``, ``decision_function`` and ``score`` of the multi-class classifiers.
-
-    The host class defines ``predict_latent(X) -> (mean, var)`` and ``predict_proba(X)``, both
-    of shape (n_samples, C) with columns ordered as ``classes_``.
+    Subclasses define ``predict_latent(X) -> (mean, var)`` and ``predict_proba(X)``, both of
+    shape (n_samples, C) with columns ordered as ``classes_``; ``score`` is scikit-learn's
+    accuracy (the test NLL is ``sparsegp.metrics.mean_nlp(y, est.predict_proba(X),
+    classes=est.classes_)``).
     """
+
+    _inits = ("random", "kmeans", "subset")
+
+    def _validate_training_data(self, X, y, row_sliceable):
+        """Check X and y; return ``(X, N, D, classes, y_index)``.
+
+        With ``row_sliceable`` X may be any 2-D array-like with row slicing (memmap, h5py or
+        zarr dataset), which is left unread; otherwise X comes back as a float64 copy.
+        """
+        if row_sliceable:
+            N, D = check_row_sliceable(X)
+            self._record_features(X)
+            if y is None:
+                raise ValueError(f"{type(self).__name__} requires y to be passed, but the "
+                                 "target y is None")
+        else:
+            X, y = self._validate_fit_data(X, y, classifier=True)
+            N, D = X.shape
+        classes, y_index = check_multiclass_labels(y)
+        if y_index.shape[0] != N:
+            raise ValueError(f"X and y have different lengths: X has {N} rows, y has "
+                             f"{y_index.shape[0]}")
+        return X, N, D, classes, y_index
+
+    def _check_iterations_and_callback(self, min_iter):
+        """``max_iter`` (>= ``min_iter``) and ``jitter``; ``callback`` must be callable."""
+        max_iter = check_int(self.max_iter, "max_iter", minimum=min_iter)
+        jitter = self._check_jitter()
+        if self.callback is not None and not callable(self.callback):
+            raise ValueError(f"callback must be callable; got {self.callback!r}")
+        return max_iter, jitter
+
+    def _initial_parameters(self, X, y_index, n_classes, rng):
+        """Initial ``(variance, noise, lengthscale, Z)`` of shapes (C,), (C,), (C, D), (C, M, D).
+
+        Every multi-class estimator draws them in the same order from the same arguments, so
+        that the baselines and ``MultiClassEPClassifier`` given one ``random_state`` start
+        from the same point, as in the paper's experiments.
+        """
+        variance = self._check_positive_param("variance", n_classes)
+        noise = self._check_positive_param("noise", n_classes)
+        lengthscale = self._check_lengthscale(X, rng, n_classes)
+        Z = self._check_inducing_points(X.shape[0], X.shape[1], n_classes)
+        if Z is None:
+            Z = self._initial_inducing_points(X, rng, y_index, n_classes)
+        return variance, noise, lengthscale, Z
 
     def decision_function(self, X):
         """Predictive latent means, shape (n_samples, C)."""
@@ -287,20 +303,8 @@ class MultiClassPredictMixin:
 
     def predict(self, X):
         """Most probable class label for each row of X, shape (n_samples,)."""
-        self._check_is_fitted("classes_")
-        return self.classes_[np.argmax(self.predict_proba(X), axis=1)]
-
-    def score(self, X, y):
-        """Mean test log-likelihood mean_i log p(y_i | x_i) (higher is better).
-
-        Labels unknown to ``classes_`` raise ``ValueError``.
-        """
-        self._check_is_fitted("classes_")
-        y_idx = encode_labels(y, self.classes_)
-        P = self.predict_proba(X)
-        if P.shape[0] != y_idx.shape[0]:
-            raise ValueError(f"X and y have different lengths: {P.shape[0]} and {y_idx.shape[0]}")
-        return float(np.mean(np.log(np.maximum(P[np.arange(P.shape[0]), y_idx], 1e-300))))
+        P = self.predict_proba(X)      # checks that the model is fitted
+        return self.classes_[np.argmax(P, axis=1)]
 
 
 def class_counts_factors(y_index, C):
@@ -423,31 +427,6 @@ def check_row_sliceable(X, name="X"):
     if shape[0] == 0 or shape[1] == 0:
         raise ValueError(f"{name} must have at least one row and one column; got {tuple(shape)}")
     return int(shape[0]), int(shape[1])
-
-
-def take_rows(X, idx, name="X"):
-    """Rows ``idx`` (sorted increasing) of a row-sliceable array-like as a new float64 array.
-
-    A contiguous run is read as one slice; otherwise fancy indexing is tried, then zarr's
-    ``oindex``, then one slice per row. NaN/inf raise ``ValueError``.
-    """
-    idx = np.asarray(idx, dtype=np.int64)
-    if idx.size and idx[-1] - idx[0] + 1 == idx.size and np.all(np.diff(idx) == 1):
-        block = X[int(idx[0]):int(idx[-1]) + 1]
-    else:
-        try:
-            block = X[idx]
-        except (TypeError, IndexError, ValueError):
-            if hasattr(X, "oindex"):
-                block = X.oindex[idx, :]
-            else:
-                block = np.stack([np.asarray(X[int(j)]) for j in idx])
-    out = np.array(block, dtype=np.float64, order="C", copy=True)
-    if out.ndim == 1:
-        out = out.reshape(1, -1)
-    if not np.all(np.isfinite(out)):
-        raise ValueError(f"{name} contains NaN or infinite values (in rows {idx[:5].tolist()}...)")
-    return out
 
 
 def iter_minibatches(n_samples, batch_size, rng):

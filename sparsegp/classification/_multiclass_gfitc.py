@@ -23,16 +23,13 @@ import scipy.linalg as sla
 from scipy.optimize import minimize
 
 from . import _multiclass_common as _mc
-from .._base import BaseEstimator
 from .._numba import multiclass_gfitc as _nb
 from .._numba.probit import log_ndtr_vec
-from .._validation import check_array, check_int, check_option, check_positive, check_random_state
+from .._validation import check_int, check_positive
 from ..exceptions import ConvergenceWarning
-from ._multiclass import MultiClassEPClassifier as _EPC
 
 __all__ = ["MultiClassGFITCClassifier"]
 
-_INITS = ("random", "kmeans", "subset")
 _LOG_BOUND = 10.0  # box bounds on the log hyper-parameters for L-BFGS-B (notes §7.2, R code)
 
 
@@ -308,53 +305,14 @@ def gfitc_predict_latent(Xt, state, tau_bar, nu_bar):
 # --------------------------------------------------------------------------------------------
 # estimator plumbing shared with the VI baseline
 # --------------------------------------------------------------------------------------------
-def _initial_hyper(est, X, y_idx, C, rng):
-    """Initial hyper-parameters and Z from the estimator's constructor arguments.
-
-    Reuses the EP classifier's initialisation (same argument names, same order of random
-    draws), so that a baseline and ``MultiClassEPClassifier`` given the same ``random_state``
-    start from the same length-scales and inducing inputs, as in the paper's experiments.
-    """
-    N, D = X.shape
-    var = _EPC._per_class(est, est.variance, "variance", C)
-    noise = _EPC._per_class(est, est.noise, "noise", C)
-    if est.lengthscale is None:
-        ls = np.full((C, D), _mc.median_lengthscale(X, rng))
-    else:
-        ls = _EPC._per_class(est, est.lengthscale, "lengthscale", C, D)
-    Z = _EPC._initial_Z(est, X, y_idx, N, D, C, rng)
-    return _Hyper(np.log(var), np.log(noise), np.log(ls), Z)
-
-
-def _check_common(est):
-    """Validate the constructor arguments both baselines share; returns (max_iter, jitter)."""
-    check_option(est.init, "init", _INITS)
-    max_iter = check_int(est.max_iter, "max_iter", minimum=0)
-    jitter = float(est.jitter)
-    if not (jitter >= 0.0 and np.isfinite(jitter)):
-        raise ValueError(f"jitter must be a non-negative finite float; got {est.jitter!r}")
-    if est.callback is not None and not callable(est.callback):
-        raise ValueError(f"callback must be callable; got {est.callback!r}")
-    return max_iter, jitter
-
-
 def _verbosity(verbose):
     return (10 if verbose else 0) if isinstance(verbose, bool) else int(verbose)
-
-
-def _check_predict_X(est, X):
-    est._check_is_fitted("classes_")
-    X = check_array(X, "X")
-    if X.shape[1] != est.n_features_in_:
-        raise ValueError(f"X has {X.shape[1]} features but the model was fitted with "
-                         f"{est.n_features_in_}")
-    return X
 
 
 # --------------------------------------------------------------------------------------------
 # estimator
 # --------------------------------------------------------------------------------------------
-class MultiClassGFITCClassifier(_mc.MultiClassPredictMixin, BaseEstimator):
+class MultiClassGFITCClassifier(_mc.MultiClassGPClassifier):
     """Multi-class GP classifier with FITC priors and EP on the exact likelihood (GFITC).
 
     The "GFITC" baseline of Villacampa-Calvo & Hernández-Lobato (2017): one latent function per
@@ -443,23 +401,18 @@ class MultiClassGFITCClassifier(_mc.MultiClassPredictMixin, BaseEstimator):
 
     def fit(self, X, y):
         """Run EP and optimise the hyper-parameters on X (N, D) and labels y (N,)."""
-        max_iter, jitter = _check_common(self)
+        max_iter, jitter = self._check_iterations_and_callback(min_iter=0)
         ep_max = check_int(self.ep_max_sweeps, "ep_max_sweeps", minimum=1)
         ep_tol = check_positive(self.ep_tol, "ep_tol", allow_array=False)
-        X = check_array(X, "X")
-        classes, y_idx = _mc.check_multiclass_labels(y)
-        if y_idx.shape[0] != X.shape[0]:
-            raise ValueError(f"X and y have different lengths: X has {X.shape[0]} rows, y has "
-                             f"{y_idx.shape[0]}")
-        rng = check_random_state(self.random_state)
+        X, N, D, classes, y_idx = self._validate_training_data(X, y, row_sliceable=False)
+        rng = self._check_random_state()
         C = classes.size
-        N, D = X.shape
-        hyp0 = _initial_hyper(self, X, y_idx, C, rng)
+        var, noise, ls, Z = self._initial_parameters(X, y_idx, C, rng)
+        hyp0 = _Hyper(np.log(var), np.log(noise), np.log(ls), Z)
         M = hyp0.Z.shape[1]
         nik = bool(self.noise_in_kuu)
         verbose = _verbosity(self.verbose)
         self.classes_ = classes
-        self.n_features_in_ = D
         # with learn_hyperparameters=False only Z moves: the optimiser sees the Z block only
         n_hyp = 2 * C + C * D
         free = slice(0 if self.learn_hyperparameters else n_hyp, None)
@@ -546,7 +499,7 @@ class MultiClassGFITCClassifier(_mc.MultiClassPredictMixin, BaseEstimator):
 
     def predict_latent(self, X):
         """Predictive mean and variance of each class's noisy latent f*_c, each (n, C)."""
-        X = _check_predict_X(self, X)
+        X = self._validate_predict_data(X)
         return gfitc_predict_latent(X, self._state, self.site_precision_, self.site_mean_)
 
     def predict_proba(self, X):

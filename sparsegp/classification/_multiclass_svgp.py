@@ -28,11 +28,10 @@ from scipy.optimize import minimize
 
 from . import _multiclass_common as _mc
 from ._multiclass_gfitc import (
-    _ClassKernel, _Hyper, _check_common, _check_predict_X, _initial_hyper, _verbosity,
+    _ClassKernel, _Hyper, _verbosity,
 )
-from .._base import BaseEstimator
 from .._numba import multiclass_gfitc as _nb
-from .._validation import check_array, check_int, check_positive, check_random_state
+from .._validation import check_int, check_positive
 from ..exceptions import ConvergenceWarning
 
 __all__ = ["MultiClassSVGPClassifier"]
@@ -190,7 +189,7 @@ def svgp_predict_latent(Xt, hyp, q, jitter, noise_in_kuu):
 # --------------------------------------------------------------------------------------------
 # estimator
 # --------------------------------------------------------------------------------------------
-class MultiClassSVGPClassifier(_mc.MultiClassPredictMixin, BaseEstimator):
+class MultiClassSVGPClassifier(_mc.MultiClassGPClassifier):
     """Multi-class sparse variational GP classifier with the robust-max likelihood ("VI").
 
     The VI baseline of Villacampa-Calvo & Hernández-Lobato (2017), after Hensman et al.
@@ -295,29 +294,22 @@ class MultiClassSVGPClassifier(_mc.MultiClassPredictMixin, BaseEstimator):
     # ----------------------------------------------------------------------------------------
     def fit(self, X, y):
         """Maximise the ELBO on X (N, D) and labels y (N,); returns ``self``."""
-        max_iter, jitter = _check_common(self)
+        max_iter, jitter = self._check_iterations_and_callback(min_iter=0)
         n_quad = check_int(self.n_quadrature, "n_quadrature", minimum=2)
         eps = float(check_positive(self.epsilon, "epsilon", allow_array=False))
         if eps >= 1.0:
             raise ValueError(f"epsilon must be in (0, 1); got {self.epsilon!r}")
         lr = float(check_positive(self.learning_rate, "learning_rate", allow_array=False))
+        batch_size = None
         if self.batch_size is not None:
             batch_size = check_int(self.batch_size, "batch_size", minimum=1)
-            N, D = _mc.check_row_sliceable(X)
-        else:
-            batch_size = None
-            X = check_array(X, "X")
-            N, D = X.shape
-        classes, y_idx = _mc.check_multiclass_labels(y)
-        if y_idx.shape[0] != N:
-            raise ValueError(f"X and y have different lengths: X has {N} rows, y has "
-                             f"{y_idx.shape[0]}")
-        rng = check_random_state(self.random_state)
+        X, N, D, classes, y_idx = self._validate_training_data(X, y, batch_size is not None)
+        rng = self._check_random_state()
         C = classes.size
-        hyp = _initial_hyper(self, X, y_idx, C, rng)
+        var, noise, ls, Z = self._initial_parameters(X, y_idx, C, rng)
+        hyp = _Hyper(np.log(var), np.log(noise), np.log(ls), Z)
         M = hyp.Z.shape[1]
         self.classes_ = classes
-        self.n_features_in_ = D
         self._nik = (bool(self.noise_in_kuu), jitter)
         self._gh = gauss_hermite(n_quad)
         self._eps = eps
@@ -476,7 +468,7 @@ class MultiClassSVGPClassifier(_mc.MultiClassPredictMixin, BaseEstimator):
     # ----------------------------------------------------------------------------------------
     def predict_latent(self, X):
         """Mean and variance of q(f*_c) for every class, each (n, C) (eqs. 16-17)."""
-        X = _check_predict_X(self, X)
+        X = self._validate_predict_data(X)
         nik, jitter = self._nik
         return svgp_predict_latent(X, self._hyp, self._q, jitter, nik)
 

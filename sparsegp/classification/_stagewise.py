@@ -21,7 +21,9 @@ import numpy as np
 from scipy import linalg as sla
 from scipy import optimize
 
-from .._base import BaseEstimator
+from sklearn.base import ClassifierMixin
+
+from .._base import SparseGPEstimator
 from .._validation import (
     check_int,
     check_lengthscale,
@@ -29,7 +31,7 @@ from .._validation import (
     check_positive,
     check_random_state,
 )
-from .._validation import check_X_y, check_binary_labels
+from .._validation import check_binary_labels
 from .._numba import adf as _adf
 from .._numba import scoring as _scoring
 from .._numba import stagewise as _sw
@@ -58,7 +60,7 @@ SITE_MAXITER = 50
 CG_MAXITER = 20
 
 
-class StagewiseGPClassifier(_BinaryGPClassifierMixin, BaseEstimator):
+class StagewiseGPClassifier(_BinaryGPClassifierMixin, ClassifierMixin, SparseGPEstimator):
     """Sparse GP classifier built as a forward stagewise additive model (seed 004).
 
     Parameters
@@ -129,8 +131,6 @@ class StagewiseGPClassifier(_BinaryGPClassifierMixin, BaseEstimator):
     classifier design" (seed 004); notes §3.
     """
 
-    _fitted_attribute = "nlp_history_"
-
     def __init__(self, d_max=80, selection="adaptive", kappa=None, site_update="moment",
                  lengthscale=1.0, variance=1.0, ard=False, bias=0.0, outer_iter=20, tol=1e-4,
                  optimize=True, random_state=None, verbose=False):
@@ -152,7 +152,7 @@ class StagewiseGPClassifier(_BinaryGPClassifierMixin, BaseEstimator):
     # validation
 
     def _validate(self, X, y):
-        X, y = check_X_y(X, y)
+        X, y = self._validate_fit_data(X, y, classifier=True)
         classes, y_pm = check_binary_labels(y)
         n, D = X.shape
         d_max = check_int(self.d_max, "d_max", minimum=1)
@@ -206,7 +206,6 @@ class StagewiseGPClassifier(_BinaryGPClassifierMixin, BaseEstimator):
         (X, y_pm, classes, d_max, selection, kappa, site_update, ls, s2, b, outer_iter, tol,
          rng) = self._validate(X, y)
         self.classes_ = classes
-        self.n_features_in_ = X.shape[1]
         ard = bool(self.ard)
         n_outer = outer_iter if self.optimize else 1
         state = _adf.new_state(X.shape[0], d_max, s2)

@@ -5,18 +5,20 @@ import warnings
 import numpy as np
 from scipy.optimize import minimize
 
-from .._base import BaseEstimator
+from sklearn.base import RegressorMixin
+from sklearn.utils.validation import check_is_fitted
+
 from .._config import JITTER
-from .._validation import (check_array, check_int, check_lengthscale, check_option,
-                           check_positive, check_random_state, check_X_y)
+from .._inducing_base import InducingPointEstimator
+from .._validation import check_int, check_option
 from ..exceptions import ConvergenceWarning, JitterWarning
-from ..inducing import init_inducing, kmeans, kmeans_blocks
+from ..inducing import kmeans, kmeans_blocks
 from . import _base
 
 _LOG_BOUND = math.log(1e6)
 
 
-class SparseGPRegressor(BaseEstimator):
+class SparseGPRegressor(RegressorMixin, InducingPointEstimator):
     """Sparse Gaussian-process regression with a squared-exponential covariance.
 
     One estimator for the unifying view of Quiñonero-Candela & Rasmussen (seed 001): every
@@ -122,6 +124,8 @@ class SparseGPRegressor(BaseEstimator):
     >>> mean, std = gp.predict(X[:5], return_std=True)
     """
 
+    _inits = ("random", "kmeans", "greedy")
+
     def __init__(self, approximation="fitc", n_inducing=50, inducing_points=None, init="random",
                  lengthscale=1.0, variance=1.0, noise_variance=0.1, ard=False, jitter=JITTER,
                  optimize=True, optimizer="lbfgs", max_iter=200, n_restarts=0, blocks=None,
@@ -144,34 +148,25 @@ class SparseGPRegressor(BaseEstimator):
         self.verbose = verbose
 
     # ------------------------------------------------------------------ validation
+    def _parallel_pool(self):
+        # FITC/DTC-type evidences split their rows among Numba's threads; the exact GP, SoD
+        # and PITC are a few large factorisations that BLAS threads itself
+        return "numba" if self.approximation in _base.ROW_SPLIT_METHODS else "blas"
+
     def _validate(self, X, y):
-        X, y = check_X_y(X, y)
-        if y.dtype.kind not in "fiub":
-            raise ValueError(f"y must be numeric for regression; got dtype {y.dtype}")
-        y = np.ascontiguousarray(y, dtype=np.float64)
+        X, y = self._validate_fit_data(X, y, classifier=False)
         N, D = X.shape
         check_option(self.approximation, "approximation", _base.APPROXIMATIONS)
-        check_option(self.init, "init", ("random", "kmeans", "greedy"))
         check_option(self.optimizer, "optimizer", ("lbfgs", "cg"))
-        s2 = check_positive(self.variance, "variance", allow_array=False)
-        sn2 = check_positive(self.noise_variance, "noise_variance", allow_array=False)
-        ls = check_lengthscale(self.lengthscale, D, self.ard)
-        jitter = float(self.jitter)
-        if not np.isfinite(jitter) or jitter < 0:
-            raise ValueError(f"jitter must be a finite number >= 0; got {self.jitter!r}")
+        s2 = self._check_positive_param("variance")
+        sn2 = self._check_positive_param("noise_variance")
+        ls = self._check_lengthscale(X)
+        jitter = self._check_jitter()
         check_int(self.max_iter, "max_iter", minimum=0)
         check_int(self.n_restarts, "n_restarts", minimum=0)
         Z = None
-        if self.inducing_points is not None and self.approximation != "exact":
-            Z = check_array(self.inducing_points, "inducing_points")
-            if Z.shape[1] != D:
-                raise ValueError(
-                    f"inducing_points must have {D} columns like X; got shape {Z.shape}")
-        elif self.approximation != "exact":
-            M = check_int(self.n_inducing, "n_inducing", minimum=1)
-            if M > N:
-                raise ValueError(
-                    f"n_inducing must be <= the number of training points ({N}); got {M}")
+        if self.approximation != "exact":
+            Z = self._check_inducing_points(N, D)
         blocks = None
         if self.blocks is not None and not isinstance(self.blocks, (int, np.integer)):
             blocks = _base.check_blocks(self.blocks, N)
@@ -193,10 +188,9 @@ class SparseGPRegressor(BaseEstimator):
         self : SparseGPRegressor
         """
         X, y, s2, sn2, ls, jitter, Z, blocks = self._validate(X, y)
-        rng = check_random_state(self.random_state)
+        rng = self._check_random_state()
         method = self.approximation
         N, D = X.shape
-        self.n_features_in_ = D
         self.X_train_ = X
         self.y_train_ = y
 
@@ -291,7 +285,7 @@ class SparseGPRegressor(BaseEstimator):
         M = self.n_inducing
         if self.init == "greedy":
             return X[_base.greedy_variance_selection(X, M, s2, ls, rng, jitter)].copy()
-        return init_inducing(X, M, self.init, rng)
+        return self._initial_inducing_points(X, rng)
 
     def _unpack(self, theta, D):
         n_ls = D if self.ard else 1
@@ -348,15 +342,15 @@ class SparseGPRegressor(BaseEstimator):
                 f, _ = objective(xk)
                 print(f"[SparseGPRegressor] iter {state['it']:4d}  log ML {-f:.6g}")
 
-        # one OpenBLAS thread-count switch for the whole run, not two per evaluation
-        with _base.blas_pin(self.approximation):
-            if self.optimizer == "lbfgs":
-                bounds = [(-_LOG_BOUND, _LOG_BOUND)] * n_th + [(None, None)] * (x0.size - n_th)
-                res = minimize(objective, x0, jac=True, method="L-BFGS-B", bounds=bounds,
-                               callback=callback, options={"maxiter": self.max_iter})
-            else:
-                res = minimize(objective, x0, jac=True, method="CG", callback=callback,
-                               options={"maxiter": self.max_iter})
+        # fit holds the thread policy (_parallel_pool) around the whole run: one OpenBLAS
+        # thread-count switch, not two per evaluation
+        if self.optimizer == "lbfgs":
+            bounds = [(-_LOG_BOUND, _LOG_BOUND)] * n_th + [(None, None)] * (x0.size - n_th)
+            res = minimize(objective, x0, jac=True, method="L-BFGS-B", bounds=bounds,
+                           callback=callback, options={"maxiter": self.max_iter})
+        else:
+            res = minimize(objective, x0, jac=True, method="CG", callback=callback,
+                           options={"maxiter": self.max_iter})
         x = res.x
         Z = np.ascontiguousarray(x[n_th:].reshape(Zshape)) if move_Z else Z0
         # status 1 is the user's iteration cap (reported through n_iter_, as in the classifiers);
@@ -389,7 +383,7 @@ class SparseGPRegressor(BaseEstimator):
         grad : ndarray of shape (2 + n_lengthscales,)
             Only when ``eval_gradient`` is True.
         """
-        self._check_is_fitted("log_marginal_likelihood_")
+        check_is_fitted(self)
         D = self.n_features_in_
         if theta is None:
             s2, sn2 = self.variance_, self.noise_variance_
@@ -443,13 +437,10 @@ class SparseGPRegressor(BaseEstimator):
         cov : ndarray of shape (T, T)
             Only when ``return_cov`` is True.
         """
-        self._check_is_fitted("log_marginal_likelihood_")
+        Xs = self._validate_predict_data(X)
         if return_std and return_cov:
             raise ValueError("at most one of return_std and return_cov may be True")
-        Xs = check_array(X, "X")
         D = self.n_features_in_
-        if Xs.shape[1] != D:
-            raise ValueError(f"X has {Xs.shape[1]} features, but the model was fitted with {D}")
         method = self.approximation
         s2, sn2 = self.variance_, self.noise_variance_
         ls = np.broadcast_to(np.asarray(self.lengthscale_, dtype=float), (D,)).copy()

@@ -1,0 +1,199 @@
+"""The shared base of the inducing-point estimators.
+
+``InducingPointEstimator`` validates the constructor arguments that ``GFITCClassifier``,
+``SparseGPRegressor`` and the three multi-class classifiers share — signal variance (and the
+multi-class noise), length-scales, jitter, ``random_state``, the inducing inputs or their
+number — and draws the initial inducing inputs. Binary and regression models have one set of
+M inducing inputs (M, D) and scalar kernel parameters; the multi-class models have one set per
+class (C, M, D) and per-class parameters, chosen by passing ``n_classes``.
+"""
+import math
+
+import numpy as np
+
+from ._base import SparseGPEstimator
+from ._validation import (check_array, check_int, check_lengthscale, check_option,
+                          check_positive, check_random_state)
+from .inducing import init_inducing, kmeans
+
+
+class InducingPointEstimator(SparseGPEstimator):
+    """Validation and initialisation shared by the estimators with inducing inputs.
+
+    Subclasses have the constructor arguments ``n_inducing``, ``inducing_points``, ``init``,
+    ``lengthscale``, ``variance``, ``jitter`` and ``random_state`` (and ``ard`` for the
+    binary/regression models).
+    """
+
+    #: accepted values of ``init``; subclasses narrow or extend it
+    _inits = ("random", "kmeans")
+
+    # -- scalars ---------------------------------------------------------------------------
+
+    def _check_jitter(self, positive=False):
+        """``jitter`` as a float: finite and >= 0, or > 0 when ``positive``."""
+        jitter = self.jitter
+        if (isinstance(jitter, (bool, np.bool_)) or not np.isscalar(jitter)
+                or not math.isfinite(float(jitter)) or float(jitter) < 0):
+            raise ValueError(f"jitter must be a non-negative finite number; got {jitter!r}")
+        if positive and float(jitter) == 0.0:
+            raise ValueError(f"jitter must be positive (K_uu needs it); got {jitter!r}")
+        return float(jitter)
+
+    def _check_random_state(self):
+        """A :class:`numpy.random.Generator` seeded by ``random_state``."""
+        return check_random_state(self.random_state)
+
+    def _check_positive_param(self, name, n_classes=None):
+        """Constructor argument ``name`` as a positive float, or per class as shape (C,)."""
+        value = getattr(self, name)
+        if n_classes is None:
+            return float(check_positive(value, name, allow_array=False))
+        arr = _positive_array(value, name)
+        if arr.ndim == 0:
+            return np.full(n_classes, float(arr))
+        if arr.shape != (n_classes,):
+            raise ValueError(f"{name} must be a scalar or have shape ({n_classes},); got "
+                             f"{arr.shape}")
+        return arr.copy()
+
+    def _check_lengthscale(self, X, rng=None, n_classes=None):
+        """Initial length-scales.
+
+        Without ``n_classes``: shape (D,) from a scalar or (D,) (``ard`` rules). With
+        ``n_classes``: shape (C, D) from a scalar, (D,) or (C, D); ``None`` means
+        sqrt(median pairwise distance) of up to 1000 training rows, drawn with ``rng``.
+        """
+        D = X.shape[1]
+        if n_classes is None:
+            return check_lengthscale(self.lengthscale, D, bool(self.ard))
+        if self.lengthscale is None:
+            return np.full((n_classes, D), median_lengthscale(X, rng))
+        arr = _positive_array(self.lengthscale, "lengthscale")
+        if arr.ndim == 0:
+            return np.full((n_classes, D), float(arr))
+        if arr.shape == (D,):
+            return np.tile(arr, (n_classes, 1))
+        if arr.shape == (n_classes, D):
+            return arr.copy()
+        raise ValueError(f"lengthscale must be a scalar or have shape ({D},) or "
+                         f"({n_classes}, {D}); got {arr.shape}")
+
+    # -- inducing inputs -------------------------------------------------------------------
+
+    def _check_inducing_points(self, n_samples, n_features, n_classes=None):
+        """Validate ``inducing_points`` / ``n_inducing`` / ``init`` before any work.
+
+        Returns the given inducing inputs as a new float64 array — (M, D), or (C, M, D) with
+        ``n_classes`` (a 2-D array is shared by every class) — or None when they are to be
+        drawn by :meth:`_initial_inducing_points`.
+        """
+        if self.inducing_points is not None:
+            if n_classes is None:
+                Z = check_array(self.inducing_points, "inducing_points")
+                if Z.shape[1] != n_features:
+                    raise ValueError(f"inducing_points must have {n_features} columns like X; "
+                                     f"got shape {Z.shape}")
+            else:
+                Z = np.array(self.inducing_points, dtype=np.float64)
+                if Z.ndim == 2:
+                    Z = np.tile(Z[None], (n_classes, 1, 1))
+                if Z.ndim != 3 or Z.shape[0] != n_classes or Z.shape[2] != n_features:
+                    raise ValueError(
+                        f"inducing_points must have shape (M, {n_features}) or ({n_classes}, "
+                        f"M, {n_features}); got {np.shape(self.inducing_points)}")
+                if not np.all(np.isfinite(Z)):
+                    raise ValueError("inducing_points contains NaN or infinite values")
+            if Z.shape[-2] > n_samples:
+                raise ValueError(f"inducing_points has {Z.shape[-2]} rows, more than the "
+                                 f"{n_samples} training points")
+            return np.ascontiguousarray(Z)
+        M = check_int(self.n_inducing, "n_inducing", minimum=1)
+        check_option(self.init, "init", self._inits)
+        if M > n_samples:
+            raise ValueError(f"n_inducing must be <= the number of training points "
+                             f"({n_samples}); got {M}")
+        return None
+
+    def _initial_inducing_points(self, X, rng, y_index=None, n_classes=None):
+        """Draw the initial inducing inputs named by ``init`` (after the checks above).
+
+        Without ``n_classes``: (M, D) by :func:`sparsegp.inducing.init_inducing`. With
+        ``n_classes`` (multi-class, notes §5.3): for each class, M training rows drawn
+        independently (``"random"``), k-means centres started from them over a subsample
+        (``"kmeans"``), or M rows of that class (``"subset"``); X may be any row-sliceable
+        array-like, of which only the chosen rows are read.
+        """
+        M = int(self.n_inducing)
+        if n_classes is None:
+            return init_inducing(X, M, self.init, rng)
+        N, D = X.shape
+        if self.init == "subset":
+            counts = np.bincount(y_index, minlength=n_classes)
+            if M > counts.min():
+                raise ValueError(
+                    f"n_inducing={M} is larger than the smallest class's training size "
+                    f"({int(counts.min())}) with init='subset'; use init='random' or a smaller "
+                    f"n_inducing")
+        Z = np.empty((n_classes, M, D))
+        for c in range(n_classes):
+            pool = np.flatnonzero(y_index == c) if self.init == "subset" else None
+            idx = (rng.choice(N, size=M, replace=False) if pool is None
+                   else rng.choice(pool, size=M, replace=False))
+            Z[c] = take_rows(X, np.sort(idx))
+            if self.init == "kmeans":
+                sub = np.sort(rng.choice(N, size=min(N, 20 * M + 1000), replace=False))
+                Z[c] = kmeans(take_rows(X, sub), Z[c])[0]
+        return Z
+
+
+def _positive_array(value, name):
+    try:
+        arr = np.asarray(value, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be positive numbers; got {value!r}") from None
+    if arr.size == 0 or not np.all(np.isfinite(arr)) or np.any(arr <= 0):
+        raise ValueError(f"{name} must be positive and finite; got {value!r}")
+    return arr
+
+
+def median_lengthscale(X, rng=None, n_max=1000):
+    """sqrt(median pairwise Euclidean distance) of at most ``n_max`` rows of X (notes §5.3).
+
+    The R code sets the *squared* length-scale to the median distance, hence the square root.
+    X may be any row-sliceable array-like; only the sampled rows are read.
+    """
+    rng = np.random.default_rng(0) if rng is None else rng
+    N = X.shape[0]
+    idx = np.sort(rng.choice(N, size=min(N, n_max), replace=False))
+    Xs = take_rows(X, idx)
+    sq = np.sum(Xs * Xs, axis=1)
+    d2 = np.maximum(sq[:, None] + sq[None, :] - 2.0 * Xs @ Xs.T, 0.0)
+    iu = np.triu_indices(Xs.shape[0], k=1)
+    med = float(np.median(np.sqrt(d2[iu]))) if iu[0].size else 1.0
+    return math.sqrt(med) if med > 0 else 1.0
+
+
+def take_rows(X, idx, name="X"):
+    """Rows ``idx`` (sorted increasing) of a row-sliceable array-like as a new float64 array.
+
+    A contiguous run is read as one slice; otherwise fancy indexing is tried, then zarr's
+    ``oindex``, then one slice per row. NaN/inf raise ``ValueError``.
+    """
+    idx = np.asarray(idx, dtype=np.int64)
+    if idx.size and idx[-1] - idx[0] + 1 == idx.size and np.all(np.diff(idx) == 1):
+        block = X[int(idx[0]):int(idx[-1]) + 1]
+    else:
+        try:
+            block = X[idx]
+        except (TypeError, IndexError, ValueError):
+            if hasattr(X, "oindex"):
+                block = X.oindex[idx, :]
+            else:
+                block = np.stack([np.asarray(X[int(j)]) for j in idx])
+    out = np.array(block, dtype=np.float64, order="C", copy=True)
+    if out.ndim == 1:
+        out = out.reshape(1, -1)
+    if not np.all(np.isfinite(out)):
+        raise ValueError(f"{name} contains NaN or infinite values (in rows {idx[:5].tolist()}...)")
+    return out
