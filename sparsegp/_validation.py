@@ -32,16 +32,13 @@ def check_array(X, name="X", ndim=2, allow_empty=False):
 
 def check_binary_labels(y):
     """Map two arbitrary labels to -1/+1. Returns ``(classes, y_pm)``; ``classes[1]`` is +1."""
-    classes = np.unique(y)
-    if classes.size < 2:
-        raise ValueError(
-            f"classification requires at least 2 classes in y; got {classes.size} "
-            f"({classes.tolist()})"
-        )
+    classes, _ = check_classes(y)
     if classes.size > 2:
         raise ValueError(
-            f"this classifier is binary and needs exactly 2 classes; got {classes.size}: "
-            f"{classes.tolist()[:10]}"
+            f"Only binary classification is supported: this classifier needs exactly 2 "
+            f"classes; got {classes.size}: {classes.tolist()[:10]} (the multi-class "
+            f"classifiers are MultiClassEPClassifier, MultiClassGFITCClassifier, "
+            f"MultiClassSVGPClassifier and IVMClassifier)"
         )
     y_pm = np.where(y == classes[1], 1.0, -1.0)
     return classes, y_pm
@@ -53,7 +50,7 @@ def check_classes(y, min_classes=2):
     if classes.size < min_classes:
         raise ValueError(
             f"classification requires at least {min_classes} classes in y; got "
-            f"{classes.size} ({classes.tolist()})"
+            f"{classes.size} class{'' if classes.size == 1 else 'es'} ({classes.tolist()})"
         )
     return classes, y_index.astype(np.int64)
 

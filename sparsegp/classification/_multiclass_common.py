@@ -298,8 +298,18 @@ class MultiClassGPClassifier(ClassifierMixin, InducingPointEstimator):
         return variance, noise, lengthscale, Z
 
     def decision_function(self, X):
-        """Predictive latent means, shape (n_samples, C)."""
-        return self.predict_latent(X)[0]
+        """Log predictive class probabilities, the scores whose argmax ``predict`` returns.
+
+        Returns
+        -------
+        scores : ndarray of shape (n_samples, C), or (n_samples,) for two classes
+            log p(y = classes_[c] | x) per column; with two classes, scikit-learn's binary
+            convention: the log-odds of ``classes_[1]`` (positive predicts it). The latent
+            means and variances are :meth:`predict_latent`.
+        """
+        # the floor keeps a probability that underflowed to 0 finite, as sparsegp.metrics does
+        log_p = np.log(np.maximum(self.predict_proba(X), 1e-300))
+        return log_p[:, 1] - log_p[:, 0] if log_p.shape[1] == 2 else log_p
 
     def predict(self, X):
         """Most probable class label for each row of X, shape (n_samples,)."""
