@@ -46,8 +46,11 @@ class SparseGPEstimator(BaseEstimator):
             if callable(method) and not getattr(method, "_thread_managed", False):
                 setattr(cls, name, _threads.managed(method))
 
-    def _parallel_pool(self):
-        """Which pool runs the parallel work with the current parameters."""
+    def _parallel_pool(self, X=None):
+        """Which pool runs the parallel work of a method called with ``X`` (may be None).
+
+        Must not raise: parameters are validated by ``fit`` itself.
+        """
         return self._thread_pool
 
     def __sklearn_tags__(self):

@@ -75,10 +75,15 @@ def thread_policy(pool):
 
 
 def managed(method):
-    """Run an estimator method under ``self._parallel_pool()``'s thread policy."""
+    """Run an estimator method under ``self._parallel_pool(X)``'s thread policy.
+
+    ``X`` is the method's first argument (None if it has none), so that the choice can depend
+    on the size of the problem.
+    """
     @functools.wraps(method)
     def wrapper(self, *args, **kwargs):
-        with thread_policy(self._parallel_pool()):
+        X = args[0] if args else kwargs.get("X")
+        with thread_policy(self._parallel_pool(X)):
             return method(self, *args, **kwargs)
 
     wrapper._thread_managed = True

@@ -495,7 +495,7 @@ class GFITCClassifier(_BinaryGPClassifierMixin, ClassifierMixin, InducingPointEs
         self._check_jitter(positive=True)
         return X, y_pm, hyper, Z0
 
-    def _parallel_pool(self):
+    def _parallel_pool(self, X=None):
         # the parallel schedule splits the sites among Numba's threads; the sequential one is
         # a compiled sweep plus one large BLAS refresh per sweep
         return "blas" if self.schedule == "sequential" else "numba"
