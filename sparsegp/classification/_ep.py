@@ -10,7 +10,6 @@ notes §0.4, so S^1/2 is real).
 """
 import numpy as np
 from scipy import linalg as sla
-
 from sklearn.base import ClassifierMixin
 from sklearn.utils.validation import check_is_fitted
 

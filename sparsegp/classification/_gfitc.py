@@ -15,7 +15,6 @@ import warnings
 import numba
 import numpy as np
 from scipy import linalg as sla
-
 from sklearn.base import ClassifierMixin
 
 from .._inducing_base import InducingPointEstimator

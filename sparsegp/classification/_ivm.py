@@ -36,7 +36,6 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import linalg as sla
 from scipy import special
-
 from sklearn.base import ClassifierMixin
 
 from .._base import SparseGPEstimator

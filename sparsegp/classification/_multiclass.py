@@ -519,8 +519,7 @@ class MultiClassEPClassifier(_mc.MultiClassGPClassifier):
         mask[2 * C:2 * C + C * D] = 0.5
         if not self.learn_hyperparameters:
             mask[:2 * C + C * D] = 0.0
-        verbose = int(self.verbose) if not isinstance(self.verbose, bool) else (
-            10 if self.verbose else 0)
+        verbose = self._print_every()
         if batch_size is None:
             self._fit_batch(X, y_idx, hyp, n_factors, max_iter, damping,
                             0.01 if lr is None else lr, mask, verbose)

@@ -282,6 +282,12 @@ class MultiClassGPClassifier(ClassifierMixin, InducingPointEstimator):
             raise ValueError(f"callback must be callable; got {self.callback!r}")
         return max_iter, jitter
 
+    def _print_every(self):
+        """Iterations between progress lines: ``verbose`` itself, 10 for True, 0 for off."""
+        if isinstance(self.verbose, (bool, np.bool_)):
+            return 10 if self.verbose else 0
+        return int(self.verbose)
+
     def _initial_parameters(self, X, y_index, n_classes, rng):
         """Initial ``(variance, noise, lengthscale, Z)`` of shapes (C,), (C,), (C, D), (C, M, D).
 

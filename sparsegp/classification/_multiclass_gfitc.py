@@ -303,13 +303,6 @@ def gfitc_predict_latent(Xt, state, tau_bar, nu_bar):
 
 
 # --------------------------------------------------------------------------------------------
-# estimator plumbing shared with the VI baseline
-# --------------------------------------------------------------------------------------------
-def _verbosity(verbose):
-    return (10 if verbose else 0) if isinstance(verbose, bool) else int(verbose)
-
-
-# --------------------------------------------------------------------------------------------
 # estimator
 # --------------------------------------------------------------------------------------------
 class MultiClassGFITCClassifier(_mc.MultiClassGPClassifier):
@@ -411,7 +404,7 @@ class MultiClassGFITCClassifier(_mc.MultiClassGPClassifier):
         hyp0 = _Hyper(np.log(var), np.log(noise), np.log(ls), Z)
         M = hyp0.Z.shape[1]
         nik = bool(self.noise_in_kuu)
-        verbose = _verbosity(self.verbose)
+        verbose = self._print_every()
         self.classes_ = classes
         # with learn_hyperparameters=False only Z moves: the optimiser sees the Z block only
         n_hyp = 2 * C + C * D

@@ -27,9 +27,7 @@ import scipy.linalg as sla
 from scipy.optimize import minimize
 
 from . import _multiclass_common as _mc
-from ._multiclass_gfitc import (
-    _ClassKernel, _Hyper, _verbosity,
-)
+from ._multiclass_gfitc import _ClassKernel, _Hyper
 from .._numba import multiclass_gfitc as _nb
 from .._validation import check_int, check_positive
 from ..exceptions import ConvergenceWarning
@@ -321,7 +319,7 @@ class MultiClassSVGPClassifier(_mc.MultiClassGPClassifier):
         if not self.learn_hyperparameters:
             free[:n_hyp] = False
         vec0 = np.concatenate([hyp.pack(), q.pack()])
-        verbose = _verbosity(self.verbose)
+        verbose = self._print_every()
         if batch_size is None:
             self._fit_batch(X, y_idx, vec0, free, (C, M, D), max_iter, verbose)
         else:

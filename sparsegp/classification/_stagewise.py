@@ -20,7 +20,6 @@ import math
 import numpy as np
 from scipy import linalg as sla
 from scipy import optimize
-
 from sklearn.base import ClassifierMixin
 
 from .._base import SparseGPEstimator
