@@ -70,6 +70,37 @@ def gemm_rows(A, B, out, lo, hi, beta):
 
 
 @jit
+def gemm_tn_rows(A, B, out, lo, hi, beta):
+    """``out = A[lo:hi]ᵀ @ B[lo:hi] + beta * out``.
+
+    A (N, M), B (N, K), out (M, K): the contribution of one row range to a product that sums
+    over rows, for a caller that adds the ranges' results.
+    """
+    M = A.shape[1]
+    K = B.shape[1]
+    _check_c_order(A)
+    _check_c_order(B)
+    _check_c_order(out)
+    if hi <= lo:
+        if beta == 0.0:
+            out[:] = 0.0
+        return
+    tn = np.array([_N], np.int8)
+    tt = np.array([_T], np.int8)
+    # outᵀ (K × M) = B[lo:hi]ᵀ (K × n) · A[lo:hi] (n × M): Fortran sees B's rows as (K × n)
+    # and A's as (M × n), transposed
+    m = np.array([K], np.int32)
+    n = np.array([M], np.int32)
+    k = np.array([hi - lo], np.int32)
+    alpha = np.array([1.0])
+    b = np.array([beta])
+    a_rows = A[lo:hi]
+    b_rows = B[lo:hi]
+    _dgemm(tn.ctypes, tt.ctypes, m.ctypes, n.ctypes, k.ctypes, alpha.ctypes, b_rows.ctypes,
+           m.ctypes, a_rows.ctypes, n.ctypes, b.ctypes, out.ctypes, m.ctypes)
+
+
+@jit
 def syrk_rows(A, lo, hi, C):
     """Add ``A[lo:hi]ᵀ A[lo:hi]`` to the lower triangle of C (M, M); the upper is not written.
 

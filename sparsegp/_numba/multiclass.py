@@ -21,6 +21,7 @@ import numba
 import numpy as np
 
 from ._jit import jit
+from .blas import gemm_rows, gemm_tn_rows, thread_ranges
 from .probit import inv_mills_and_shift, log_ndtr
 
 _LOG_SQRT_2PI = 0.5 * math.log(2.0 * math.pi)
@@ -79,9 +80,9 @@ def pairwise_tilted(a_p, s_p, d_p, a_m, s_m, d_m):
     return log_ndtr(beta), r / sz, rr / z, -0.5 * r * beta / z, z
 
 
-def _factor_pass_body(y, V, Vo, Kfu, d, S, m, tau_p, eta_p, tau_m, eta_m,
-                new_tau_p, new_eta_p, new_tau_m, new_eta_m,
-                log_z, delta, GV, wsum, status, same_dirs, compute_grad):
+def _factor_pass_body(y, V, Vo, SV, SO, Kfu, d, m, tau_p, eta_p, tau_m, eta_m,
+                      new_tau_p, new_eta_p, new_tau_m, new_eta_m,
+                      log_z, delta, GV, wsum, status, same_dirs, compute_grad):
     """Cavities, tilted moments, new sites and gradient terms for all factors of a minibatch.
 
     Parameters
@@ -93,13 +94,17 @@ def _factor_pass_body(y, V, Vo, Kfu, d, S, m, tau_p, eta_p, tau_m, eta_m,
     Vo : array (C, B, M)
         The directions the current sites were fitted with (v°; notes §2.1). Ignored when
         ``same_dirs`` is true (then v° = v).
+    SV, SO : arrays (C, B, M)
+        S_c v_ic and S_c v°_ic for the Gaussian the sites are removed from (S symmetric):
+        the products V_c S_c and Vo_c S_c, which the caller forms with BLAS (SO is ignored when
+        ``same_dirs``).
     Kfu : array (C, B, M)
         k_ic = k_c(Z_c, x_i), used only when ``compute_grad``.
     d : array (B, C)
         FITC conditional variances d_ic = kappa_c - k_ic^T v_ic (>= 0).
-    S, m : arrays (C, M, M), (C, M)
-        The Gaussian the sites are removed from: the EP posterior q(u_c), or for SEP the
-        class cavity together with zero site arrays.
+    m : array (C, M)
+        Mean of the Gaussian the sites are removed from: the EP posterior q(u_c), or for SEP
+        the class cavity together with zero site arrays.
     tau_p, eta_p, tau_m, eta_m : arrays (B, C)
         Current site parameters (see module docstring).
     new_tau_p, new_eta_p, new_tau_m, new_eta_m : arrays (B, C), overwritten
@@ -119,35 +124,19 @@ def _factor_pass_body(y, V, Vo, Kfu, d, S, m, tau_p, eta_p, tau_m, eta_m,
 
     Notes
     -----
-    Cost O(C M^2) per point (two matrix-vector products per class), O(B C M^2) in all.
+    O(C M) per point once the O(B C M^2) products SV, SO are formed (by BLAS, outside).
     """
     B = y.shape[0]
-    C = S.shape[0]
-    M = S.shape[1]
+    C = SV.shape[0]
+    M = SV.shape[2]
     for i in numba.prange(B):
         yi = y[i]
-        Sv = np.empty((C, M))
-        So = np.empty((C, M))
         avv = np.empty(C)
         aov = np.empty(C)
         aoo = np.empty(C)
         muv = np.empty(C)
         muo = np.empty(C)
         for c in range(C):
-            for a in range(M):
-                acc = 0.0
-                for b in range(M):
-                    acc += S[c, a, b] * V[c, i, b]
-                Sv[c, a] = acc
-            if same_dirs:
-                for a in range(M):
-                    So[c, a] = Sv[c, a]
-            else:
-                for a in range(M):
-                    acc = 0.0
-                    for b in range(M):
-                        acc += S[c, a, b] * Vo[c, i, b]
-                    So[c, a] = acc
             t_vv = 0.0
             t_ov = 0.0
             t_oo = 0.0
@@ -155,12 +144,18 @@ def _factor_pass_body(y, V, Vo, Kfu, d, S, m, tau_p, eta_p, tau_m, eta_m,
             t_mo = 0.0
             for a in range(M):
                 va = V[c, i, a]
-                oa = va if same_dirs else Vo[c, i, a]
-                t_vv += va * Sv[c, a]
-                t_ov += oa * Sv[c, a]
-                t_oo += oa * So[c, a]
+                sva = SV[c, i, a]
+                t_vv += va * sva
                 t_mv += va * m[c, a]
-                t_mo += oa * m[c, a]
+                if not same_dirs:
+                    oa = Vo[c, i, a]
+                    t_ov += oa * sva
+                    t_oo += oa * SO[c, i, a]
+                    t_mo += oa * m[c, a]
+            if same_dirs:
+                t_ov = t_vv
+                t_oo = t_vv
+                t_mo = t_mv
             avv[c] = t_vv
             aov[c] = t_ov
             aoo[c] = t_oo
@@ -225,15 +220,79 @@ def _factor_pass_body(y, V, Vo, Kfu, d, S, m, tau_p, eta_p, tau_m, eta_m,
         if compute_grad:
             for c in range(C):
                 wsum[i, c] = -c_k[c]
-                for a in range(M):
-                    GV[c, i, a] = (c_m[c] * m[c, a] + c_sv[c] * Sv[c, a]
-                                   + c_so[c] * So[c, a] + c_k[c] * Kfu[c, i, a])
+                if same_dirs:
+                    for a in range(M):
+                        GV[c, i, a] = (c_m[c] * m[c, a] + (c_sv[c] + c_so[c]) * SV[c, i, a]
+                                       + c_k[c] * Kfu[c, i, a])
+                else:
+                    for a in range(M):
+                        GV[c, i, a] = (c_m[c] * m[c, a] + c_sv[c] * SV[c, i, a]
+                                       + c_so[c] * SO[c, i, a] + c_k[c] * Kfu[c, i, a])
 
 
 #: Parallel over points (minibatches and batch sweeps of any size).
-factor_pass = jit(parallel=True)(_factor_pass_body)
+factor_pass_projected = jit(parallel=True)(_factor_pass_body)
 #: The same body compiled serially: tiny problems, where waking threads costs more than the work.
-factor_pass_serial = jit(_factor_pass_body)
+factor_pass_projected_serial = jit(_factor_pass_body)
+
+
+@jit
+def factor_pass_serial(y, V, Vo, Kfu, d, S, m, tau_p, eta_p, tau_m, eta_m,
+                       new_tau_p, new_eta_p, new_tau_m, new_eta_m,
+                       log_z, delta, GV, wsum, status, same_dirs, compute_grad):
+    """:func:`factor_pass_projected_serial` from the covariances S (C, M, M) themselves.
+
+    Forms S_c v and S_c v° here; the estimators form them with BLAS and call the projected
+    kernels directly.
+    """
+    C, B, M = V.shape
+    SV = np.empty((C, B, M))
+    SO = np.empty((C, B, M))
+    for c in range(C):
+        SV[c] = np.dot(np.ascontiguousarray(V[c]), np.ascontiguousarray(S[c]))
+        if not same_dirs:
+            SO[c] = np.dot(np.ascontiguousarray(Vo[c]), np.ascontiguousarray(S[c]))
+    factor_pass_projected_serial(y, V, Vo, SV, SO, Kfu, d, m, tau_p, eta_p, tau_m, eta_m,
+                                 new_tau_p, new_eta_p, new_tau_m, new_eta_m, log_z, delta, GV,
+                                 wsum, status, same_dirs, compute_grad)
+
+
+@jit(parallel=True)
+def stacked_gemm(A, B, out, n_parts):
+    """``out[c] = A[c] @ B[c]`` for every class: (C, N, K) @ (C, K, M) -> (C, N, M).
+
+    The C x ``n_parts`` row blocks are independent BLAS calls shared among Numba's threads
+    (BLAS itself should run one thread meanwhile: :func:`sparsegp._threads.thread_policy`).
+    All arrays C-contiguous float64.
+    """
+    C = A.shape[0]
+    edges = thread_ranges(A.shape[1], n_parts)
+    for t in numba.prange(C * n_parts):
+        c = t // n_parts
+        p = t - c * n_parts
+        gemm_rows(A[c], B[c], out[c], edges[p], edges[p + 1], 0.0)
+
+
+@jit(parallel=True)
+def stacked_gemm_tn(A, B, out, n_parts):
+    """``out[c] = A[c]ᵀ @ B[c]`` for every class: (C, N, M), (C, N, K) -> (C, M, K).
+
+    Each of the C x ``n_parts`` row blocks forms its own (M, K) product on one of Numba's
+    threads; the blocks of a class are then added.
+    """
+    C = A.shape[0]
+    M = A.shape[2]
+    K = B.shape[2]
+    edges = thread_ranges(A.shape[1], n_parts)
+    parts = np.empty((C * n_parts, M, K))
+    for t in numba.prange(C * n_parts):
+        c = t // n_parts
+        p = t - c * n_parts
+        gemm_tn_rows(A[c], B[c], parts[t], edges[p], edges[p + 1], 0.0)
+    for c in range(C):
+        out[c] = parts[c * n_parts]
+        for p in range(1, n_parts):
+            out[c] += parts[c * n_parts + p]
 
 
 @jit(parallel=True)

@@ -21,9 +21,11 @@ Training is EP-inner (notes §5): every iteration refines all factors of the bat
 gradient step on the hyper-parameters and inducing inputs with the approximate gradient of
 log Z_EP (eq. 10, notes §4), held at the current sites.
 """
+import math
 import time
 import warnings
 
+import numba
 import numpy as np
 from scipy import linalg as sla
 
@@ -37,8 +39,36 @@ __all__ = ["MultiClassEPClassifier"]
 _METHODS = ("ep", "sep")
 #: Retries of one batch iteration after a numerical failure (damping and rates halved).
 _MAX_RETRIES = 12
-#: Below this many multiply-adds (B C M^2) the factor pass runs serially.
-_PARALLEL_WORK = 200_000
+#: Below this many multiply-adds (B C M) the compiled factor pass runs serially.
+_PARALLEL_WORK = 20_000
+#: Below this many multiply-adds a stack of per-class products is one numpy call; above it the
+#: row blocks of all classes are shared among Numba's threads (_nbmc.stacked_gemm)
+_PARALLEL_GEMM = 2_000_000
+
+
+def _n_parts(C):
+    """Row blocks per class: enough blocks for every Numba thread to get two."""
+    return max(1, math.ceil(2 * numba.get_num_threads() / C))
+
+
+def _matmul(A, B):
+    """``A[c] @ B[c]`` for a stack of classes: (C, N, K), (C, K, M) -> (C, N, M)."""
+    C, N, K = A.shape
+    if C * N * K * B.shape[2] < _PARALLEL_GEMM:
+        return np.matmul(A, B)
+    out = np.empty((C, N, B.shape[2]))
+    _nbmc.stacked_gemm(np.ascontiguousarray(A), np.ascontiguousarray(B), out, _n_parts(C))
+    return out
+
+
+def _matmul_tn(A, B):
+    """``A[c]ᵀ @ B[c]`` for a stack of classes: (C, N, M), (C, N, K) -> (C, M, K)."""
+    C, N, M = A.shape
+    if C * N * M * B.shape[2] < _PARALLEL_GEMM:
+        return np.matmul(np.swapaxes(A, 1, 2), B)
+    out = np.empty((C, M, B.shape[2]))
+    _nbmc.stacked_gemm_tn(np.ascontiguousarray(A), np.ascontiguousarray(B), out, _n_parts(C))
+    return out
 
 
 # --------------------------------------------------------------------------------------------
@@ -106,13 +136,11 @@ def _data_terms(X, hyp, prior):
     C, M, _ = hyp.shape
     B = X.shape[0]
     Kfu = np.empty((C, B, M))
-    V = np.empty((C, B, M))
-    d = np.empty((B, C))
     for c in range(C):
         Kfu[c] = _mc.kernel_kfu(X, hyp.Z[c], prior.variance[c], prior.lengthscale[c])
-        V[c] = Kfu[c] @ prior.A[c]
-        # rounding can make kappa - k^T K^{-1} k slightly negative (notes §8.1)
-        d[:, c] = np.maximum(prior.kappa[c] - np.einsum("ij,ij->i", Kfu[c], V[c]), 0.0)
+    V = _matmul(Kfu, prior.A)
+    # rounding can make kappa - k^T K^{-1} k slightly negative (notes §8.1)
+    d = np.maximum(prior.kappa[None, :] - np.einsum("cij,cij->ic", Kfu, V), 0.0)
     return Kfu, V, d
 
 
@@ -157,12 +185,8 @@ def _site_totals(V, y, C, tau_p, eta_p, tau_m, eta_m):
 
 def _u_space(V, w_tau, w_eta):
     """T_c = V_c^T diag(w^tau_c) V_c and h_c = V_c^T w^eta_c for all classes."""
-    C = V.shape[0]
-    T = np.empty((C, V.shape[2], V.shape[2]))
-    h = np.empty((C, V.shape[2]))
-    for c in range(C):
-        T[c] = V[c].T @ (w_tau[:, c:c + 1] * V[c])
-        h[c] = V[c].T @ w_eta[:, c]
+    T = _matmul_tn(V, w_tau.T[:, :, None] * V)
+    h = np.einsum("cbm,bc->cm", V, w_eta)
     return T, h
 
 
@@ -183,12 +207,16 @@ def _factor_pass(y, V, Vo, Kfu, d, S, m, sites, same_dirs, compute_grad):
     C, _, M = V.shape
     out = _PassResult(B, C, M, compute_grad)
     tp, ep, tm, em = sites
-    # threads pay off only when the pass has real work (O(B C M^2))
-    kernel = _nbmc.factor_pass if B * C * M * M >= _PARALLEL_WORK else _nbmc.factor_pass_serial
-    kernel(y, V, V if same_dirs else Vo, Kfu, d, S, m, tp, ep, tm, em,
-                      out.new[0], out.new[1], out.new[2], out.new[3],
-                      out.log_z, out.delta, out.GV, out.wsum, out.status,
-                      bool(same_dirs), bool(compute_grad))
+    # the O(B C M^2) part is two stacked products, left to BLAS; the compiled pass is O(B C M)
+    SV = _matmul(V, S)
+    SO = SV if same_dirs else _matmul(Vo, S)
+    # threads pay off only when the pass has real work
+    kernel = (_nbmc.factor_pass_projected if B * C * M >= _PARALLEL_WORK
+              else _nbmc.factor_pass_projected_serial)
+    kernel(y, V, V if same_dirs else Vo, SV, SO, Kfu, d, m, tp, ep, tm, em,
+           out.new[0], out.new[1], out.new[2], out.new[3],
+           out.log_z, out.delta, out.GV, out.wsum, out.status,
+           bool(same_dirs), bool(compute_grad))
     if np.any(out.status != 0):
         bad = int(np.max(out.status))
         raise _EPFailure("improper cavity" if bad == _nbmc.STATUS_IMPROPER_CAVITY
@@ -215,12 +243,14 @@ def _hyper_gradient(X, hyp, prior, q, Kfu, V, res, scale, noise_in_kuu):
     g_ln = np.empty(C)
     g_ll = np.empty((C, D))
     g_Z = np.empty((C, M, D))
+    GV = scale * res.GV
+    GVtV = _matmul_tn(GV, V)
+    GVA = _matmul(GV, prior.A)
     for c in range(C):
         A = prior.A[c]
-        GV = scale * res.GV[c]
         wsum = scale * res.wsum[:, c]
-        W_uu = _grad_prior_part(prior, q, c) - A @ (GV.T @ V[c])
-        W_fu = GV @ A - wsum[:, None] * V[c]
+        W_uu = _grad_prior_part(prior, q, c) - A @ GVtV[c]
+        W_fu = GVA[c] - wsum[:, None] * V[c]
         g_lv[c], g_ln[c], g_ll[c], g_Z[c] = _mc.kernel_grads(
             X, hyp.Z[c], prior.variance[c], prior.lengthscale[c], prior.noise[c],
             prior.K_se[c], Kfu[c], W_uu, W_fu, wsum, noise_in_kuu)
