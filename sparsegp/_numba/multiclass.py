@@ -296,6 +296,24 @@ def stacked_gemm_tn(A, B, out, n_parts):
 
 
 @jit(parallel=True)
+def se_from_cross(cross, x2, z2, variance):
+    """K[c, n, m] = s2_c exp(-(x2[c, n] + z2[c, m] - 2 cross[c, n, m]) / 2), in place of cross.
+
+    The squared distances of scaled inputs from their norms and inner products (clipped at
+    0 against rounding); ``cross`` (C, N, M) is overwritten with the covariances.
+    """
+    C, N, M = cross.shape
+    for t in numba.prange(C * N):
+        c = t // N
+        n = t - c * N
+        for m in range(M):
+            d2 = x2[c, n] + z2[c, m] - 2.0 * cross[c, n, m]
+            if d2 < 0.0:
+                d2 = 0.0
+            cross[c, n, m] = variance[c] * math.exp(-0.5 * d2)
+
+
+@jit(parallel=True)
 def quad_class_probs(mu, sd, only, density, n_sd, max_nodes, out):
     """Class probabilities under independent Gaussian latents (notes §6, eq. 11).
 

@@ -133,11 +133,19 @@ def _data_terms(X, hyp, prior):
 
     Returns Kfu (C, B, M), V (C, B, M), d (B, C); all C-contiguous.
     """
-    C, M, _ = hyp.shape
+    C, M, D = hyp.shape
     B = X.shape[0]
-    Kfu = np.empty((C, B, M))
-    for c in range(C):
-        Kfu[c] = _mc.kernel_kfu(X, hyp.Z[c], prior.variance[c], prior.lengthscale[c])
+    if B * M * D * C >= _PARALLEL_GEMM and D >= _mc.GEMM_MIN_D:
+        # every class at once: |a - b|^2 = |a|^2 + |b|^2 - 2 a.b with one stacked GEMM
+        Xs = X[None, :, :] / prior.lengthscale[:, None, :]
+        Zs = hyp.Z / prior.lengthscale[:, None, :]
+        Kfu = _matmul(Xs, np.ascontiguousarray(np.swapaxes(Zs, 1, 2)))
+        _nbmc.se_from_cross(Kfu, np.einsum("cnd,cnd->cn", Xs, Xs),
+                            np.einsum("cmd,cmd->cm", Zs, Zs), prior.variance)
+    else:
+        Kfu = np.empty((C, B, M))
+        for c in range(C):
+            Kfu[c] = _mc.kernel_kfu(X, hyp.Z[c], prior.variance[c], prior.lengthscale[c])
     V = _matmul(Kfu, prior.A)
     # rounding can make kappa - k^T K^{-1} k slightly negative (notes §8.1)
     d = np.maximum(prior.kappa[None, :] - np.einsum("cij,cij->ic", Kfu, V), 0.0)
@@ -272,6 +280,8 @@ class EPState:
         self.T = np.zeros((C, M, M))
         self.h = np.zeros((C, M))
         self.n_factors = n_factors
+        #: (L, T, h, q) of the last posterior batch_refine formed, reused while unchanged
+        self.posterior = None
         if method == "ep":
             self.sites = tuple(np.zeros((N, C)) for _ in range(4))
             self.Vo = np.zeros((C, N, M))
@@ -285,9 +295,19 @@ class EPState:
         new.T = self.T.copy()
         new.h = self.h.copy()
         new.n_factors = self.n_factors
+        new.posterior = None
         new.sites = None if self.sites is None else tuple(s.copy() for s in self.sites)
         new.Vo = None if self.Vo is None else self.Vo.copy()
         return new
+
+
+def _posterior(prior, state):
+    """q(u_c) of the current site totals; the one :func:`batch_refine` checked is reused."""
+    cached = state.posterior
+    if (cached is not None and cached[0] is prior.L and cached[1] is state.T
+            and cached[2] is state.h):
+        return cached[3]
+    return _Gauss(prior.L, state.T, state.h)
 
 
 def _sep_cavity(prior, state):
@@ -316,10 +336,11 @@ def batch_refine(X, y, hyp, state, damping, noise_in_kuu, jitter, prior=None, da
         change = max(float(np.max(np.abs(n - o))) for n, o in zip(new_sites, state.sites))
         w_tau, w_eta = _site_totals(V, y, C, *new_sites)
         T, h = _u_space(V, w_tau, w_eta)
-        _Gauss(prior.L, T, h)  # raises if the new posterior is not PD
+        q_new = _Gauss(prior.L, T, h)  # raises if the new posterior is not PD
         state.sites = new_sites
         state.Vo = V.copy()
         state.T, state.h = T, h
+        state.posterior = (prior.L, T, h, q_new)
         return change
     cav = _sep_cavity(prior, state)
     res = _factor_pass(y, V, V, Kfu, d, cav.S, cav.m, _zero_sites(y.shape[0], C), True, False)
@@ -329,9 +350,10 @@ def batch_refine(X, y, hyp, state, damping, noise_in_kuu, jitter, prior=None, da
     frac = (nB / state.n_factors)
     T = state.T + damping * (T_new - frac[:, None, None] * state.T)
     h = state.h + damping * (h_new - frac[:, None] * state.h)
-    _Gauss(prior.L, T, h)
+    q_new = _Gauss(prior.L, T, h)  # raises if the new posterior is not PD
     change = max(float(np.max(np.abs(T - state.T))), float(np.max(np.abs(h - state.h))))
     state.T, state.h = T, h
+    state.posterior = (prior.L, T, h, q_new)
     return change
 
 
@@ -354,7 +376,7 @@ def batch_evidence(X, y, hyp, state, noise_in_kuu, jitter, compute_grad=True, sc
     C, M, D = hyp.shape
     prior = _Prior(hyp, noise_in_kuu, jitter) if prior is None else prior
     Kfu, V, d = _data_terms(X, hyp, prior) if data is None else data
-    q = _Gauss(prior.L, state.T, state.h)
+    q = _posterior(prior, state)
     if state.method == "ep":
         res = _factor_pass(y, V, V, Kfu, d, q.S, q.m, state.sites, True, compute_grad)
         log_z = scale * float(np.sum(res.log_z) + np.sum(res.delta))

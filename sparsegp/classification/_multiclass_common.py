@@ -81,7 +81,7 @@ _SMALL_KERNEL = 50_000
 
 #: From this many N*M*D terms on, and with D >= _GEMM_MIN_D features, covariances and their
 #: gradients go through matrix products (BLAS) instead of the element-wise compiled loops.
-_GEMM_MIN_D = 8
+_GEMM_MIN_D = GEMM_MIN_D = 8
 
 
 def _se(X, Z, variance, lengthscale):
