@@ -578,6 +578,7 @@ class MultiClassEPClassifier(_mc.MultiClassGPClassifier):
         else:
             self._fit_minibatch(X, y_idx, N, hyp, n_factors, max_iter, batch_size,
                                 1e-3 if lr is None else lr, mask, verbose, rng)
+        self._warn_if_no_better_than_frequencies(X, y_idx)
         return self
 
     def _fit_batch(self, X, y, hyp, n_factors, max_iter, damping, lr, mask, verbose):
@@ -725,7 +726,9 @@ class MultiClassEPClassifier(_mc.MultiClassGPClassifier):
         var : ndarray of shape (n_samples, C)
             Includes the additive noise sigma0_c.
         """
-        X = self._validate_predict_data(X)
+        return self._latent(self._validate_predict_data(X))
+
+    def _latent(self, X):
         C = self.classes_.size
         mean = np.empty((X.shape[0], C))
         var = np.empty((X.shape[0], C))
@@ -744,5 +747,7 @@ class MultiClassEPClassifier(_mc.MultiClassGPClassifier):
 
         Accurate to well below 1e-4 (trapezoid rule resolving the narrowest latent sd).
         """
-        mean, var = self.predict_latent(X)
+        return self._proba(*self.predict_latent(X))
+
+    def _proba(self, mean, var):
         return np.clip(_mc.class_probabilities(mean, var), 0.0, 1.0)

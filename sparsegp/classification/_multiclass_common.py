@@ -24,6 +24,7 @@ length-scale heuristic (notes §5.3), ADAM and the sign-based adaptive step (not
 minibatch iteration over any row-sliceable array-like (numpy memmap, h5py/zarr datasets).
 """
 import math
+import warnings
 
 import numpy as np
 from scipy import linalg as sla
@@ -34,6 +35,7 @@ from .. import kernels as _kernels
 from .._numba import multiclass as _nbmc
 from .._inducing_base import InducingPointEstimator, median_lengthscale, take_rows  # noqa: F401
 from .._validation import check_classes, check_int
+from ..exceptions import ConvergenceWarning
 
 #: Default absolute jitter on K_c's diagonal (the R code's 1e-10 nugget).
 DEFAULT_JITTER = 1e-10
@@ -82,6 +84,13 @@ _SMALL_KERNEL = 50_000
 #: From this many N*M*D terms on, and with D >= _GEMM_MIN_D features, covariances and their
 #: gradients go through matrix products (BLAS) instead of the element-wise compiled loops.
 _GEMM_MIN_D = GEMM_MIN_D = 8
+
+#: A start whose median 0.5 |x - z|^2 / l^2 exceeds this (k/s2 < 1e-9) has vanishing kernel
+#: values and gradients; see MultiClassGPClassifier._rescue_degenerate_lengthscale
+DEGENERATE_EXPONENT = 20.0
+#: The end-of-fit comparison with the class frequencies needs this many iterations and rows
+_JUDGED_ITERATIONS = 10
+_JUDGED_ROWS = 100
 
 
 def _se(X, Z, variance, lengthscale):
@@ -246,7 +255,8 @@ class MultiClassGPClassifier(ClassifierMixin, InducingPointEstimator):
     """Base of the three multi-class classifiers: validation, initial state, predictions.
 
     Subclasses define ``predict_latent(X) -> (mean, var)`` and ``predict_proba(X)``, both of
-    shape (n_samples, C) with columns ordered as ``classes_``; ``score`` is scikit-learn's
+    shape (n_samples, C) with columns ordered as ``classes_``, on top of ``_latent(X)`` and
+    ``_proba(mean, var)``, which take already validated float64 inputs; ``score`` is scikit-learn's
     accuracy (the test NLL is ``sparsegp.metrics.mean_nlp(y, est.predict_proba(X),
     classes=est.classes_)``).
     """
@@ -301,7 +311,66 @@ class MultiClassGPClassifier(ClassifierMixin, InducingPointEstimator):
         Z = self._check_inducing_points(X.shape[0], X.shape[1], n_classes)
         if Z is None:
             Z = self._initial_inducing_points(X, rng, y_index, n_classes)
+        if self.lengthscale is not None:
+            lengthscale = self._rescue_degenerate_lengthscale(X, Z, lengthscale, rng)
         return variance, noise, lengthscale, Z
+
+    def _rescue_degenerate_lengthscale(self, X, Z, lengthscale, rng):
+        """Scale given length-scales up when the kernel between the data and Z vanishes.
+
+        With length-scales far below the distances between points (unit length-scales on
+        standardised 36-D data: k/s2 ~ exp(-36) between typical points) every kernel value and
+        every gradient with respect to the length-scales underflows into rounding noise, and
+        gradient ascent cannot leave the start (SEP ended at chance error). Then every class's
+        length-scales are multiplied by one factor, keeping their ARD ratios, so that their
+        geometric mean is the median heuristic's, and a warning says so.
+        """
+        rows = take_rows(X, np.sort(rng.choice(X.shape[0], size=min(X.shape[0], 500),
+                                                replace=False)))
+        exponents = []
+        for c in range(Z.shape[0]):
+            a = rows / lengthscale[c]
+            b = Z[c] / lengthscale[c]
+            d2 = np.maximum(np.sum(a * a, 1)[:, None] + np.sum(b * b, 1)[None, :]
+                            - 2.0 * a @ b.T, 0.0)
+            exponents.append(0.5 * np.median(d2))
+        if max(exponents) <= DEGENERATE_EXPONENT:
+            return lengthscale
+        target = median_lengthscale(X, rng)
+        geo = np.exp(np.mean(np.log(lengthscale), axis=1, keepdims=True))
+        rescued = lengthscale * (target / geo)
+        warnings.warn(
+            f"the initial lengthscale makes the kernel between training points and inducing "
+            f"inputs vanish (median k/variance = exp(-{max(exponents):.0f})), so no gradient "
+            f"could move it; starting instead from length-scales scaled by "
+            f"{float(np.mean(target / geo)):.3g} to the median heuristic "
+            f"({target:.3g}; lengthscale=None uses it directly). Standardised inputs help.",
+            ConvergenceWarning, stacklevel=4)
+        return rescued
+
+    def _warn_if_no_better_than_frequencies(self, X, y_index):
+        """ConvergenceWarning when the fit classifies the training labels no better than
+        always predicting the most frequent class (judged on up to 2000 evenly spaced rows).
+
+        Accuracy rather than NLL: a fit that classifies well but is over-confident on a few
+        points (VI's robust-max after few iterations) is not a failed fit. Runs shorter than
+        ``_JUDGED_ITERATIONS`` iterations (warm-ups, deliberate partial fits) and sets smaller
+        than ``_JUDGED_ROWS`` rows (where the majority baseline is itself noise) are not judged.
+        """
+        N = X.shape[0]
+        if N < _JUDGED_ROWS or getattr(self, "n_iter_", 0) < _JUDGED_ITERATIONS:
+            return
+        idx = np.unique(np.linspace(0, N - 1, min(N, 2000)).astype(np.int64))
+        # fit's own float64 copy of X: no second validation (nor feature-name warnings)
+        P = self._proba(*self._latent(take_rows(X, idx)))
+        accuracy = float(np.mean(np.argmax(P, axis=1) == y_index[idx]))
+        majority = float(np.max(np.bincount(y_index[idx], minlength=P.shape[1]))) / idx.size
+        if accuracy <= majority:
+            warnings.warn(
+                f"training ended no better than always predicting the most frequent class "
+                f"(training accuracy {accuracy:.3f} against {majority:.3f}); try standardised "
+                f"inputs, lengthscale=None (the median heuristic), more iterations (max_iter) "
+                f"or a larger learning_rate", ConvergenceWarning, stacklevel=3)
 
     def decision_function(self, X):
         """Log predictive class probabilities, the scores whose argmax ``predict`` returns.

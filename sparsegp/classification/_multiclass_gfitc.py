@@ -477,6 +477,7 @@ class MultiClassGFITCClassifier(_mc.MultiClassGPClassifier):
                 f"EP did not converge at the final hyper-parameters within ep_max_sweeps="
                 f"{ep_max} (tolerance {ep_tol}); increase ep_max_sweeps or ep_tol",
                 ConvergenceWarning)
+        self._warn_if_no_better_than_frequencies(X, y_idx)
         return self
 
     def _store(self, info, y_idx):
@@ -492,7 +493,9 @@ class MultiClassGFITCClassifier(_mc.MultiClassGPClassifier):
 
     def predict_latent(self, X):
         """Predictive mean and variance of each class's noisy latent f*_c, each (n, C)."""
-        X = self._validate_predict_data(X)
+        return self._latent(self._validate_predict_data(X))
+
+    def _latent(self, X):
         return gfitc_predict_latent(X, self._state, self.site_precision_, self.site_mean_)
 
     def predict_proba(self, X):
@@ -501,6 +504,8 @@ class MultiClassGFITCClassifier(_mc.MultiClassGPClassifier):
         Columns follow ``classes_``; rows are renormalised to sum to one (the quadrature
         error is below 1e-6).
         """
-        mean, var = self.predict_latent(X)
+        return self._proba(*self.predict_latent(X))
+
+    def _proba(self, mean, var):
         P = _mc.class_probabilities(mean, var)
         return P / P.sum(axis=1, keepdims=True)

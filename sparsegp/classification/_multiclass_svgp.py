@@ -325,6 +325,7 @@ class MultiClassSVGPClassifier(_mc.MultiClassGPClassifier):
         else:
             self._fit_minibatch(X, y_idx, vec0, free, (C, M, D), max_iter, batch_size, lr,
                                 verbose, rng)
+        self._warn_if_no_better_than_frequencies(X, y_idx)
         return self
 
     def _split(self, vec, shape):
@@ -466,7 +467,9 @@ class MultiClassSVGPClassifier(_mc.MultiClassGPClassifier):
     # ----------------------------------------------------------------------------------------
     def predict_latent(self, X):
         """Mean and variance of q(f*_c) for every class, each (n, C) (eqs. 16-17)."""
-        X = self._validate_predict_data(X)
+        return self._latent(self._validate_predict_data(X))
+
+    def _latent(self, X):
         nik, jitter = self._nik
         return svgp_predict_latent(X, self._hyp, self._q, jitter, nik)
 
@@ -476,7 +479,9 @@ class MultiClassSVGPClassifier(_mc.MultiClassGPClassifier):
         E_q[p(y* = c | f*)] = (1 - eps) P_c + eps / (C - 1) (1 - P_c), with P_c the probability
         that f*_c is the largest latent (1-D quadrature, renormalised over classes).
         """
-        mean, var = self.predict_latent(X)
+        return self._proba(*self.predict_latent(X))
+
+    def _proba(self, mean, var):
         P = _mc.class_probabilities(mean, var)
         P /= P.sum(axis=1, keepdims=True)
         C = P.shape[1]

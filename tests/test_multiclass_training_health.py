@@ -1,0 +1,50 @@
+"""Multi-class training recovers from a degenerate start, and says so when it ends no better
+than the class frequencies (issue: hyper-parameter learning from poor legal starts)."""
+import numpy as np
+import pytest
+from sklearn.datasets import make_classification
+
+import sparsegp
+from sparsegp.exceptions import ConvergenceWarning
+
+ESTIMATORS = ["MultiClassEPClassifier", "MultiClassSVGPClassifier"]
+
+
+def _many_features(n=600, seed=0):
+    X, y = make_classification(n, n_features=30, n_informative=10, n_redundant=5, n_classes=3,
+                               n_clusters_per_class=1, class_sep=2.0, random_state=seed)
+    X = (X - X.mean(0)) / X.std(0)
+    return X[: n // 2], y[: n // 2], X[n // 2:], y[n // 2:]
+
+
+@pytest.mark.parametrize("name", ESTIMATORS)
+def test_unit_lengthscales_in_many_dimensions_are_rescued(name):
+    # standardised 30-D inputs: with l = 1 the kernel between typical points is exp(-30)
+    X, y, Xt, yt = _many_features()
+    kw = dict(n_inducing=10, max_iter=30, random_state=0)
+    with pytest.warns(ConvergenceWarning, match="vanish"):
+        poor = getattr(sparsegp, name)(lengthscale=1.0, **kw).fit(X, y)
+    good = getattr(sparsegp, name)(**kw).fit(X, y)          # median heuristic
+    err_poor = np.mean(poor.predict(Xt) != yt)
+    err_good = np.mean(good.predict(Xt) != yt)
+    assert err_poor <= err_good + 0.02
+    assert err_poor < 0.5 * (1 - np.bincount(yt).max() / yt.size)   # far from chance
+
+
+def test_a_sane_start_is_left_alone():
+    X, y, _, _ = _many_features()
+    est = sparsegp.MultiClassEPClassifier(method="sep", n_inducing=10, max_iter=10,
+                                          lengthscale=8.0, learn_hyperparameters=False,
+                                          random_state=0).fit(X, y)
+    np.testing.assert_allclose(est.lengthscale_, 8.0, rtol=1e-12)   # exp(log 8) round trip
+
+
+def test_training_no_better_than_the_class_frequencies_warns():
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((150, 2))
+    y = rng.permutation(np.repeat([0, 1, 2], [110, 25, 15]))   # labels carry no signal
+    est = sparsegp.MultiClassEPClassifier(method="sep", n_inducing=5, max_iter=10,
+                                          noise=1e3, learn_hyperparameters=False,
+                                          random_state=0)
+    with pytest.warns(ConvergenceWarning, match="no better than always predicting"):
+        est.fit(X, y)
