@@ -119,6 +119,40 @@ def satellite(methods, M=100, max_iter=250, fold=0):
     return rows
 
 
+def minibatch_step(methods, B=200, C=10, M=100, D=784, n_batches=20):
+    """Seconds per minibatch step at MNIST's shape, and its ratio to the step's GEMM flops.
+
+    The nominal flops of one SEP step: per class the (B x D)(D x M) kernel product and five
+    (B x M)(M x M) products (V, S V for the refinement and for the evidence, V^T W V, GV A),
+    two flops per multiply-add; the GEMM rate is a (B x D)(D x M) product timed in the same
+    run, so the ratio says how many GEMM-equivalents of time a step costs.
+    """
+    X, y = synthetic(B * n_batches, C, D=D)
+    A = np.random.default_rng(0).standard_normal((B, D))
+    W = np.random.default_rng(1).standard_normal((D, M))
+    A @ W
+    times = []
+    for _ in range(7):
+        t0 = time.perf_counter()
+        A @ W
+        times.append(time.perf_counter() - t0)
+    rate = 2.0 * B * D * M / float(np.median(times))
+    flops = 2.0 * C * (B * D * M + 5 * B * M * M)
+    rows = []
+    for method in methods:
+        _estimator(method, 10, 1, batch_size=B).fit(X[:2 * B], y[:2 * B])     # compile
+        # one epoch without a callback (a callback makes every step also store a predictor)
+        t0 = time.perf_counter()
+        _estimator(method, M, 1, batch_size=B).fit(X, y)
+        step = (time.perf_counter() - t0) / n_batches
+        rows.append(dict(method=method, B=B, C=C, M=M, D=D, seconds=step,
+                         gemm_flops_per_s=rate, nominal_flops=flops))
+        print(f"minibatch {method:4s} B={B} C={C} M={M} D={D}: {step * 1e3:7.1f} ms/step = "
+              f"{step * rate / flops:5.1f} x its {flops / 1e9:.2f} GFlop at the GEMM rate "
+              f"({rate / 1e9:.1f} GFlop/s)", flush=True)
+    return rows
+
+
 def child_memory(N, M, C, batch_size, path):
     """Run in a fresh interpreter: one SEP epoch over the memmap at ``path``."""
     import resource
@@ -176,6 +210,8 @@ def main(argv=None):
     parser.add_argument("--methods", default="ep,sep,gfitc,vi")
     parser.add_argument("--skip-iterations", action="store_true")
     parser.add_argument("--skip-memory", action="store_true")
+    parser.add_argument("--minibatch", action="store_true",
+                        help="time one minibatch step at B = 200, C = 10, M = 100, D = 784")
     parser.add_argument("--satellite", action="store_true",
                         help="also fit seed 002's Satellite split 0 (M = 100, 250 iterations; "
                              "needs satellite.npz under SPARSEGP_DATA)")
@@ -187,7 +223,10 @@ def main(argv=None):
         child_memory(N, M, C, B, args.child[4])
         return
     quick = args.quick or bool(os.environ.get("CI"))
-    results = {"iterations": [], "memory": [], "satellite": []}
+    results = {"iterations": [], "memory": [], "satellite": [], "minibatch": []}
+    if args.minibatch:
+        results["minibatch"] = minibatch_step([m for m in args.methods.split(",")
+                                               if m in ("ep", "sep", "vi")])
     if args.satellite:
         results["satellite"] = satellite(args.methods.split(","))
     if not args.skip_iterations:

@@ -253,15 +253,14 @@ def _hyper_gradient(X, hyp, prior, q, Kfu, V, res, scale, noise_in_kuu):
     g_Z = np.empty((C, M, D))
     GV = scale * res.GV
     GVtV = _matmul_tn(GV, V)
-    GVA = _matmul(GV, prior.A)
+    wsum = scale * res.wsum
+    W_fu = _matmul(GV, prior.A) - wsum.T[:, :, None] * V
     for c in range(C):
         A = prior.A[c]
-        wsum = scale * res.wsum[:, c]
         W_uu = _grad_prior_part(prior, q, c) - A @ GVtV[c]
-        W_fu = GVA[c] - wsum[:, None] * V[c]
         g_lv[c], g_ln[c], g_ll[c], g_Z[c] = _mc.kernel_grads(
             X, hyp.Z[c], prior.variance[c], prior.lengthscale[c], prior.noise[c],
-            prior.K_se[c], Kfu[c], W_uu, W_fu, wsum, noise_in_kuu)
+            prior.K_se[c], Kfu[c], W_uu, W_fu[c], wsum[:, c], noise_in_kuu)
     return _mc.pack_params(g_lv, g_ln, g_ll, g_Z)
 
 
@@ -415,6 +414,8 @@ def converge_ep(X, y, hyp, state, noise_in_kuu=True, jitter=_mc.DEFAULT_JITTER, 
 
 def _scaled_step(optimiser, theta, grad, scale):
     """One ascent step in the coordinates phi = theta / scale (scale 0: coordinate fixed)."""
+    if hasattr(optimiser, "step_scaled"):
+        return optimiser.step_scaled(theta, grad, scale)
     free = scale > 0
     safe = np.where(free, scale, 1.0)
     phi = optimiser.step(theta / safe, grad * scale)

@@ -350,7 +350,7 @@ class MultiClassGPClassifier(ClassifierMixin, InducingPointEstimator):
 
     def _warn_if_no_better_than_frequencies(self, X, y_index):
         """ConvergenceWarning when the fit classifies the training labels no better than
-        always predicting the most frequent class (judged on up to 2000 evenly spaced rows).
+        always predicting the most frequent class (judged on up to 1000 evenly spaced rows).
 
         Accuracy rather than NLL: a fit that classifies well but is over-confident on a few
         points (VI's robust-max after few iterations) is not a failed fit. Runs shorter than
@@ -360,7 +360,7 @@ class MultiClassGPClassifier(ClassifierMixin, InducingPointEstimator):
         N = X.shape[0]
         if N < _JUDGED_ROWS or getattr(self, "n_iter_", 0) < _JUDGED_ITERATIONS:
             return
-        idx = np.unique(np.linspace(0, N - 1, min(N, 2000)).astype(np.int64))
+        idx = np.unique(np.linspace(0, N - 1, min(N, 1000)).astype(np.int64))
         # fit's own float64 copy of X: no second validation (nor feature-name warnings)
         P = self._proba(*self._latent(take_rows(X, idx)))
         accuracy = float(np.mean(np.argmax(P, axis=1) == y_index[idx]))
@@ -463,6 +463,15 @@ class Adam:
         m_hat = self.m / (1.0 - self.beta1 ** self.t)
         v_hat = self.v / (1.0 - self.beta2 ** self.t)
         return theta + self.learning_rate * m_hat / (np.sqrt(v_hat) + self.eps)
+
+    def step_scaled(self, theta, grad, scale):
+        """:meth:`step` in the coordinates theta / scale (scale 0: frozen), compiled in one
+        pass: minibatch training moves C M D inducing coordinates every step."""
+        self.t += 1
+        out = np.empty_like(theta)
+        _nbmc.adam_ascent_scaled(theta, grad, scale, self.m, self.v, self.t,
+                                 self.learning_rate, self.beta1, self.beta2, self.eps, out)
+        return out
 
 
 class SignAdaptiveStep:
