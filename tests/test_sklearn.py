@@ -63,6 +63,10 @@ def test_every_estimator_has_a_check_configuration():
     assert set(ESTIMATORS) == set(CHECK_CONFIGS) == set(GRIDS)
 
 
+def _frame(pd, X):
+    return pd.DataFrame(X, columns=[f"x{j}" for j in range(X.shape[1])])
+
+
 def _expected_failures(estimator):
     return dict(type(estimator)._expected_failed_checks)
 
@@ -125,7 +129,7 @@ def test_pandas_column_names(name):
     pd = pytest.importorskip("pandas", reason="the pandas checks need the 'test' extra")
     est = _make(name)
     X, y = _data(est)
-    frame = pd.DataFrame(X, columns=[f"x{j}" for j in range(X.shape[1])])
+    frame = _frame(pd, X)
     est.fit(frame, pd.Series(y, name="target"))
     assert list(est.feature_names_in_) == list(frame.columns)
     plain = clone(est).fit(X, y)             # the same data as an array: the same model
@@ -140,7 +144,7 @@ def test_non_numeric_dataframe_columns_are_named(name):
     pd = pytest.importorskip("pandas", reason="the pandas checks need the 'test' extra")
     est = _make(name)
     X, y = _data(est)
-    frame = pd.DataFrame(X, columns=[f"x{j}" for j in range(X.shape[1])])
+    frame = _frame(pd, X)
     frame["colour"] = np.where(np.arange(len(frame)) % 2 == 0, "red", "blue")
     with pytest.raises(ValueError, match=r"non-numeric column\(s\) \['colour'\]"):
         est.fit(frame, y)

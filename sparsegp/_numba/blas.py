@@ -44,6 +44,19 @@ def _check_c_order(a):
 
 
 @jit
+def _fortran_gemm(trans_a, trans_b, m, n, k, A, lda, B, ldb, beta, out, ldc):
+    """Fortran dgemm: out (m × n) = op(A) op(B) + beta out, on raw C-ordered buffers."""
+    ta = np.array([trans_a], np.int8)
+    tb = np.array([trans_b], np.int8)
+    dims = np.array([m, n, k, lda, ldb, ldc], np.int32)
+    alpha = np.array([1.0])
+    b = np.array([beta])
+    _dgemm(ta.ctypes, tb.ctypes, dims[0:].ctypes, dims[1:].ctypes, dims[2:].ctypes,
+           alpha.ctypes, A.ctypes, dims[3:].ctypes, B.ctypes, dims[4:].ctypes, b.ctypes,
+           out.ctypes, dims[5:].ctypes)
+
+
+@jit
 def gemm_rows(A, B, out, lo, hi, beta):
     """``out[lo:hi] = A[lo:hi] @ B + beta * out[lo:hi]``.
 
@@ -56,17 +69,8 @@ def gemm_rows(A, B, out, lo, hi, beta):
     _check_c_order(out)
     if hi <= lo:
         return
-    ta = np.array([_N], np.int8)
     # outᵀ (K × n) = Bᵀ (K × M) · Aᵀ (M × n), all in Fortran terms
-    m = np.array([K], np.int32)
-    n = np.array([hi - lo], np.int32)
-    k = np.array([M], np.int32)
-    alpha = np.array([1.0])
-    b = np.array([beta])
-    a_rows = A[lo:hi]
-    out_rows = out[lo:hi]
-    _dgemm(ta.ctypes, ta.ctypes, m.ctypes, n.ctypes, k.ctypes, alpha.ctypes, B.ctypes,
-           m.ctypes, a_rows.ctypes, k.ctypes, b.ctypes, out_rows.ctypes, m.ctypes)
+    _fortran_gemm(_N, _N, K, hi - lo, M, B, K, A[lo:hi], M, beta, out[lo:hi], K)
 
 
 @jit
@@ -85,19 +89,9 @@ def gemm_tn_rows(A, B, out, lo, hi, beta):
         if beta == 0.0:
             out[:] = 0.0
         return
-    tn = np.array([_N], np.int8)
-    tt = np.array([_T], np.int8)
     # outᵀ (K × M) = B[lo:hi]ᵀ (K × n) · A[lo:hi] (n × M): Fortran sees B's rows as (K × n)
     # and A's as (M × n), transposed
-    m = np.array([K], np.int32)
-    n = np.array([M], np.int32)
-    k = np.array([hi - lo], np.int32)
-    alpha = np.array([1.0])
-    b = np.array([beta])
-    a_rows = A[lo:hi]
-    b_rows = B[lo:hi]
-    _dgemm(tn.ctypes, tt.ctypes, m.ctypes, n.ctypes, k.ctypes, alpha.ctypes, b_rows.ctypes,
-           m.ctypes, a_rows.ctypes, n.ctypes, b.ctypes, out.ctypes, m.ctypes)
+    _fortran_gemm(_N, _T, K, M, hi - lo, B[lo:hi], K, A[lo:hi], M, beta, out, K)
 
 
 @jit

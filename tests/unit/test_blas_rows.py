@@ -29,6 +29,31 @@ def test_gemm_rows_touches_only_its_rows(arrays, lo, hi):
     np.testing.assert_allclose(out, expected, rtol=1e-13, atol=1e-13)
 
 
+@pytest.mark.parametrize("lo, hi", [(0, 53), (10, 31), (52, 53), (20, 20)])
+def test_gemm_tn_rows_is_one_row_range_of_a_sum_over_rows(arrays, rng, lo, hi):
+    A, _, _ = arrays
+    Bn = rng.normal(size=(A.shape[0], 4))
+    out = np.full((A.shape[1], 4), 7.0)
+    blas.gemm_tn_rows(A, Bn, out, lo, hi, 0.0)
+    np.testing.assert_allclose(out, A[lo:hi].T @ Bn[lo:hi], rtol=1e-13, atol=1e-13)
+    blas.gemm_tn_rows(A, Bn, out, lo, hi, 1.0)    # beta = 1 accumulates
+    np.testing.assert_allclose(out, 2.0 * A[lo:hi].T @ Bn[lo:hi], rtol=1e-13, atol=1e-13)
+
+
+@pytest.mark.parametrize("C, N, parts", [(3, 101, 2), (2, 10, 4), (1, 3, 5), (6, 40, 1)])
+def test_stacked_products_equal_numpy_per_class(rng, C, N, parts):
+    from sparsegp._numba import multiclass as nbmc
+    A = rng.normal(size=(C, N, 7))
+    B = rng.normal(size=(C, 7, 5))
+    out = np.empty((C, N, 5))
+    nbmc.stacked_gemm(A, B, out, parts)           # more parts than rows leaves some empty
+    np.testing.assert_allclose(out, A @ B, rtol=1e-13, atol=1e-13)
+    Bn = rng.normal(size=(C, N, 5))
+    out_tn = np.empty((C, 7, 5))
+    nbmc.stacked_gemm_tn(A, Bn, out_tn, parts)
+    np.testing.assert_allclose(out_tn, np.swapaxes(A, 1, 2) @ Bn, rtol=1e-12, atol=1e-12)
+
+
 def test_syrk_rows_accumulates_the_lower_triangle(arrays):
     A, _, _ = arrays
     C = np.zeros((A.shape[1], A.shape[1]))
