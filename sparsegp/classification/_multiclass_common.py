@@ -256,9 +256,9 @@ class MultiClassGPClassifier(ClassifierMixin, InducingPointEstimator):
 
     Subclasses define ``predict_latent(X) -> (mean, var)`` and ``predict_proba(X)``, both of
     shape (n_samples, C) with columns ordered as ``classes_``, on top of ``_latent(X)`` and
-    ``_proba(mean, var)``, which take already validated float64 inputs; ``score`` is scikit-learn's
-    accuracy (the test NLL is ``sparsegp.metrics.mean_nlp(y, est.predict_proba(X),
-    classes=est.classes_)``).
+    ``_proba(mean, var)``, which take already validated float64 inputs. ``score`` is
+    scikit-learn's accuracy; the test NLL is ``sparsegp.metrics.mean_nlp(y,
+    est.predict_proba(X), classes=est.classes_)``.
     """
 
     _inits = ("random", "kmeans", "subset")
@@ -325,8 +325,10 @@ class MultiClassGPClassifier(ClassifierMixin, InducingPointEstimator):
         length-scales are multiplied by one factor, keeping their ARD ratios, so that their
         geometric mean is the median heuristic's, and a warning says so.
         """
-        rows = take_rows(X, np.sort(rng.choice(X.shape[0], size=min(X.shape[0], 500),
-                                                replace=False)))
+        # a generator of its own: the check must not shift the estimator's random stream
+        pick = np.random.default_rng(0).choice(X.shape[0], size=min(X.shape[0], 500),
+                                               replace=False)
+        rows = take_rows(X, np.sort(pick))
         exponents = []
         for c in range(Z.shape[0]):
             a = rows / lengthscale[c]
