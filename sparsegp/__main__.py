@@ -3,7 +3,6 @@
 import argparse
 import shlex
 import sys
-from pathlib import Path
 
 from ._demo import run_demo
 
@@ -63,36 +62,26 @@ def _add_experiment_parser(sub):
 
 
 def _run_experiment(args, argv):
-    from .experiments import markdown, run_grid
-    from .experiments.tables import TABLES
-
-    table = TABLES[args.table]
+    from .experiments.reproduce import run_table
 
     def names(text):
         return None if text is None else [t.strip() for t in text.split(",") if t.strip()]
 
-    params = None if args.max_iter is None else {"max_iter": args.max_iter}
     try:
-        cells = table.cells(folds=args.folds, datasets=names(args.datasets),
-                            methods=names(args.methods), params=params)
-    except ValueError as exc:
+        summary = run_table(
+            args.table, out=args.out, folds=args.folds, datasets=names(args.datasets),
+            methods=names(args.methods), max_iter=args.max_iter,
+            command="python -m sparsegp " + " ".join(shlex.quote(a) for a in argv),
+            scheduler=args.scheduler, n_workers=args.workers, progress=not args.no_progress,
+            local=args.local or None)
+    except ValueError as exc:  # a misspelt name: nothing has run
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    out = Path(args.out)
-    results = out / f"{table.name}.jsonl"
-    try:
-        summary = run_grid(cells, results, scheduler=args.scheduler, n_workers=args.workers,
-                           progress=not args.no_progress, local=args.local or None)
-    except ValueError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    command = "python -m sparsegp " + " ".join(shlex.quote(a) for a in argv)
-    text = markdown(table, cells, summary["records"], wall=summary["wall"], command=command)
-    (out / f"{table.name}.md").write_text(text, encoding="utf-8")
+    n = len(summary["cells"])
     done = sum(r.get("status") == "ok" for r in summary["records"].values())
-    print(f"{len(cells)} cells: {len(cells) - summary['ran']} already done, ran "
-          f"{summary['ran']} ({summary['failed']} failed); {done} ok in {results}; "
-          f"table in {out / (table.name + '.md')}; wall {summary['wall']:.1f} s")
+    print(f"{n} cells: {n - summary['ran']} already done, ran {summary['ran']} "
+          f"({summary['failed']} failed); {done} ok in {summary['results']}; table in "
+          f"{summary['markdown']}; wall {summary['wall']:.1f} s")
     return 0 if summary["failed"] == 0 else 1
 
 

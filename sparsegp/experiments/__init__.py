@@ -6,14 +6,16 @@
 
 Modules: :mod:`.grid` (what a cell is, validation, fitting one cell), :mod:`.store` (the
 JSON-lines results file), :mod:`.runner` (the dask / in-process runner), :mod:`.tables` (the
-papers' grids and numbers), :mod:`.report` (summaries and markdown).
+papers' grids and numbers), :mod:`.report` (summaries and markdown), :mod:`.reproduce`
+(run a table and write its files).
 """
 from .grid import DATASETS, METHODS, Cell, run_cell, validate_cells
 from .report import markdown, summarise
+from .reproduce import run_table
 from .runner import SINGLE_THREAD_ENV, have_distributed, local_cluster, run_grid
 from .store import ResultsStore
 from .tables import TABLES, Table
 
 __all__ = ["DATASETS", "METHODS", "SINGLE_THREAD_ENV", "TABLES", "Cell", "ResultsStore",
            "Table", "have_distributed", "local_cluster", "markdown", "run_cell", "run_grid",
-           "summarise", "validate_cells"]
+           "run_table", "summarise", "validate_cells"]
