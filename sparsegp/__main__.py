@@ -77,6 +77,10 @@ def _run_experiment(args, argv):
     except ValueError as exc:  # a misspelt name: nothing has run
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:  # every finished cell is already on disk
+        print("interrupted: finished cells are kept; run the same command again to resume",
+              file=sys.stderr)
+        return 130
     n = len(summary["cells"])
     done = sum(r.get("status") == "ok" for r in summary["records"].values())
     print(f"{n} cells: {n - summary['ran']} already done, ran {summary['ran']} "
