@@ -148,7 +148,6 @@ def _run_on_dask(todo, store, bar, client, scheduler, n_workers):
         futures = {client.submit(run_cell, c.as_dict(), pure=False,
                                  key=f"sparsegp-cell-{abs(hash(c.key)):x}-{i}"): c
                    for i, c in enumerate(todo)}
-        remaining = len(futures)
         for fut in as_completed(futures):
             cell = futures[fut]
             try:
@@ -157,9 +156,10 @@ def _run_on_dask(todo, store, bar, client, scheduler, n_workers):
                 record = {"key": cell.key, **cell.as_dict(), "status": "failed",
                           "traceback": f"{type(exc).__name__}: {exc}"}
             store.append(record)
-            remaining -= 1
-            workers = len(client.scheduler_info().get("workers", {})) or 1
-            bar.update(record, running=min(workers, remaining))
+            # tasks the scheduler has handed to workers (with its default queueing, those
+            # are the ones being run)
+            running = sum(len(keys) for keys in client.processing().values())
+            bar.update(record, running=running)
     finally:
         if own_client is not None:
             own_client.close()
