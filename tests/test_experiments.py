@@ -7,7 +7,7 @@ import pytest
 
 from conftest import require_data
 from sparsegp.__main__ import main
-from sparsegp.experiments import (SINGLE_THREAD_ENV, TABLES, Cell, ResultsStore, run_cell,
+from sparsegp.experiments import (DATASETS, SINGLE_THREAD_ENV, TABLES, Cell, ResultsStore, run_cell,
                                   run_grid, validate_cells)
 from sparsegp.experiments import runner as runner_module
 
@@ -150,3 +150,16 @@ def test_command_line_writes_results_and_table(tmp_path, capsys):
     assert "6 already done, ran 0" in capsys.readouterr().out
     assert main(args[:3] + ["wine,wien"] + args[4:]) == 2
     assert np.isfinite(json.loads(lines[0])["nlp"])
+
+
+@pytest.mark.parametrize("name, n_cells", [("multiclass", 8 * 4 * 3 * 20),
+                                           ("gfitc_table1", None)])
+def test_paper_tables_are_valid_grids_with_a_paper_number_per_cell(name, n_cells):
+    table = TABLES[name]
+    for d in table.datasets:
+        require_data(DATASETS[d][0])
+    cells = table.cells()
+    validate_cells(cells)  # every name and parameter exists, every file is there
+    if n_cells is not None:
+        assert len(cells) == n_cells
+    assert {(c.dataset, c.method, c.size) for c in cells} == set(table.paper)
