@@ -7,8 +7,8 @@ import pytest
 
 from conftest import require_data
 from sparsegp.__main__ import main
-from sparsegp.experiments import (DATASETS, SINGLE_THREAD_ENV, TABLES, Cell, ResultsStore, run_cell,
-                                  run_grid, validate_cells)
+from sparsegp.experiments import (DATASETS, SINGLE_THREAD_ENV, TABLES, Cell, ResultsStore,
+                                  run_cell, run_grid, validate_cells)
 from sparsegp.experiments import runner as runner_module
 
 distributed = pytest.importorskip("distributed")
