@@ -50,7 +50,7 @@ def outside(mean, se, n, paper):
     return n >= 2 and abs(mean - paper) > 2.0 * se
 
 
-def _size_label(table, method, size):
+def _size_label(size):
     if size is None:
         return "–"
     return f"{size:.0%}" if isinstance(size, float) else str(size)
@@ -93,11 +93,12 @@ def markdown(table, cells, records, wall=None, command=None):
             p = ref.get(metric)
             flag = p is not None and outside(mean, se, row["n"], p)
             if flag:
-                marked.append(f"{d} / {m} / {_size_label(table, m, size)} / {metric}: ours "
+                marked.append(f"{d} / {m} / {_size_label(size)} / {metric}: ours "
                               f"{mean:.3f} ± {se:.3f}, paper {p:.3f}")
-            ours = "–" if row["n"] == 0 else f"{mean:.3f} ± {se:.3f}" + (" **†**" if flag else "")
+            ours = "–" if row["n"] == 0 else f"{mean:.3f} ± {se:.3f}"
+            ours += " **†**" if flag else ""
             cells_txt += [ours, "–" if p is None else f"{p:.3f}"]
-        lines.append(f"| {d} | {m} | {_size_label(table, m, size)} | {row['n']} | "
+        lines.append(f"| {d} | {m} | {_size_label(size)} | {row['n']} | "
                      f"{row['failed']} | " + " | ".join(cells_txt) + f" | {row['fit_time']:.1f} |")
     lines += ["", f"Total fit time: {cpu:.0f} s = {cpu / 3600:.2f} CPU-hours."]
     if wall is not None:
