@@ -6,6 +6,7 @@ in this process, one after another, and the runner says so.
 import os
 import sys
 import time
+import uuid
 import warnings
 
 from .grid import Cell, run_cell, validate_cells
@@ -143,11 +144,10 @@ def _run_on_dask(todo, store, bar, client, scheduler, n_workers):
             else:
                 own_cluster = local_cluster(n_workers)
                 client = own_client = Client(own_cluster)
-        # Send plain dicts (cheap to pickle, no import of this module needed to unpickle
-        # the argument); pure=False because the key is ours and we never want dask's cache.
+        # Send plain dicts (cheap to pickle); a fresh task key per submission, so a cell
+        # retried on a shared client is fitted again rather than served from an old future.
         futures = {client.submit(run_cell, c.as_dict(), pure=False,
-                                 key=f"sparsegp-cell-{abs(hash(c.key)):x}-{i}"): c
-                   for i, c in enumerate(todo)}
+                                 key=f"sparsegp-cell-{uuid.uuid4().hex}"): c for c in todo}
         for fut in as_completed(futures):
             cell = futures[fut]
             try:
