@@ -1,0 +1,108 @@
+"""Summaries of a grid's records and the markdown table beside the paper's numbers."""
+import numpy as np
+
+
+def summarise(records, cells):
+    """Mean, standard error and count per (data set, method, size) over splits.
+
+    Parameters
+    ----------
+    records : dict
+        key -> record, as :func:`run_grid` returns under ``"records"``.
+    cells : sequence of Cell
+        The grid; cells without an "ok" record count as missing.
+
+    Returns
+    -------
+    dict
+        (dataset, method, size) -> {"error": (mean, se), "nlp": (mean, se), "n": int,
+        "failed": int, "fit_time": total seconds}. ``se`` is std(ddof=1)/sqrt(n), 0 when n < 2.
+    """
+    groups = {}
+    for cell in cells:
+        g = groups.setdefault((cell.dataset, cell.method, cell.size), {"ok": [], "failed": 0})
+        rec = records.get(cell.key)
+        if rec is None:
+            continue
+        if rec.get("status") == "ok":
+            g["ok"].append(rec)
+        else:
+            g["failed"] += 1
+    out = {}
+    for k, g in groups.items():
+        row = {"n": len(g["ok"]), "failed": g["failed"],
+               "fit_time": float(sum(r["fit_time"] for r in g["ok"]))}
+        for metric in ("error", "nlp"):
+            v = np.array([r[metric] for r in g["ok"]], dtype=float)
+            mean = float(v.mean()) if v.size else float("nan")
+            se = float(v.std(ddof=1) / np.sqrt(v.size)) if v.size > 1 else 0.0
+            row[metric] = (mean, se)
+        out[k] = row
+    return out
+
+
+def outside(mean, se, n, paper):
+    """True when the paper's value lies outside our mean ± 2 standard errors (n >= 2).
+
+    The papers' own error bars are not transcribed (seed 000 prints none; seed 002's are in a
+    figure), so ours are the only ones available; one split gives no error bar and no mark.
+    """
+    return n >= 2 and abs(mean - paper) > 2.0 * se
+
+
+def _size_label(size):
+    if size is None:
+        return "–"
+    return f"{size:.0%}" if isinstance(size, float) else str(size)
+
+
+def markdown(table, cells, records, wall=None, command=None):
+    """Markdown of ``table``: ours (mean ± s.e., folds) beside the paper, outliers marked.
+
+    Parameters
+    ----------
+    table : Table
+    cells : sequence of Cell
+    records : dict
+        key -> record.
+    wall : float, optional
+        Wall time (s) of the run that wrote this.
+    command : str, optional
+        The command line, shown so the table can be remade.
+
+    Returns
+    -------
+    str
+    """
+    summary = summarise(records, cells)
+    cpu = sum(r["fit_time"] for r in summary.values())
+    lines = [f"# {table.title}", ""]
+    if command:
+        lines += [f"Made by `{command}`.", ""]
+    lines += ["Cells: ours as mean ± standard error over `n` splits, then the paper's value; "
+              "**†** marks a paper value outside ours ± 2 s.e. (n ≥ 2). Fit time is the total "
+              "over the cell's splits, each fit on one thread.", "",
+              "| data set | method | size | n | failed | test error | paper | mean NLP | paper "
+              "| fit time (s) |", "|---|---|---|---|---|---|---|---|---|---|"]
+    marked = []
+    for (d, m, size), row in summary.items():
+        ref = table.paper.get((d, m, size), {})
+        cells_txt = []
+        for metric in ("error", "nlp"):
+            mean, se = row[metric]
+            p = ref.get(metric)
+            flag = p is not None and outside(mean, se, row["n"], p)
+            if flag:
+                marked.append(f"{d} / {m} / {_size_label(size)} / {metric}: ours "
+                              f"{mean:.3f} ± {se:.3f}, paper {p:.3f}")
+            ours = "–" if row["n"] == 0 else f"{mean:.3f} ± {se:.3f}"
+            ours += " **†**" if flag else ""
+            cells_txt += [ours, "–" if p is None else f"{p:.3f}"]
+        lines.append(f"| {d} | {m} | {_size_label(size)} | {row['n']} | "
+                     f"{row['failed']} | " + " | ".join(cells_txt) + f" | {row['fit_time']:.1f} |")
+    lines += ["", f"Total fit time: {cpu:.0f} s = {cpu / 3600:.2f} CPU-hours."]
+    if wall is not None:
+        lines.append(f"Wall time of the run that wrote this file: {wall:.0f} s.")
+    lines += ["", "## Cells outside the paper's value ± 2 s.e.", ""]
+    lines += [f"- {t}" for t in marked] or ["- none"]
+    return "\n".join(lines) + "\n"

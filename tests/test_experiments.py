@@ -1,0 +1,165 @@
+"""sparsegp.experiments: grids on a LocalCluster equal a plain loop, resume, failures, address."""
+import json
+import os
+
+import numpy as np
+import pytest
+
+from conftest import require_data
+from sparsegp.__main__ import main
+from sparsegp.experiments import (DATASETS, SINGLE_THREAD_ENV, TABLES, Cell, ResultsStore,
+                                  run_cell, run_grid, validate_cells)
+from sparsegp.experiments import runner as runner_module
+
+distributed = pytest.importorskip("distributed")
+
+
+def tiny_cells(folds=2):
+    """Multi-class EP on wine, two iterations: 3 sizes x ``folds`` splits, well under 1 s each."""
+    require_data("wine")
+    return TABLES["multiclass"].cells(folds=folds, datasets=["wine"], methods=["ep"],
+                                      params={"max_iter": 2})
+
+
+def numbers(record):
+    return (record["status"], record["error"], record["nlp"], record["M"],
+            json.dumps(record["hyper"], sort_keys=True))
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    """Two single-threaded worker processes, started apart from any run_grid call."""
+    with runner_module.local_cluster(n_workers=2) as c:
+        yield c
+
+
+@pytest.fixture(scope="module")
+def client(cluster):
+    with distributed.Client(cluster) as cl:
+        yield cl
+
+
+def test_workers_are_single_threaded(client):
+    def threads():
+        import numba
+        from threadpoolctl import threadpool_info
+
+        return ({k: os.environ.get(k) for k in SINGLE_THREAD_ENV},
+                numba.config.NUMBA_NUM_THREADS,
+                sorted({p["num_threads"] for p in threadpool_info()}))
+
+    for env, numba_threads, pools in client.run(threads).values():
+        assert env == SINGLE_THREAD_ENV
+        assert numba_threads == 1
+        assert pools in ([], [1])
+
+
+def test_grid_on_cluster_equals_plain_loop(client, tmp_path):
+    cells = tiny_cells()
+    out = run_grid(cells, tmp_path / "r.jsonl", client=client, progress=False)
+    assert out["ran"] == len(cells) and out["failed"] == 0
+    for cell in cells:
+        assert numbers(out["records"][cell.key]) == numbers(run_cell(cell))
+
+
+def test_scheduler_address_gives_the_same_numbers(cluster, client, tmp_path):
+    cells = tiny_cells(folds=1)
+    by_client = run_grid(cells, tmp_path / "a.jsonl", client=client, progress=False)
+    by_address = run_grid(cells, tmp_path / "b.jsonl", scheduler=cluster.scheduler_address,
+                          progress=False)
+    assert by_address["ran"] == len(cells)
+    for cell in cells:
+        assert numbers(by_address["records"][cell.key]) == numbers(by_client["records"][cell.key])
+
+
+def test_interrupted_run_resumes_fitting_only_the_rest(client, tmp_path):
+    cells = tiny_cells()
+    path = tmp_path / "r.jsonl"
+    first = run_grid(cells[:4], path, client=client, progress=False)
+    # what a SIGKILL mid-write leaves: a partial last line
+    with path.open("a") as fh:
+        fh.write('{"key": "trunc')
+    stamps = {k: r["fit_time"] for k, r in first["records"].items()}
+    second = run_grid(cells, path, client=client, progress=False)
+    assert second["ran"] == len(cells) - 4
+    assert len(second["records"]) == len(cells)
+    # finished cells were not refitted: their records (with their fit times) are unchanged
+    assert {k: second["records"][k]["fit_time"] for k in stamps} == stamps
+    assert run_grid(cells, path, client=client, progress=False)["ran"] == 0
+
+
+def test_failing_cell_is_recorded_and_the_others_finish(client, tmp_path):
+    cells = tiny_cells(folds=1)
+    bad = Cell("wine", 0, "ep", {"max_iter": 2, "lengthscale": -1.0}, 0.1, seed=0)
+    path = tmp_path / "r.jsonl"
+    out = run_grid(cells + [bad], path, client=client, progress=False)
+    assert out["failed"] == 1
+    assert out["records"][bad.key]["status"] == "failed"
+    assert "Traceback" in out["records"][bad.key]["traceback"]
+    assert all(out["records"][c.key]["status"] == "ok" for c in cells)
+    # a rerun retries the failed cell only
+    assert run_grid(cells + [bad], path, client=client, progress=False)["ran"] == 1
+
+
+@pytest.mark.parametrize("cell, match", [
+    (Cell("wien", 0, "ep", {}, 0.1), "unknown data set 'wien'.*wine"),
+    (Cell("wine", 0, "epp", {}, 0.1), "unknown method 'epp'.*sep"),
+    (Cell("wine", 0, "ep", {"max_iters": 2}, 0.1), r"unknown parameter.*max_iters.*max_iter"),
+    (Cell("wine", 0, "ep", {}, 10), "fraction"),
+])
+def test_misspelt_grid_is_a_value_error_before_any_cell_runs(cell, match, tmp_path):
+    path = tmp_path / "r.jsonl"
+    with pytest.raises(ValueError, match=match):
+        run_grid(tiny_cells(folds=1) + [cell], path, local=True, progress=False)
+    assert not path.exists()
+
+
+def test_missing_data_file_names_the_file_and_the_variable(tmp_path):
+    with pytest.raises(ValueError, match=r"wine\.npz.*SPARSEGP_DATA"):
+        validate_cells([Cell("wine", 0, "ep", {}, 0.1)], data_home=tmp_path)
+
+
+def test_store_skips_a_truncated_line_and_keeps_the_newest_record(tmp_path):
+    store = ResultsStore(tmp_path / "r.jsonl")
+    store.append({"key": "a", "status": "failed"})
+    with store.path.open("a") as fh:
+        fh.write('{"key": "b", "sta')
+    store.append({"key": "a", "status": "ok"})
+    assert store.records() == {"a": {"key": "a", "status": "ok"}}
+    assert store.finished_keys() == {"a"}
+
+
+def test_without_distributed_cells_run_in_process_and_it_says_so(monkeypatch, tmp_path):
+    cells = tiny_cells(folds=1)
+    monkeypatch.setattr(runner_module, "have_distributed", lambda: False)
+    with pytest.warns(RuntimeWarning, match="not installed.*in this process"):
+        out = run_grid(cells, tmp_path / "r.jsonl", progress=False)
+    assert out["ran"] == len(cells) and out["failed"] == 0
+
+
+def test_command_line_writes_results_and_table(tmp_path, capsys):
+    require_data("wine")
+    args = ["experiment", "multiclass", "--datasets", "wine", "--methods", "ep", "--folds", "2",
+            "--max-iter", "2", "--local", "--no-progress", "--out", str(tmp_path)]
+    assert main(args) == 0
+    lines = (tmp_path / "multiclass.jsonl").read_text().splitlines()
+    assert len(lines) == 6
+    table = (tmp_path / "multiclass.md").read_text()
+    assert "| wine | ep | 10% | 2 | 0 |" in table and "0.060" in table  # paper NLP beside ours
+    assert main(args) == 0
+    assert "6 already done, ran 0" in capsys.readouterr().out
+    assert main(args[:3] + ["wine,wien"] + args[4:]) == 2
+    assert np.isfinite(json.loads(lines[0])["nlp"])
+
+
+@pytest.mark.parametrize("name, n_cells", [("multiclass", 8 * 4 * 3 * 20),
+                                           ("gfitc_table1", None)])
+def test_paper_tables_are_valid_grids_with_a_paper_number_per_cell(name, n_cells):
+    table = TABLES[name]
+    for d in table.datasets:
+        require_data(DATASETS[d][0])
+    cells = table.cells()
+    validate_cells(cells)  # every name and parameter exists, every file is there
+    if n_cells is not None:
+        assert len(cells) == n_cells
+    assert {(c.dataset, c.method, c.size) for c in cells} == set(table.paper)
