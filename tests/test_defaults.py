@@ -48,3 +48,17 @@ def test_verbose_fit_shows_progress_with_the_objective(capsys):
     # the bar (tqdm writes to stderr) carries the objective and the iteration count
     assert "log evidence" in err
     assert f"{clf.n_iter_}/3" in err
+
+
+def test_demo_lands_on_the_good_solution(tmp_path):
+    import io
+
+    pytest.importorskip("matplotlib")
+    from sparsegp._demo import run_demo
+
+    report = io.StringIO()
+    out = run_demo(out=str(tmp_path / "demo.png"), stream=report)
+    assert out["log_evidence"] >= BEST_OF_TEN - MARGIN
+    assert out["error"] <= 0.13  # Bayes error 0.125; the lopsided optimum gave 0.137
+    assert (tmp_path / "demo.png").stat().st_size > 10_000
+    assert "k-means" in report.getvalue()
