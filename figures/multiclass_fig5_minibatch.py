@@ -59,12 +59,22 @@ def main(argv=None):
     parser.add_argument("--n-test", type=int, default=2000)
     parser.add_argument("--eval-every", type=int, default=25)
     parser.add_argument("--dataset", default=None, help="mnist (default when present) or usps")
+    parser.add_argument("--redraw", action="store_true",
+                        help="redraw the PNG from the stored JSON of an earlier run (no fitting)")
     args = parser.parse_args(argv)
     quick = args.quick or bool(os.environ.get("CI"))
     name = args.dataset
     if name is None:
         root = os.environ.get("SPARSEGP_DATA", "")
         name = "mnist" if os.path.isfile(os.path.join(root, "mnist.npz")) else "usps"
+    if args.redraw:
+        tag = "_quick" if quick else ""
+        out = Path(args.out)
+        summary = json.loads((out / f"multiclass_fig5_{name}{tag}.json").read_text())
+        traces = {m.upper(): (np.asarray(r["time"]), np.asarray(r["nll"]),
+                              np.asarray(r["error"])) for m, r in summary.items()}
+        _draw(traces, out, name, tag, args.M, args.batch_size)
+        return
     Xtr, ytr, Xte, yte = load_dataset(name)
     scale = 255.0 if Xtr.max() > 2 else 1.0
     M, epochs, every, n_test = args.M, args.epochs, args.eval_every, args.n_test
@@ -111,10 +121,15 @@ def main(argv=None):
     out.mkdir(parents=True, exist_ok=True)
     tag = "_quick" if quick else ""
     (out / f"multiclass_fig5_{name}{tag}.json").write_text(json.dumps(summary, indent=1))
+    _draw(traces, out, name, tag, M, args.batch_size)
+
+
+def _draw(traces, out, name, tag, M, batch_size):
+    """Test NLL and error against training time, one panel each, saved beside the JSON."""
     plt = pyplot()
     fig, axes = plt.subplots(1, 2, figsize=(10, 4))
     plot_metric_vs_time({k: (v[0], v[1]) for k, v in traces.items()}, ax=axes[0],
-                        title=f"{name.upper()}, M = {M}, minibatch {args.batch_size}")
+                        title=f"{name.upper()}, M = {M}, minibatch {batch_size}")
     plot_metric_vs_time({k: (v[0], v[2]) for k, v in traces.items()}, ax=axes[1],
                         ylabel="test error")
     fig.tight_layout()

@@ -226,7 +226,9 @@ def maximize_evidence(evaluate, theta0, optimizer="cg", max_iter=20, n_restarts=
         Number of leading log-parameters in theta (1 + number of length-scales); default
         ``theta0.size - 1``, right for ``[log s2, log l.., bias]`` without an extra block.
     verbose : bool
-        Print ``"iter k: log evidence ..."`` after each optimiser iteration.
+        Show a progress bar per start (``tqdm.auto``: a widget in Jupyter, a text bar in a
+        terminal) whose postfix is the current log evidence, and print each start's initial
+        theta and best log evidence.
     label : str
         Prefix for verbose lines.
 
@@ -250,17 +252,25 @@ def maximize_evidence(evaluate, theta0, optimizer="cg", max_iter=20, n_restarts=
     best = None
     n_evals = 0
     start_values = []
+    if verbose:
+        # imported here: tqdm is only needed when someone watches
+        from tqdm.auto import tqdm
     for k, start in enumerate(starts):
         run = _Run(evaluate)
+        bar = None
         if verbose:
-            print(f"[{label}] start {k}: theta = {np.array2string(start, precision=4)}")
+            print(f"[{label}] start {k}: theta = {np.array2string(start, precision=4)}",
+                  flush=True)
+            bar = tqdm(total=max_iter, desc=f"[{label}] start {k}",
+                       unit="iter", leave=True)
         run.fun(start)  # first evaluation also provides the initial best
         it = [0]
 
-        def callback(xk, *args, run=run, it=it):
+        def callback(xk, *args, run=run, it=it, bar=bar):
             it[0] += 1
-            if verbose:
-                print(f"[{label}] iter {it[0]}: log evidence {run.value_at(xk):.6f}")
+            if bar is not None:
+                bar.update(1)
+                bar.set_postfix_str(f"log evidence {run.value_at(xk):.4f}")
 
         try:
             with warnings.catch_warnings():
@@ -273,8 +283,10 @@ def maximize_evidence(evaluate, theta0, optimizer="cg", max_iter=20, n_restarts=
             n_iter = it[0]
         n_evals += run.n_evals
         start_values.append(run.best_value)
-        if verbose:
-            print(f"[{label}] start {k} done: best log evidence {run.best_value:.6f}")
+        if bar is not None:
+            bar.close()
+            print(f"[{label}] start {k} done: best log evidence {run.best_value:.6f} after "
+                  f"{n_iter} iterations", flush=True)
         if best is None or run.best_value > best.log_evidence:
             best = EvidenceOptimum(run.best_theta, run.best_value, run.best_state, n_iter, 0,
                                    [])

@@ -391,7 +391,7 @@ class GFITCClassifier(_BinaryGPClassifierMixin, ClassifierMixin, InducingPointEs
         given.
     inducing_points : array-like of shape (M, n_features), optional
         Initial pseudo-input locations (fixed if ``optimize=False``).
-    init : {"random", "kmeans"}, default="random"
+    init : {"random", "kmeans"}, default="kmeans"
         Initialisation of the pseudo-inputs when ``inducing_points`` is None: a random subset
         of the training inputs, or k-means centres.
     lengthscale : float or array-like of shape (n_features,), default=1.0
@@ -462,7 +462,7 @@ class GFITCClassifier(_BinaryGPClassifierMixin, ClassifierMixin, InducingPointEs
     A. Naish-Guzman and S. Holden, "The Generalized FITC Approximation", NIPS 2007.
     """
 
-    def __init__(self, n_inducing=10, inducing_points=None, init="random", lengthscale=1.0,
+    def __init__(self, n_inducing=10, inducing_points=None, init="kmeans", lengthscale=1.0,
                  variance=1.0, bias=0.0, ard=False, jitter=JITTER, optimize=True,
                  optimizer="cg", max_iter=20, n_restarts=0, ep_tol=EP_TOL,
                  max_sweeps=EP_MAX_SWEEPS, damping=1.0, schedule="parallel",

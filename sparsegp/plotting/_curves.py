@@ -2,7 +2,7 @@
 (seed 000 Fig. 1, left)."""
 import numpy as np
 
-from ._mpl import get_ax
+from ._mpl import get_ax, readable_log_axis
 
 __all__ = ["plot_rejection_curve", "plot_learning_curves"]
 
@@ -50,6 +50,7 @@ def plot_rejection_curve(y, proba, ax=None, label=None, classes=None, max_fracti
         # log axis: zero errors (all remaining points correct) cannot be drawn
         err = np.where(err > 0, err, np.nan)
         ax.set_yscale("log")
+        readable_log_axis(ax.yaxis)
     ax.plot(frac, err, label=label, **plot_kwargs)
     ax.set_xlabel("rejected fraction")
     ax.set_ylabel("error rate")

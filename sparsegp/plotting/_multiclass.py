@@ -1,7 +1,7 @@
 """Figures for the multi-class classifiers of seed 002 (decision regions, NLL-vs-time traces)."""
 import numpy as np
 
-from ._mpl import get_ax
+from ._mpl import get_ax, readable_log_axis
 
 __all__ = ["plot_multiclass_boundaries", "plot_metric_vs_time"]
 
@@ -88,9 +88,8 @@ def plot_metric_vs_time(traces, ax=None, ylabel="test NLL", logx=True, title=Non
             raise ValueError(f"trace {name!r}: times {t.shape} and values {v.shape} differ")
         ax.plot(t, v, label=name, color=_COLOURS[k % len(_COLOURS)], lw=1.5)
     if logx:
-        from matplotlib.ticker import NullFormatter
         ax.set_xscale("log")
-        ax.xaxis.set_minor_formatter(NullFormatter())  # minor labels collide on short ranges
+        readable_log_axis(ax.xaxis)  # default labels collide on ranges of a decade or two
     ax.set_xlabel("training time (s)")
     ax.set_ylabel(ylabel)
     ax.legend(fontsize=8)
