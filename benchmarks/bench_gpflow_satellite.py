@@ -1,0 +1,142 @@
+"""SEP against GPflow's SVGP (robust-max likelihood) on seed 002's Satellite split (issue 13).
+
+Both models get the same split (authors' split 0, features standardised with the training
+statistics), the same M inducing points per class and the same starting point: SEP's own
+initial length-scales, amplitudes and inducing inputs, drawn with ``random_state=0``. SEP runs
+its 250 batch iterations at the library defaults; SVGP (GPflow's defaults: whitened, robust-max
+``MultiClass`` likelihood, one SE-ARD kernel and inducing set per class) runs full-batch L-BFGS
+through ``gpflow.optimizers.Scipy`` for up to 250 iterations.
+
+Every ``--every`` iterations each run's test NLL is recorded against its training time, the
+evaluation itself excluded. Printed: each trace, the final NLLs, and the training time each
+method needs to reach the other's final test NLL. Needs the ``bench`` extra (gpflow)::
+
+    SPARSEGP_DATA=... python benchmarks/bench_gpflow_satellite.py [--M 100] [--json out.json]
+
+GPflow's TensorFlow thread pools keep spinning after its run, so SEP runs first.
+"""
+import argparse
+import json
+import time
+
+import numpy as np
+
+from bench_multiclass import standardised_satellite
+
+
+class Clock:
+    """Training time with the evaluations taken out."""
+
+    def __init__(self):
+        self.start = time.perf_counter()
+        self.paused = 0.0
+
+    def now(self):
+        return time.perf_counter() - self.start - self.paused
+
+    def evaluate(self, fn):
+        t = time.perf_counter()
+        value = fn()
+        self.paused += time.perf_counter() - t
+        return value
+
+
+def test_nll(proba, y):
+    return float(-np.mean(np.log(np.maximum(proba[np.arange(y.size), y], 1e-300))))
+
+
+def run_sep(Xtr, ytr, Xte, yte, M, max_iter, every):
+    """SEP's trace and its initial parameters (the shared starting point)."""
+    import sparsegp
+    est = sparsegp.MultiClassEPClassifier(method="sep", n_inducing=M, max_iter=max_iter,
+                                          random_state=0)
+    # the start SEP will use, drawn exactly as its fit draws it (a benchmark may look inside)
+    Xc, _, _, classes, y_idx, *_ = est._validate(Xtr, ytr)
+    start = est._initial_parameters(Xc, y_idx, classes.size, est._check_random_state())
+    sparsegp.MultiClassEPClassifier(method="sep", n_inducing=5, max_iter=2).fit(
+        Xtr[:200], ytr[:200])                                   # compile outside the timing
+    trace = []
+
+    def record(model, iteration):
+        if iteration % every == 0 or iteration == max_iter - 1:
+            nll = clock.evaluate(lambda: test_nll(model.predict_proba(Xte), yte))
+            trace.append((clock.now(), nll))
+
+    est.set_params(callback=record)
+    clock = Clock()
+    est.fit(Xtr, ytr)
+    return trace, start
+
+
+def run_svgp(Xtr, ytr, Xte, yte, start, max_iter, every):
+    import gpflow
+    import tensorflow as tf
+    variance, _, lengthscale, Z = start
+    C = Z.shape[0]
+    kernel = gpflow.kernels.SeparateIndependent(
+        [gpflow.kernels.SquaredExponential(variance=float(variance[c]),
+                                           lengthscales=lengthscale[c].copy())
+         for c in range(C)])
+    inducing = gpflow.inducing_variables.SeparateIndependentInducingVariables(
+        [gpflow.inducing_variables.InducingPoints(Z[c].copy()) for c in range(C)])
+    model = gpflow.models.SVGP(kernel, gpflow.likelihoods.MultiClass(C), inducing,
+                               num_latent_gps=C)
+    data = (tf.constant(Xtr), tf.constant(ytr.reshape(-1, 1).astype(np.float64)))
+    trace = []
+
+    def record(step, variables, values):
+        if step % every == 0:
+            proba = clock.evaluate(lambda: model.predict_y(Xte)[0].numpy())
+            trace.append((clock.now(), test_nll(proba, yte)))
+
+    clock = Clock()
+    result = gpflow.optimizers.Scipy().minimize(
+        model.training_loss_closure(data), model.trainable_variables,
+        options=dict(maxiter=max_iter), step_callback=record)
+    proba = model.predict_y(Xte)[0].numpy()
+    trace.append((clock.now(), test_nll(proba, yte)))
+    return trace, int(result.nit)
+
+
+def time_to_reach(trace, target):
+    for t, nll in trace:
+        if nll <= target:
+            return t
+    return None
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--M", type=int, default=100)
+    parser.add_argument("--max-iter", type=int, default=250)
+    parser.add_argument("--every", type=int, default=10)
+    parser.add_argument("--fold", type=int, default=0)
+    parser.add_argument("--json", default=None)
+    args = parser.parse_args()
+    Xtr, ytr, Xte, yte = standardised_satellite(args.fold)
+    # GPflow wants labels 0..C-1
+    classes, ytr_i = np.unique(ytr, return_inverse=True)
+    yte_i = np.searchsorted(classes, yte)
+
+    sep, start = run_sep(Xtr, ytr, Xte, yte_i, args.M, args.max_iter, args.every)
+    svgp, nit = run_svgp(Xtr, ytr_i, Xte, yte_i, start, args.max_iter, args.every)
+    for name, trace in (("SEP", sep), ("SVGP", svgp)):
+        print(f"{name:5s} " + "  ".join(f"{t:6.1f}s:{nll:.4f}" for t, nll in trace))
+    sep_final, svgp_final = sep[-1][1], svgp[-1][1]
+    print(f"SEP  ({args.max_iter} iterations): final test NLL {sep_final:.4f} after "
+          f"{sep[-1][0]:.1f} s")
+    print(f"SVGP ({nit} L-BFGS iterations): final test NLL {svgp_final:.4f} after "
+          f"{svgp[-1][0]:.1f} s")
+    for name, trace, target, other in (("SVGP", svgp, sep_final, "SEP"),
+                                       ("SEP", sep, svgp_final, "SVGP")):
+        t = time_to_reach(trace, target)
+        reached = f"{t:.1f} s" if t is not None else "never"
+        print(f"{name} reaches {other}'s final NLL {target:.4f}: {reached}")
+    if args.json:
+        with open(args.json, "w") as fh:
+            json.dump(dict(M=args.M, fold=args.fold, sep=sep, svgp=svgp, svgp_iterations=nit),
+                      fh, indent=1)
+
+
+if __name__ == "__main__":
+    main()
