@@ -244,8 +244,20 @@ def _grad_prior_part(prior, q, c):
     return -0.5 * (A - ASA - np.outer(Am, Am))
 
 
-def _hyper_gradient(X, hyp, prior, q, Kfu, V, res, scale, noise_in_kuu):
-    """Gradient of log Z_EP (prior part full, likelihood part x ``scale``), packed (notes §4)."""
+def _row_gradient(X, hyp, prior, Kfu, V, res, scale, noise_in_kuu):
+    """The rows' part of the gradient of log Z_EP, and their sum GV^T V (notes §4).
+
+    The gradient is linear in the weights (W_uu, W_fu, w_kappa) of (K_c, K_fu, kappa); the rows
+    give W_fu and w_kappa directly and enter W_uu only through the (C, M, M) sum GV^T V. So the
+    rows of a data set can be taken in chunks (on other machines) and their parts added:
+    :func:`_prior_gradient` adds the W_uu part once.
+
+    Returns
+    -------
+    grad : ndarray
+        Packed like :meth:`Hyper.pack`.
+    GVtV : ndarray of shape (C, M, M)
+    """
     C, M, D = hyp.shape
     g_lv = np.empty(C)
     g_ln = np.empty(C)
@@ -255,13 +267,95 @@ def _hyper_gradient(X, hyp, prior, q, Kfu, V, res, scale, noise_in_kuu):
     GVtV = _matmul_tn(GV, V)
     wsum = scale * res.wsum
     W_fu = _matmul(GV, prior.A) - wsum.T[:, :, None] * V
+    zero = np.zeros((M, M))
     for c in range(C):
-        A = prior.A[c]
-        W_uu = _grad_prior_part(prior, q, c) - A @ GVtV[c]
         g_lv[c], g_ln[c], g_ll[c], g_Z[c] = _mc.kernel_grads(
             X, hyp.Z[c], prior.variance[c], prior.lengthscale[c], prior.noise[c],
-            prior.K_se[c], Kfu[c], W_uu, W_fu[c], wsum[:, c], noise_in_kuu)
+            prior.K_se[c], Kfu[c], zero, W_fu[c], wsum[:, c], noise_in_kuu)
+    return _mc.pack_params(g_lv, g_ln, g_ll, g_Z), GVtV
+
+
+def _prior_gradient(hyp, prior, q, GVtV, noise_in_kuu):
+    """The K_c part of the gradient, given the rows' total GV^T V, packed (notes §4)."""
+    C, M, D = hyp.shape
+    g_lv = np.empty(C)
+    g_ln = np.empty(C)
+    g_ll = np.empty((C, D))
+    g_Z = np.empty((C, M, D))
+    for c in range(C):
+        W_uu = _grad_prior_part(prior, q, c) - prior.A[c] @ GVtV[c]
+        g_lv[c], g_ln[c], g_ll[c], g_Z[c] = _mc.kernel_grads(
+            None, hyp.Z[c], prior.variance[c], prior.lengthscale[c], prior.noise[c],
+            prior.K_se[c], None, W_uu, None, 0.0, noise_in_kuu)
     return _mc.pack_params(g_lv, g_ln, g_ll, g_Z)
+
+
+def _hyper_gradient(X, hyp, prior, q, Kfu, V, res, scale, noise_in_kuu):
+    """Gradient of log Z_EP (prior part full, likelihood part x ``scale``), packed (notes §4)."""
+    grad, GVtV = _row_gradient(X, hyp, prior, Kfu, V, res, scale, noise_in_kuu)
+    return grad + _prior_gradient(hyp, prior, q, GVtV, noise_in_kuu)
+
+
+def sep_row_totals(y, data, cav, C):
+    """u-space totals (T, h) of fresh SEP sites of the rows ``y`` against cavity ``cav``.
+
+    A sum over rows: chunks of a data set may be taken apart and their totals added.
+    """
+    Kfu, V, d = data
+    res = _factor_pass(y, V, V, Kfu, d, cav.S, cav.m, _zero_sites(y.shape[0], C), True, False)
+    w_tau, w_eta = _site_totals(V, y, C, *res.new)
+    return _u_space(V, w_tau, w_eta)
+
+
+def sep_update(prior, state, T_new, h_new, n_rows_factors, damping):
+    """Move SEP's tied sites towards the rows' fresh totals; updates ``state`` in place.
+
+    ``n_rows_factors`` (C,) counts the factors of the rows behind (T_new, h_new): all of them
+    in a batch step, a minibatch's otherwise. Returns the largest change of (T, h).
+    """
+    frac = n_rows_factors / state.n_factors
+    T = state.T + damping * (T_new - frac[:, None, None] * state.T)
+    h = state.h + damping * (h_new - frac[:, None] * state.h)
+    q_new = _Gauss(prior.L, T, h)  # raises if the new posterior is not PD
+    change = max(float(np.max(np.abs(T - state.T))), float(np.max(np.abs(h - state.h))))
+    state.T, state.h = T, h
+    state.posterior = (prior.L, T, h, q_new)
+    return change
+
+
+def row_evidence(X, y, hyp, prior, data, state, q, cav, compute_grad, scale, noise_in_kuu):
+    """The rows' part of log Z_EP and of its gradient (a sum over rows, see _row_gradient).
+
+    Returns ``(log_z_rows, grad_rows or None, GVtV or None)``, the likelihood terms already
+    multiplied by ``scale``.
+    """
+    Kfu, V, d = data
+    C = hyp.shape[0]
+    if state.method == "ep":
+        res = _factor_pass(y, V, V, Kfu, d, q.S, q.m, state.sites, True, compute_grad)
+        log_z = scale * float(np.sum(res.log_z) + np.sum(res.delta))
+    else:
+        res = _factor_pass(y, V, V, Kfu, d, cav.S, cav.m, _zero_sites(y.shape[0], C), True,
+                           compute_grad)
+        log_z = scale * float(np.sum(res.log_z))
+    if not compute_grad:
+        return log_z, None, None
+    grad, GVtV = _row_gradient(X, hyp, prior, Kfu, V, res, scale, noise_in_kuu)
+    return log_z, grad, GVtV
+
+
+def evidence_from_rows(hyp, prior, state, q, cav, log_z_rows, grad_rows, GVtV, noise_in_kuu):
+    """log Z_EP and its gradient from the rows' parts plus the global terms (notes §3-4)."""
+    log_z = log_z_rows + float(np.sum(q.log_norm_minus_prior()))
+    if state.method != "ep":
+        g_cav_minus_q = (0.5 * (q.logdet_P - cav.logdet_P)
+                         + 0.5 * np.einsum("ci,ci->c", cav.h, cav.m)
+                         - 0.5 * np.einsum("ci,ci->c", q.h, q.m))
+        log_z += float(np.sum(state.n_factors * g_cav_minus_q))
+    grad = None
+    if grad_rows is not None:
+        grad = grad_rows + _prior_gradient(hyp, prior, q, GVtV, noise_in_kuu)
+    return log_z, grad
 
 
 # --------------------------------------------------------------------------------------------
@@ -341,19 +435,8 @@ def batch_refine(X, y, hyp, state, damping, noise_in_kuu, jitter, prior=None, da
         state.T, state.h = T, h
         state.posterior = (prior.L, T, h, q_new)
         return change
-    cav = _sep_cavity(prior, state)
-    res = _factor_pass(y, V, V, Kfu, d, cav.S, cav.m, _zero_sites(y.shape[0], C), True, False)
-    w_tau, w_eta = _site_totals(V, y, C, *res.new)
-    T_new, h_new = _u_space(V, w_tau, w_eta)
-    nB = _mc.class_counts_factors(y, C)
-    frac = (nB / state.n_factors)
-    T = state.T + damping * (T_new - frac[:, None, None] * state.T)
-    h = state.h + damping * (h_new - frac[:, None] * state.h)
-    q_new = _Gauss(prior.L, T, h)  # raises if the new posterior is not PD
-    change = max(float(np.max(np.abs(T - state.T))), float(np.max(np.abs(h - state.h))))
-    state.T, state.h = T, h
-    state.posterior = (prior.L, T, h, q_new)
-    return change
+    T_new, h_new = sep_row_totals(y, (Kfu, V, d), _sep_cavity(prior, state), C)
+    return sep_update(prior, state, T_new, h_new, _mc.class_counts_factors(y, C), damping)
 
 
 def batch_evidence(X, y, hyp, state, noise_in_kuu, jitter, compute_grad=True, scale=1.0,
@@ -372,27 +455,13 @@ def batch_evidence(X, y, hyp, state, noise_in_kuu, jitter, compute_grad=True, sc
     q : _Gauss
         The posterior.
     """
-    C, M, D = hyp.shape
     prior = _Prior(hyp, noise_in_kuu, jitter) if prior is None else prior
-    Kfu, V, d = _data_terms(X, hyp, prior) if data is None else data
+    data = _data_terms(X, hyp, prior) if data is None else data
     q = _posterior(prior, state)
-    if state.method == "ep":
-        res = _factor_pass(y, V, V, Kfu, d, q.S, q.m, state.sites, True, compute_grad)
-        log_z = scale * float(np.sum(res.log_z) + np.sum(res.delta))
-        log_z += float(np.sum(q.log_norm_minus_prior()))
-    else:
-        cav = _sep_cavity(prior, state)
-        res = _factor_pass(y, V, V, Kfu, d, cav.S, cav.m, _zero_sites(y.shape[0], C), True,
-                           compute_grad)
-        g_cav_minus_q = (0.5 * (q.logdet_P - cav.logdet_P)
-                         + 0.5 * np.einsum("ci,ci->c", cav.h, cav.m)
-                         - 0.5 * np.einsum("ci,ci->c", q.h, q.m))
-        log_z = scale * float(np.sum(res.log_z))
-        log_z += float(np.sum(state.n_factors * g_cav_minus_q))
-        log_z += float(np.sum(q.log_norm_minus_prior()))
-    grad = None
-    if compute_grad:
-        grad = _hyper_gradient(X, hyp, prior, q, Kfu, V, res, scale, noise_in_kuu)
+    cav = None if state.method == "ep" else _sep_cavity(prior, state)
+    parts = row_evidence(X, y, hyp, prior, data, state, q, cav, compute_grad, scale,
+                         noise_in_kuu)
+    log_z, grad = evidence_from_rows(hyp, prior, state, q, cav, *parts, noise_in_kuu)
     return log_z, grad, q
 
 
@@ -410,6 +479,40 @@ def converge_ep(X, y, hyp, state, noise_in_kuu=True, jitter=_mc.DEFAULT_JITTER, 
         if change < tol:
             return sweep
     return max_sweeps
+
+
+def _is_dask_collection(X):
+    # by the type's module, so that fitting numpy data never imports dask
+    return type(X).__module__.split(".")[0] == "dask"
+
+
+class InMemoryRows:
+    """The training rows of a batch fit, held in this process.
+
+    A batch step asks its rows for two things: :meth:`refine` (one damped refinement of every
+    factor) and :meth:`evidence` (log Z_EP and its gradient). ``sparsegp.distributed`` answers
+    the same two questions from rows that stay on Dask workers.
+    """
+
+    def __init__(self, X, y, nik):
+        self.X, self.y = X, y
+        self.n_rows = X.shape[0]
+        self.noise_in_kuu, self.jitter = nik
+        self._data = (None, None)
+
+    def _terms(self, hyp, prior):
+        # refine and evidence of one step share the kernel terms of that step's prior
+        if self._data[0] is not prior:
+            self._data = (prior, _data_terms(self.X, hyp, prior))
+        return self._data[1]
+
+    def refine(self, hyp, prior, state, damping):
+        return batch_refine(self.X, self.y, hyp, state, damping, self.noise_in_kuu,
+                            self.jitter, prior, self._terms(hyp, prior))
+
+    def evidence(self, hyp, prior, state):
+        return batch_evidence(self.X, self.y, hyp, state, self.noise_in_kuu, self.jitter, True,
+                              1.0, prior, self._terms(hyp, prior))
 
 
 def _scaled_step(optimiser, theta, grad, scale):
@@ -534,6 +637,12 @@ class MultiClassEPClassifier(_mc.MultiClassGPClassifier):
 
     # ---------------------------------------------------------------------------- validation
     def _validate(self, X, y):
+        max_iter, batch_size, damping, lr, jitter = self._validate_options()
+        Xc, N, D, classes, y_idx = self._validate_training_data(X, y, batch_size is not None)
+        return Xc, N, D, classes, y_idx, max_iter, batch_size, damping, lr, jitter
+
+    def _validate_options(self):
+        """The training options: ``(max_iter, batch_size, damping, learning_rate, jitter)``."""
         check_option(self.method, "method", _METHODS)
         max_iter, jitter = self._check_iterations_and_callback(min_iter=1)
         batch_size = None
@@ -546,19 +655,37 @@ class MultiClassEPClassifier(_mc.MultiClassGPClassifier):
         lr = self.learning_rate
         if lr is not None:
             lr = float(check_positive(lr, "learning_rate", allow_array=False))
-        Xc, N, D, classes, y_idx = self._validate_training_data(X, y, batch_size is not None)
-        return Xc, N, D, classes, y_idx, max_iter, batch_size, float(damping), lr, jitter
+        return max_iter, batch_size, float(damping), lr, jitter
 
     # ---------------------------------------------------------------------------- fit
     def fit(self, X, y):
         """Train on X (N, D) and labels y (N,); returns ``self``.
 
         In minibatch mode X may be any row-sliceable array-like and is read one minibatch at a
-        time.
+        time. A Dask array is trained where its chunks live (``sparsegp.distributed``).
         """
+        if _is_dask_collection(X):
+            from ..distributed import fit_on_dask
+            return fit_on_dask(self, X, y)
         (X, N, D, classes, y_idx, max_iter, batch_size, damping, lr,
          jitter) = self._validate(X, y)
-        C = classes.size
+        hyp, n_factors, mask, rng = self._start(X, y_idx, classes, jitter)
+        verbose = self._print_every()
+        if batch_size is None:
+            self._fit_batch(InMemoryRows(X, y_idx, self._nik), hyp, n_factors, max_iter,
+                            damping, 0.01 if lr is None else lr, mask, verbose)
+        else:
+            self._fit_minibatch(X, y_idx, N, hyp, n_factors, max_iter, batch_size,
+                                1e-3 if lr is None else lr, mask, verbose, rng)
+        self._warn_if_no_better_than_frequencies(X, y_idx)
+        return self
+
+    def _start(self, X, y_idx, classes, jitter):
+        """Initial hyper-parameters, factor counts, optimiser scales and the random stream.
+
+        X may be any row-sliceable array-like (only the rows the start draws are read).
+        """
+        C, D = classes.size, X.shape[1]
         rng = self._check_random_state()
         var, noise, ls, Z = self._initial_parameters(X, y_idx, C, rng)
         hyp = Hyper(np.log(var), np.log(noise), np.log(ls), Z)
@@ -572,20 +699,13 @@ class MultiClassEPClassifier(_mc.MultiClassGPClassifier):
         mask[2 * C:2 * C + C * D] = 0.5
         if not self.learn_hyperparameters:
             mask[:2 * C + C * D] = 0.0
-        verbose = self._print_every()
-        if batch_size is None:
-            self._fit_batch(X, y_idx, hyp, n_factors, max_iter, damping,
-                            0.01 if lr is None else lr, mask, verbose)
-        else:
-            self._fit_minibatch(X, y_idx, N, hyp, n_factors, max_iter, batch_size,
-                                1e-3 if lr is None else lr, mask, verbose, rng)
-        self._warn_if_no_better_than_frequencies(X, y_idx)
-        return self
+        return hyp, n_factors, mask, rng
 
-    def _fit_batch(self, X, y, hyp, n_factors, max_iter, damping, lr, mask, verbose):
+    def _fit_batch(self, rows, hyp, n_factors, max_iter, damping, lr, mask, verbose):
+        """Batch training over ``rows`` (:class:`InMemoryRows` or a distributed equivalent)."""
         C, M, D = hyp.shape
         nik, jitter = self._nik
-        state = EPState(self.method, X.shape[0], C, M, n_factors)
+        state = EPState(self.method, rows.n_rows, C, M, n_factors)
         stepper = _mc.SignAdaptiveStep(hyp.pack().size, lr)
         history = []
         failures = 0
@@ -596,10 +716,8 @@ class MultiClassEPClassifier(_mc.MultiClassGPClassifier):
             saved = state.copy()
             try:
                 prior = _Prior(hyp, nik, jitter)
-                data = _data_terms(X, hyp, prior)
-                batch_refine(X, y, hyp, state, damping, nik, jitter, prior, data)
-                log_z, grad, q = batch_evidence(X, y, hyp, state, nik, jitter, True, 1.0,
-                                                prior, data)
+                rows.refine(hyp, prior, state, damping)
+                log_z, grad, q = rows.evidence(hyp, prior, state)
                 if not (np.isfinite(log_z) and np.all(np.isfinite(grad))):
                     raise _EPFailure("non-finite evidence")
             except (_EPFailure, np.linalg.LinAlgError, sla.LinAlgError):

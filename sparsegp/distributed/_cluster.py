@@ -1,0 +1,43 @@
+"""The embedded default cluster: single-threaded worker processes, one per core."""
+import os
+
+
+# Every library that may start a thread pool in a worker: one thread each, set before the
+# worker imports numpy or numba (the nanny passes them to the worker process it spawns).
+SINGLE_THREAD_ENV = {name: "1" for name in (
+    "OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_NUM_THREADS",
+    "VECLIB_MAXIMUM_THREADS")}
+
+
+def have_distributed():
+    """True when dask.distributed can be imported."""
+    try:
+        import distributed  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def local_cluster(n_workers=None, **kwargs):
+    """The embedded default: single-threaded worker processes, one per core.
+
+    Parameters
+    ----------
+    n_workers : int, optional
+        Default ``os.cpu_count()``.
+    **kwargs
+        Passed to :class:`distributed.LocalCluster`.
+
+    Returns
+    -------
+    distributed.LocalCluster
+    """
+    from distributed import LocalCluster
+
+    # dashboard_address=None still binds the default :8787, so a second cluster on the machine
+    # (another notebook, a table run) would fail to start: take any free port instead
+    opts = dict(n_workers=n_workers or os.cpu_count() or 1, threads_per_worker=1,
+                processes=True, host="127.0.0.1", dashboard_address=":0",
+                env=dict(SINGLE_THREAD_ENV))
+    opts.update(kwargs)
+    return LocalCluster(**opts)

@@ -1,0 +1,285 @@
+"""SEP over the chunks of a Dask array: batch and synchronous data-parallel minibatch steps.
+
+Every quantity a step needs from the rows is a sum over rows (notes §2-4): the fresh site
+totals (T_c, h_c) and factor counts of a refinement, and log Z_EP's likelihood part, its
+gradient's row part and GV^T V for the evidence. Each chunk's task computes its sums with the
+same functions the in-memory fit uses (``sep_row_totals``, ``row_evidence``); this process adds
+them and does the O(C M^3) rest (``sep_update``, ``evidence_from_rows``). A batch fit therefore
+follows the in-memory iterates up to the order of the row sums.
+"""
+import math
+
+import numpy as np
+
+from ..classification import _multiclass as _mce
+from ..classification import _multiclass_common as _mc
+from ._cluster import local_cluster
+
+__all__ = ["DaskRows", "fit_on_dask"]
+
+# a task on a lost worker is rerun this many times before the fit stops with the error
+TASK_RETRIES = 3
+
+
+# ------------------------------------------------------------------------------ worker side
+def _pick(X, y, pick):
+    """The rows of a chunk a task works on: all of them, or a minibatch ``(seed, size)``."""
+    if pick is not None:
+        seed, size = pick
+        idx = np.sort(np.random.default_rng(seed).choice(y.shape[0], size=min(size, y.shape[0]),
+                                                         replace=False))
+        X, y = X[idx], y[idx]
+    return np.ascontiguousarray(X, dtype=np.float64), y
+
+
+def _chunk_sep_totals(X, y, pick, hyp, prior, cav):
+    """(T, h, factor counts) of fresh SEP sites of one chunk's rows."""
+    X, y = _pick(X, y, pick)
+    C = hyp.shape[0]
+    T, h = _mce.sep_row_totals(y, _mce._data_terms(X, hyp, prior), cav, C)
+    return T, h, _mc.class_counts_factors(y, C)
+
+
+def _chunk_evidence(X, y, pick, hyp, prior, state, q, cav, noise_in_kuu, scale):
+    """One chunk's (log Z rows, gradient rows, GV^T V)."""
+    X, y = _pick(X, y, pick)
+    data = _mce._data_terms(X, hyp, prior)
+    return _mce.row_evidence(X, y, hyp, prior, data, state, q, cav, True, scale, noise_in_kuu)
+
+
+def _chunk_bad_rows(X):
+    """Offsets of the rows of a chunk holding NaN or inf (an empty array when it is clean)."""
+    return np.flatnonzero(~np.all(np.isfinite(np.asarray(X)), axis=1))
+
+
+# ------------------------------------------------------------------------------ driver side
+class DaskRows:
+    """Training rows held on Dask workers, one task per chunk and step.
+
+    Answers the questions a batch step asks (:meth:`refine`, :meth:`evidence`, as
+    :class:`sparsegp.classification._multiclass.InMemoryRows` does) and those of a minibatch
+    step (:meth:`minibatch_totals`, :meth:`minibatch_evidence`).
+
+    Parameters
+    ----------
+    client : distributed.Client
+    X_blocks, y_blocks : list of Future
+        Row chunks of X (n_b, D) and of the class indices (n_b,), in row order.
+    sizes : sequence of int
+        Rows per chunk.
+    nik : tuple
+        ``(noise_in_kuu, jitter)``.
+    """
+
+    def __init__(self, client, X_blocks, y_blocks, sizes, nik):
+        self.client = client
+        self.X_blocks, self.y_blocks = X_blocks, y_blocks
+        self.sizes = np.asarray(sizes, dtype=np.int64)
+        self.n_rows = int(self.sizes.sum())
+        self.noise_in_kuu, self.jitter = nik
+
+    def _sum(self, fn, shared, chunks=None, picks=None):
+        """Run ``fn`` on every chunk (or on ``chunks`` with ``picks``) and add the results."""
+        chunks = range(len(self.X_blocks)) if chunks is None else chunks
+        picks = [None] * len(chunks) if picks is None else picks
+        shared = self.client.scatter(list(shared), broadcast=True, hash=False)
+        futures = [self.client.submit(fn, self.X_blocks[j], self.y_blocks[j], p, *shared,
+                                      pure=False, retries=TASK_RETRIES)
+                   for j, p in zip(chunks, picks)]
+        parts = self.client.gather(futures)
+        return [sum(column[1:], column[0]) for column in zip(*parts)]
+
+    def _evidence_terms(self, prior, state):
+        if state.method == "ep":
+            raise ValueError("method='ep' keeps per-row sites; on a Dask array use "
+                             "method='sep'")
+        return _mce._posterior(prior, state), _mce._sep_cavity(prior, state)
+
+    def refine(self, hyp, prior, state, damping):
+        """One damped batch refinement of the tied SEP sites from every chunk."""
+        _, cav = self._evidence_terms(prior, state)
+        T, h, _ = self._sum(_chunk_sep_totals, (hyp, prior, cav))
+        # all rows took part: their factor counts are the state's
+        return _mce.sep_update(prior, state, T, h, state.n_factors, damping)
+
+    def evidence(self, hyp, prior, state, chunks=None, picks=None, scale=1.0):
+        """log Z_EP, its gradient and q(u) from the chunks' sums (all rows by default)."""
+        q, cav = self._evidence_terms(prior, state)
+        light = state.copy()  # without the cached posterior: the workers get q itself
+        log_z, grad, GVtV = self._sum(
+            _chunk_evidence, (hyp, prior, light, q, cav, self.noise_in_kuu, scale),
+            chunks, picks)
+        log_z, grad = _mce.evidence_from_rows(hyp, prior, state, q, cav, log_z, grad, GVtV,
+                                              self.noise_in_kuu)
+        return log_z, grad, q
+
+    def minibatch_step(self, hyp, prior, state, chunks, picks):
+        """Refine the tied sites from one minibatch per chosen chunk, then their evidence."""
+        _, cav = self._evidence_terms(prior, state)
+        T, h, counts = self._sum(_chunk_sep_totals, (hyp, prior, cav), chunks, picks)
+        _mce.sep_update(prior, state, T, h, counts, 1.0)
+        used = sum(min(size, int(self.sizes[j])) for j, (_, size) in zip(chunks, picks))
+        return self.evidence(hyp, prior, state, chunks, picks, scale=self.n_rows / used)
+
+
+def _check_dask_input(X, y, estimator):
+    """Validate shapes, labels and chunking before any work; returns (X, y_index, classes)."""
+    import dask.array as da
+
+    if not isinstance(X, da.Array):
+        raise ValueError(f"X must be a dask.array.Array; got {type(X).__name__}")
+    if X.ndim != 2 or any(math.isnan(n) for n in X.shape):
+        raise ValueError(f"X must be a 2-D dask array of known shape; got shape {X.shape}")
+    if not np.issubdtype(X.dtype, np.number) or np.issubdtype(X.dtype, np.complexfloating):
+        raise ValueError(f"X must hold real numbers; got dtype {X.dtype}")
+    N, D = X.shape
+    if y is None:
+        raise ValueError(f"{type(estimator).__name__} requires y to be passed, but the target "
+                         "y is None")
+    # the labels (N small integers) come to this process; the rows of X never do
+    y = np.asarray(y.compute() if isinstance(y, da.Array) else y).ravel()
+    if y.shape[0] != N:
+        raise ValueError(f"X and y have different lengths: X has {N} rows, y has {y.shape[0]}")
+    classes, y_index = _mc.check_multiclass_labels(y)
+    if X.chunks[1] != (D,):
+        X = X.rechunk({1: D})
+    estimator.n_features_in_ = D
+    return X, y_index, classes
+
+
+class _ClientInForce:
+    """The client to use: given, the one in force, or an embedded LocalCluster (closed after)."""
+
+    def __init__(self, client):
+        self.client, self._own = client, []
+
+    def __enter__(self):
+        from distributed import Client, default_client
+        if isinstance(self.client, str):
+            self.client = Client(self.client)
+            self._own = [self.client]
+        elif self.client is None:
+            try:
+                self.client = default_client()
+            except ValueError:
+                cluster = local_cluster()
+                self.client = Client(cluster)
+                self._own = [self.client, cluster]
+        return self.client
+
+    def __exit__(self, *exc):
+        for thing in self._own:
+            thing.close()
+        return False
+
+
+def _blocks(client, array):
+    """Persist a Dask array on the workers; its row chunks' futures, in row order."""
+    from distributed import futures_of, wait
+
+    persisted = client.persist(array)
+    wait(persisted)
+    by_key = {f.key: f for f in futures_of(persisted)}
+    return persisted, [by_key[(persisted.name, i) + (0,) * (persisted.ndim - 1)]
+                       for i in range(persisted.numblocks[0])]
+
+
+def _row_chunks(client, X, y_index):
+    """Persist X's row chunks on the workers, and the matching label chunks.
+
+    Both stay Dask collections, so a chunk lost with its worker is recomputed from its graph
+    and the task that needed it is rerun.
+    """
+    import dask.array as da
+
+    Xp, blocks = _blocks(client, X)
+    sizes = Xp.chunks[0]
+    bad = client.gather([client.submit(_chunk_bad_rows, b, pure=False) for b in blocks])
+    start = 0
+    for i, (rows, n) in enumerate(zip(bad, sizes)):
+        if rows.size:
+            raise ValueError(
+                f"X contains NaN or infinite values in chunk {i} (rows {start} to "
+                f"{start + n - 1}; first at row {start + int(rows[0])}, {rows.size} rows in "
+                f"all); drop or impute them before fitting")
+        start += n
+    _, y_blocks = _blocks(client, da.from_array(y_index, chunks=(sizes,)))
+    return Xp, blocks, y_blocks, sizes
+
+
+def fit_on_dask(estimator, X, y, client=None):
+    """Fit a :class:`~sparsegp.MultiClassEPClassifier` (``method="sep"``) on a Dask array.
+
+    Parameters
+    ----------
+    estimator : MultiClassEPClassifier
+    X : dask.array.Array of shape (N, D)
+        Row chunks stay on the workers; the start reads only the rows it draws (the
+        inducing inputs, up to 1000 rows for the median heuristic).
+    y : array-like or dask.array.Array of shape (N,)
+        Class labels (brought to this process: N small integers).
+    client : distributed.Client or str, optional
+        A client or a scheduler address; default the client in force, else an embedded
+        LocalCluster of single-threaded workers, one per core, closed after the fit.
+
+    Returns
+    -------
+    estimator
+
+    Notes
+    -----
+    Batch mode (``batch_size=None``) takes every chunk in every step and follows the
+    in-memory iterates. Minibatch mode is synchronous data parallelism: each step draws
+    ``batch_size`` rows from each of W chunks (W = the number of workers, at most the number
+    of chunks), so the effective minibatch is W x ``batch_size`` rows and an epoch is
+    ceil(N / (W ``batch_size``)) steps.
+    """
+    max_iter, batch_size, damping, lr, jitter = estimator._validate_options()
+    if estimator.method == "ep":
+        raise ValueError("method='ep' keeps per-row sites, which a Dask fit does not hold; "
+                         "use method='sep' (no per-row state) on a Dask array")
+    X, y_index, classes = _check_dask_input(X, y, estimator)
+    with _ClientInForce(client) as cl:
+        Xp, blocks, y_blocks, sizes = _row_chunks(cl, X, y_index)
+        hyp, n_factors, mask, rng = estimator._start(Xp, y_index, classes, jitter)
+        rows = DaskRows(cl, blocks, y_blocks, sizes, estimator._nik)
+        verbose = estimator._print_every()
+        if batch_size is None:
+            estimator._fit_batch(rows, hyp, n_factors, max_iter, damping,
+                                 0.01 if lr is None else lr, mask, verbose)
+        else:
+            n_workers = max(1, len(cl.scheduler_info().get("workers", {})))
+            _fit_minibatch(estimator, rows, hyp, n_factors, max_iter, batch_size,
+                           1e-3 if lr is None else lr, mask, rng, min(n_workers, len(blocks)))
+    return estimator
+
+
+def _fit_minibatch(estimator, rows, hyp, n_factors, max_iter, batch_size, lr, mask, rng,
+                   width):
+    """ADAM on minibatch estimates, ``width`` chunks (one per worker) per step."""
+    C, M, D = hyp.shape
+    nik, jitter = estimator._nik
+    state = _mce.EPState("sep", rows.n_rows, C, M, n_factors)
+    adam = _mc.Adam(hyp.pack().size, lr)
+    steps = max(1, math.ceil(rows.n_rows / (width * batch_size)))
+    history, step = [], 0
+    for epoch in range(max_iter):
+        epoch_log_z = []
+        for _ in range(steps):
+            chunks = np.sort(rng.choice(len(rows.X_blocks), size=width, replace=False))
+            picks = [(int(s), batch_size) for s in rng.integers(0, 2 ** 63 - 1, size=width)]
+            prior = _mce._Prior(hyp, nik, jitter)
+            log_z, grad, _ = rows.minibatch_step(hyp, prior, state, chunks, picks)
+            epoch_log_z.append(log_z)
+            hyp = _mce.Hyper.from_vector(_mce._scaled_step(adam, hyp.pack(), grad, mask),
+                                         C, M, D)
+            step += 1
+            if estimator.callback is not None:
+                prior_new = _mce._Prior(hyp, nik, jitter)
+                estimator._store(hyp, prior_new, _mce._Gauss(prior_new.L, state.T, state.h),
+                                 log_z, history + [float(np.mean(epoch_log_z))], epoch + 1)
+                estimator.callback(estimator, step)
+        history.append(float(np.mean(epoch_log_z)))
+    prior = _mce._Prior(hyp, nik, jitter)
+    estimator._store(hyp, prior, _mce._Gauss(prior.L, state.T, state.h), history[-1], history,
+                     max_iter)
