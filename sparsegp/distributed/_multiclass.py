@@ -17,10 +17,6 @@ from ._cluster import local_cluster
 
 __all__ = ["DaskRows", "fit_on_dask"]
 
-# a task on a lost worker is rerun this many times before the fit stops with the error
-TASK_RETRIES = 3
-
-
 # ------------------------------------------------------------------------------ worker side
 def _pick(X, y, pick):
     """The rows of a chunk a task works on: all of them, or a minibatch ``(seed, size)``."""
@@ -32,6 +28,29 @@ def _pick(X, y, pick):
     return np.ascontiguousarray(X, dtype=np.float64), y
 
 
+class _NumericalFailure:
+    """What a chunk's task returns instead of raising a numerical failure.
+
+    A raised exception would keep the task's frames, with their chunk-sized arrays, alive on
+    the worker as long as the erred task is remembered; the driver raises it instead.
+    """
+
+    def __init__(self, message):
+        self.message = message
+
+
+def _numerically_guarded(fn):
+    def task(*args):
+        try:
+            return fn(*args)
+        except (_mce._EPFailure, np.linalg.LinAlgError) as exc:
+            return _NumericalFailure(f"{type(exc).__name__}: {exc}")
+    task.__name__ = task.__qualname__ = fn.__name__
+    task.__doc__ = fn.__doc__
+    return task
+
+
+@_numerically_guarded
 def _chunk_sep_totals(X, y, pick, hyp, prior, cav):
     """(T, h, factor counts) of fresh SEP sites of one chunk's rows."""
     X, y = _pick(X, y, pick)
@@ -40,6 +59,7 @@ def _chunk_sep_totals(X, y, pick, hyp, prior, cav):
     return T, h, _mc.class_counts_factors(y, C)
 
 
+@_numerically_guarded
 def _chunk_evidence(X, y, pick, hyp, prior, state, q, cav, noise_in_kuu, scale):
     """One chunk's (log Z rows, gradient rows, GV^T V)."""
     X, y = _pick(X, y, pick)
@@ -84,9 +104,13 @@ class DaskRows:
         picks = [None] * len(chunks) if picks is None else picks
         shared = self.client.scatter(list(shared), broadcast=True, hash=False)
         futures = [self.client.submit(fn, self.X_blocks[j], self.y_blocks[j], p, *shared,
-                                      pure=False, retries=TASK_RETRIES)
+                                      pure=False)
                    for j, p in zip(chunks, picks)]
         parts = self.client.gather(futures)
+        for part in parts:
+            if isinstance(part, _NumericalFailure):
+                # the batch loop undoes the step and retries with more damping, as in memory
+                raise _mce._EPFailure(part.message)
         return [sum(column[1:], column[0]) for column in zip(*parts)]
 
     def _evidence_terms(self, prior, state):
