@@ -84,7 +84,7 @@ def test_figure_script_runs_in_quick_mode(real_flights_home, tmp_path):
                           "--out", str(tmp_path), "--data-home", str(real_flights_home)],
                          capture_output=True, text=True, cwd=str(figures), timeout=600)
     assert out.returncode == 0, out.stderr[-2000:]
-    for method in ("sep", "ep", "vi", "linear"):
+    for method in ("sep", "ep", "vi", "linear", "sep-dask"):
         assert f"{method}: final test NLL" in out.stdout
     assert (tmp_path / "multiclass_fig5_flights_quick.png").stat().st_size > 10_000
     assert (tmp_path / "multiclass_fig5_flights_quick.json").is_file()
