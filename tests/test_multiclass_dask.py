@@ -42,11 +42,13 @@ def _assert_same_fit(a, b):
                                    err_msg=name)
 
 
-def test_batch_fit_on_dask_equals_the_in_memory_fit(client):
+@pytest.mark.parametrize("method", ["sep", "ep"])
+def test_batch_fit_on_dask_equals_the_in_memory_fit(client, method):
     X, y = _data()
-    ref = MultiClassEPClassifier(**KW).fit(X, y)
+    kw = {**KW, "method": method}
+    ref = MultiClassEPClassifier(**kw).fit(X, y)
     with client.as_current():
-        est = MultiClassEPClassifier(**KW).fit(da.from_array(X, chunks=(150, 3)), y)
+        est = MultiClassEPClassifier(**kw).fit(da.from_array(X, chunks=(150, 3)), y)
     _assert_same_fit(ref, est)
     assert est.n_iter_ == ref.n_iter_ == KW["max_iter"]
     np.testing.assert_array_equal(est.predict(X), ref.predict(X))
@@ -98,12 +100,12 @@ def test_nan_in_a_chunk_is_named_before_training(client):
     assert steps == []
 
 
-def test_ep_and_bad_input_are_refused_before_any_work(client):
+def test_minibatch_ep_and_bad_input_are_refused_before_any_work(client):
     X, y = _data()
     Xd = da.from_array(X, chunks=(150, 3))
     with client.as_current():
-        with pytest.raises(ValueError, match="method='sep'"):
-            MultiClassEPClassifier(method="ep").fit(Xd, y)
+        with pytest.raises(ValueError, match="minibatch EP"):
+            MultiClassEPClassifier(method="ep", batch_size=50).fit(Xd, y)
         with pytest.raises(ValueError, match="different lengths"):
             MultiClassEPClassifier(method="sep").fit(Xd, y[:-1])
         with pytest.raises(ValueError, match="max_iter"):
@@ -112,11 +114,8 @@ def test_ep_and_bad_input_are_refused_before_any_work(client):
             MultiClassEPClassifier(method="sep").fit(da.from_array(X[:, 0], chunks=150), y)
 
 
-def test_a_worker_lost_mid_fit_reruns_the_step(client):
-    X, y = _data(seed=2)
-    ref = MultiClassEPClassifier(**KW).fit(X, y)
-    killed = []
-
+def _worker_killer(client, killed):
+    """A callback that kills one worker process at iteration 2 (its nanny starts another)."""
     def kill_one_worker(est, iteration):
         if iteration == 2 and not killed:
             victim = sorted(client.scheduler_info()["workers"])[0]
@@ -125,6 +124,14 @@ def test_a_worker_lost_mid_fit_reruns_the_step(client):
                 client.run(os._exit, 1, workers=[victim])
             except Exception:  # the worker dies before it can answer
                 pass
+    return kill_one_worker
+
+
+def test_a_worker_lost_mid_fit_reruns_the_step(client):
+    X, y = _data(seed=2)
+    ref = MultiClassEPClassifier(**KW).fit(X, y)
+    killed = []
+    kill_one_worker = _worker_killer(client, killed)
 
     with client.as_current():
         est = MultiClassEPClassifier(**KW, callback=kill_one_worker).fit(
@@ -132,3 +139,14 @@ def test_a_worker_lost_mid_fit_reruns_the_step(client):
     assert killed
     # the chunks it held were recomputed and their tasks rerun: the same posterior
     _assert_same_fit(ref, est)
+
+
+def test_ep_stops_with_a_clear_error_when_a_worker_with_its_sites_is_lost(client):
+    X, y = _data(seed=2)
+    killed = []
+    kill_one_worker = _worker_killer(client, killed)
+
+    est = MultiClassEPClassifier(**{**KW, "method": "ep"}, callback=kill_one_worker)
+    with client.as_current(), pytest.raises(RuntimeError, match="per-row sites .* was lost"):
+        est.fit(da.from_array(X, chunks=(100, 3)), y)
+    assert killed and est.n_iter_ == 3  # what it keeps is the last finished iteration's

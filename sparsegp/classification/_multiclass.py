@@ -307,6 +307,29 @@ def sep_row_totals(y, data, cav, C):
     return _u_space(V, w_tau, w_eta)
 
 
+def ep_row_refine(y, data, q, sites, Vo, damping):
+    """Damped EP refinement of the rows' own sites; returns ``(T, h, change, new_sites)``.
+
+    (T, h) are the u-space totals of the new sites, a sum over rows; ``change`` the largest
+    change of a site parameter. Nothing is stored: the caller keeps ``new_sites`` (with the
+    current directions V as their new ``Vo``) once the whole posterior is accepted.
+    """
+    Kfu, V, d = data
+    res = _factor_pass(y, V, Vo, Kfu, d, q.S, q.m, sites, False, False)
+    new_sites = tuple(damping * n + (1.0 - damping) * o for n, o in zip(res.new, sites))
+    change = max(float(np.max(np.abs(n - o))) for n, o in zip(new_sites, sites))
+    w_tau, w_eta = _site_totals(V, y, V.shape[0], *new_sites)
+    T, h = _u_space(V, w_tau, w_eta)
+    return T, h, change, new_sites
+
+
+def ep_update(prior, state, T, h):
+    """Accept the EP site totals (T, h) of every row: raises if q(u) is not PD."""
+    q_new = _Gauss(prior.L, T, h)
+    state.T, state.h = T, h
+    state.posterior = (prior.L, T, h, q_new)
+
+
 def sep_update(prior, state, T_new, h_new, n_rows_factors, damping):
     """Move SEP's tied sites towards the rows' fresh totals; updates ``state`` in place.
 
@@ -368,17 +391,18 @@ class EPState:
     they were fitted with; (T, h) their u-space totals. SEP: only (T, h), the tied sites.
     """
 
-    def __init__(self, method, N, C, M, n_factors):
+    def __init__(self, method, N, C, M, n_factors, per_row=True):
         self.method = method
         self.T = np.zeros((C, M, M))
         self.h = np.zeros((C, M))
         self.n_factors = n_factors
         #: (L, T, h, q) of the last posterior batch_refine formed, reused while unchanged
         self.posterior = None
-        if method == "ep":
+        if method == "ep" and per_row:
             self.sites = tuple(np.zeros((N, C)) for _ in range(4))
             self.Vo = np.zeros((C, N, M))
         else:
+            # SEP; or EP whose per-row sites live elsewhere (on Dask workers, in ``sites``)
             self.sites = None
             self.Vo = None
 
@@ -389,7 +413,9 @@ class EPState:
         new.h = self.h.copy()
         new.n_factors = self.n_factors
         new.posterior = None
-        new.sites = None if self.sites is None else tuple(s.copy() for s in self.sites)
+        # sites held elsewhere are immutable references: sharing them is a copy
+        new.sites = (self.sites if not isinstance(self.sites, tuple)
+                     else tuple(s.copy() for s in self.sites))
         new.Vo = None if self.Vo is None else self.Vo.copy()
         return new
 
@@ -424,16 +450,11 @@ def batch_refine(X, y, hyp, state, damping, noise_in_kuu, jitter, prior=None, da
     Kfu, V, d = _data_terms(X, hyp, prior) if data is None else data
     if state.method == "ep":
         q = _Gauss(prior.L, state.T, state.h)
-        res = _factor_pass(y, V, state.Vo, Kfu, d, q.S, q.m, state.sites, False, False)
-        new_sites = tuple(damping * n + (1.0 - damping) * o for n, o in zip(res.new, state.sites))
-        change = max(float(np.max(np.abs(n - o))) for n, o in zip(new_sites, state.sites))
-        w_tau, w_eta = _site_totals(V, y, C, *new_sites)
-        T, h = _u_space(V, w_tau, w_eta)
-        q_new = _Gauss(prior.L, T, h)  # raises if the new posterior is not PD
+        T, h, change, new_sites = ep_row_refine(y, (Kfu, V, d), q, state.sites, state.Vo,
+                                                damping)
+        ep_update(prior, state, T, h)
         state.sites = new_sites
         state.Vo = V.copy()
-        state.T, state.h = T, h
-        state.posterior = (prior.L, T, h, q_new)
         return change
     T_new, h_new = sep_row_totals(y, (Kfu, V, d), _sep_cavity(prior, state), C)
     return sep_update(prior, state, T_new, h_new, _mc.class_counts_factors(y, C), damping)
@@ -499,6 +520,9 @@ class InMemoryRows:
         self.n_rows = X.shape[0]
         self.noise_in_kuu, self.jitter = nik
         self._data = (None, None)
+
+    def new_state(self, method, C, M, n_factors):
+        return EPState(method, self.n_rows, C, M, n_factors)
 
     def _terms(self, hyp, prior):
         # refine and evidence of one step share the kernel terms of that step's prior
@@ -705,7 +729,7 @@ class MultiClassEPClassifier(_mc.MultiClassGPClassifier):
         """Batch training over ``rows`` (:class:`InMemoryRows` or a distributed equivalent)."""
         C, M, D = hyp.shape
         nik, jitter = self._nik
-        state = EPState(self.method, rows.n_rows, C, M, n_factors)
+        state = rows.new_state(self.method, C, M, n_factors)
         stepper = _mc.SignAdaptiveStep(hyp.pack().size, lr)
         history = []
         failures = 0

@@ -1,13 +1,15 @@
-"""SEP over the chunks of a Dask array: batch and synchronous data-parallel minibatch steps.
+"""EP and SEP over the chunks of a Dask array: batch steps, and data-parallel SEP minibatches.
 
 Every quantity a step needs from the rows is a sum over rows (notes §2-4): the fresh site
 totals (T_c, h_c) and factor counts of a refinement, and log Z_EP's likelihood part, its
 gradient's row part and GV^T V for the evidence. Each chunk's task computes its sums with the
 same functions the in-memory fit uses (``sep_row_totals``, ``row_evidence``); this process adds
 them and does the O(C M^3) rest (``sep_update``, ``evidence_from_rows``). A batch fit therefore
-follows the in-memory iterates up to the order of the row sums.
+follows the in-memory iterates up to the order of the row sums. EP's per-row sites stay on the
+workers beside their chunk, as futures of the refinement tasks; SEP keeps no per-row state.
 """
 import math
+import time
 
 import numpy as np
 
@@ -16,6 +18,9 @@ from ..classification import _multiclass_common as _mc
 from ._cluster import local_cluster
 
 __all__ = ["DaskRows", "fit_on_dask"]
+
+# tries at sending a step's shared objects while a lost worker is being dropped
+BROADCAST_ATTEMPTS = 5
 
 # ------------------------------------------------------------------------------ worker side
 def _pick(X, y, pick):
@@ -67,6 +72,48 @@ def _chunk_evidence(X, y, pick, hyp, prior, state, q, cav, noise_in_kuu, scale):
     return _mce.row_evidence(X, y, hyp, prior, data, state, q, cav, True, scale, noise_in_kuu)
 
 
+@_numerically_guarded
+def _chunk_ep_refine(X, y, sites, hyp, prior, q, damping):
+    """EP: ``((T, h, change), (new sites, V))`` of one chunk; the second part stays there."""
+    X = np.ascontiguousarray(X, dtype=np.float64)
+    old, Vo = sites
+    data = _mce._data_terms(X, hyp, prior)
+    T, h, change, new = _mce.ep_row_refine(y, data, q, old, Vo, damping)
+    return (T, h, change), (new, data[1].copy())
+
+
+@_numerically_guarded
+def _chunk_ep_evidence(X, y, sites, hyp, prior, q, noise_in_kuu):
+    """EP: one chunk's (log Z rows, gradient rows, GV^T V) at its own sites."""
+    X = np.ascontiguousarray(X, dtype=np.float64)
+    data = _mce._data_terms(X, hyp, prior)
+    return _mce.row_evidence(X, y, hyp, prior, data, _ChunkState(sites[0]), q, None, True,
+                             1.0, noise_in_kuu)
+
+
+class _ChunkState:
+    """What ``row_evidence`` reads of an EP state, for one chunk's sites."""
+
+    method = "ep"
+
+    def __init__(self, sites):
+        self.sites = sites
+
+
+def _chunk_ep_zero_sites(y, C, M):
+    B = y.shape[0]
+    return tuple(np.zeros((B, C)) for _ in range(4)), np.zeros((C, B, M))
+
+
+def _sums_part(result):
+    """The sums of a refinement task (a failure passes through)."""
+    return result if isinstance(result, _NumericalFailure) else result[0]
+
+
+def _kept_part(result):
+    return result[1]
+
+
 def _chunk_bad_rows(X):
     """Offsets of the rows of a chunk holding NaN or inf (an empty array when it is clean)."""
     return np.flatnonzero(~np.all(np.isfinite(np.asarray(X)), axis=1))
@@ -98,48 +145,99 @@ class DaskRows:
         self.n_rows = int(self.sizes.sum())
         self.noise_in_kuu, self.jitter = nik
 
-    def _sum(self, fn, shared, chunks=None, picks=None):
-        """Run ``fn`` on every chunk (or on ``chunks`` with ``picks``) and add the results."""
+    def _submit(self, fn, shared, chunks=None, picks=None):
+        """One task of ``fn`` per chunk (or per chunk of ``chunks``, with its ``picks``)."""
         chunks = range(len(self.X_blocks)) if chunks is None else chunks
         picks = [None] * len(chunks) if picks is None else picks
-        shared = self.client.scatter(list(shared), broadcast=True, hash=False)
-        futures = [self.client.submit(fn, self.X_blocks[j], self.y_blocks[j], p, *shared,
-                                      pure=False)
-                   for j, p in zip(chunks, picks)]
-        parts = self.client.gather(futures)
+        shared = self._broadcast(list(shared))
+        return [self.client.submit(fn, self.X_blocks[j], self.y_blocks[j], p, *shared,
+                                   pure=False)
+                for j, p in zip(chunks, picks)]
+
+    def _broadcast(self, objects):
+        """Send the step's shared objects to every worker, waiting out a worker going away."""
+        from distributed.comm.core import CommClosedError
+        for attempt in range(BROADCAST_ATTEMPTS):
+            try:
+                return self.client.scatter(objects, broadcast=True, hash=False)
+            except (CommClosedError, OSError):
+                # the scheduler has not yet dropped a lost worker: give it time, send again
+                time.sleep(0.5 * (attempt + 1))
+        return self.client.scatter(objects, broadcast=True, hash=False)
+
+    @staticmethod
+    def _gathered(client, futures):
+        import asyncio
+        import concurrent.futures
+
+        from distributed.client import FutureCancelledError
+        try:
+            parts = client.gather(futures)
+        except (FutureCancelledError, asyncio.CancelledError,
+                concurrent.futures.CancelledError) as exc:
+            # SEP's chunks are recomputed from their graph and the step rerun; EP's per-row
+            # sites have no graph to be recomputed from once their worker is gone
+            raise RuntimeError(
+                "a Dask worker holding EP's per-row sites of some chunks was lost, so the "
+                "posterior cannot be completed; the fit stopped (its attributes are those of "
+                "the last finished iteration). Refit, or use method='sep', which keeps no "
+                "per-row state and survives lost workers") from exc
         for part in parts:
             if isinstance(part, _NumericalFailure):
                 # the batch loop undoes the step and retries with more damping, as in memory
                 raise _mce._EPFailure(part.message)
+        return parts
+
+    def _sum(self, fn, shared, chunks=None, picks=None):
+        """Run ``fn`` on the chunks and add the results, column by column."""
+        parts = self._gathered(self.client, self._submit(fn, shared, chunks, picks))
         return [sum(column[1:], column[0]) for column in zip(*parts)]
 
-    def _evidence_terms(self, prior, state):
-        if state.method == "ep":
-            raise ValueError("method='ep' keeps per-row sites; on a Dask array use "
-                             "method='sep'")
-        return _mce._posterior(prior, state), _mce._sep_cavity(prior, state)
+    def new_state(self, method, C, M, n_factors):
+        """The training state; EP's per-row sites are futures, one per chunk, on the workers."""
+        state = _mce.EPState(method, self.n_rows, C, M, n_factors, per_row=False)
+        if method == "ep":
+            state.sites = [self.client.submit(_chunk_ep_zero_sites, yb, C, M, pure=False)
+                           for yb in self.y_blocks]
+        return state
 
     def refine(self, hyp, prior, state, damping):
-        """One damped batch refinement of the tied SEP sites from every chunk."""
-        _, cav = self._evidence_terms(prior, state)
-        T, h, _ = self._sum(_chunk_sep_totals, (hyp, prior, cav))
+        """One damped batch refinement of every chunk's factors."""
+        if state.method == "ep":
+            q = _mce._Gauss(prior.L, state.T, state.h)
+            full = self._submit(_chunk_ep_refine, (hyp, prior, q, damping), picks=state.sites)
+            sums = self._gathered(self.client, [self.client.submit(_sums_part, f, pure=False)
+                                                for f in full])
+            T = sum(p[0] for p in sums[1:]) + sums[0][0]
+            h = sum(p[1] for p in sums[1:]) + sums[0][1]
+            _mce.ep_update(prior, state, T, h)  # raises, leaving the old sites, if not PD
+            state.sites = [self.client.submit(_kept_part, f, pure=False) for f in full]
+            return max(p[2] for p in sums)
+        T, h, _ = self._sum(_chunk_sep_totals, (hyp, prior, _mce._sep_cavity(prior, state)))
         # all rows took part: their factor counts are the state's
         return _mce.sep_update(prior, state, T, h, state.n_factors, damping)
 
     def evidence(self, hyp, prior, state, chunks=None, picks=None, scale=1.0):
         """log Z_EP, its gradient and q(u) from the chunks' sums (all rows by default)."""
-        q, cav = self._evidence_terms(prior, state)
-        light = state.copy()  # without the cached posterior: the workers get q itself
-        log_z, grad, GVtV = self._sum(
-            _chunk_evidence, (hyp, prior, light, q, cav, self.noise_in_kuu, scale),
-            chunks, picks)
+        q = _mce._posterior(prior, state)
+        if state.method == "ep":
+            cav = None
+            log_z, grad, GVtV = self._sum(_chunk_ep_evidence, (hyp, prior, q,
+                                                               self.noise_in_kuu),
+                                          picks=state.sites)
+        else:
+            cav = _mce._sep_cavity(prior, state)
+            light = state.copy()  # without the cached posterior: the workers get q itself
+            log_z, grad, GVtV = self._sum(
+                _chunk_evidence, (hyp, prior, light, q, cav, self.noise_in_kuu, scale),
+                chunks, picks)
         log_z, grad = _mce.evidence_from_rows(hyp, prior, state, q, cav, log_z, grad, GVtV,
                                               self.noise_in_kuu)
         return log_z, grad, q
 
     def minibatch_step(self, hyp, prior, state, chunks, picks):
         """Refine the tied sites from one minibatch per chosen chunk, then their evidence."""
-        _, cav = self._evidence_terms(prior, state)
+        cav = _mce._sep_cavity(prior, state)
         T, h, counts = self._sum(_chunk_sep_totals, (hyp, prior, cav), chunks, picks)
         _mce.sep_update(prior, state, T, h, counts, 1.0)
         used = sum(min(size, int(self.sizes[j])) for j, (_, size) in zip(chunks, picks))
@@ -232,7 +330,7 @@ def _row_chunks(client, X, y_index):
 
 
 def fit_on_dask(estimator, X, y, client=None):
-    """Fit a :class:`~sparsegp.MultiClassEPClassifier` (``method="sep"``) on a Dask array.
+    """Fit a :class:`~sparsegp.MultiClassEPClassifier` on a Dask array.
 
     Parameters
     ----------
@@ -252,16 +350,18 @@ def fit_on_dask(estimator, X, y, client=None):
 
     Notes
     -----
-    Batch mode (``batch_size=None``) takes every chunk in every step and follows the
-    in-memory iterates. Minibatch mode is synchronous data parallelism: each step draws
+    Batch mode (``batch_size=None``, EP or SEP) takes every chunk in every step and follows the
+    in-memory iterates; EP's sites stay on the workers, so a worker lost with them stops the
+    fit with an error, while SEP's chunks are recomputed and the step rerun. Minibatch mode is
+    SEP only and synchronous data parallelism: each step draws
     ``batch_size`` rows from each of W chunks (W = the number of workers, at most the number
     of chunks), so the effective minibatch is W x ``batch_size`` rows and an epoch is
     ceil(N / (W ``batch_size``)) steps.
     """
     max_iter, batch_size, damping, lr, jitter = estimator._validate_options()
-    if estimator.method == "ep":
-        raise ValueError("method='ep' keeps per-row sites, which a Dask fit does not hold; "
-                         "use method='sep' (no per-row state) on a Dask array")
+    if estimator.method == "ep" and batch_size is not None:
+        raise ValueError("minibatch EP on a Dask array is not implemented (batch EP and "
+                         "minibatch SEP are); use method='sep' or batch_size=None")
     X, y_index, classes = _check_dask_input(X, y, estimator)
     with _ClientInForce(client) as cl:
         Xp, blocks, y_blocks, sizes = _row_chunks(cl, X, y_index)
