@@ -59,6 +59,8 @@ def _add_experiment_parser(sub):
     exp.add_argument("--local", action="store_true",
                      help="run the cells in this process, in order, without dask")
     exp.add_argument("--no-progress", action="store_true", help="no progress bar")
+    exp.add_argument("--report-only", action="store_true",
+                     help="fit nothing: write TABLE.md from the cells already in TABLE.jsonl")
 
 
 def _run_experiment(args, argv):
@@ -73,7 +75,7 @@ def _run_experiment(args, argv):
             methods=names(args.methods), max_iter=args.max_iter,
             command="python -m sparsegp " + " ".join(shlex.quote(a) for a in argv),
             scheduler=args.scheduler, n_workers=args.workers, progress=not args.no_progress,
-            local=args.local or None)
+            local=args.local or None, report_only=args.report_only)
     except ValueError as exc:  # a misspelt name: nothing has run
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -83,6 +85,10 @@ def _run_experiment(args, argv):
         return 130
     n = len(summary["cells"])
     done = sum(r.get("status") == "ok" for r in summary["records"].values())
+    if args.report_only:
+        print(f"{n} cells: {len(summary['records'])} in {summary['results']} ({done} ok); "
+              f"table in {summary['markdown']}")
+        return 0
     print(f"{n} cells: {n - summary['ran']} already done, ran {summary['ran']} "
           f"({summary['failed']} failed); {done} ok in {summary['results']}; table in "
           f"{summary['markdown']}; wall {summary['wall']:.1f} s")

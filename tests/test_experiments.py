@@ -150,6 +150,14 @@ def test_command_line_writes_results_and_table(tmp_path, capsys):
     assert "6 already done, ran 0" in capsys.readouterr().out
     assert main(args[:3] + ["wine,wien"] + args[4:]) == 2
     assert np.isfinite(json.loads(lines[0])["nlp"])
+    # a table from a partial results file, nothing fitted: keep the first 2 of the 6 cells
+    (tmp_path / "multiclass.jsonl").write_text("\n".join(lines[:2]) + "\n")
+    (tmp_path / "multiclass.md").unlink()
+    capsys.readouterr()
+    assert main(args + ["--report-only"]) == 0
+    assert "6 cells: 2 in" in capsys.readouterr().out
+    assert len((tmp_path / "multiclass.jsonl").read_text().splitlines()) == 2
+    assert "| wine | ep |" in (tmp_path / "multiclass.md").read_text()
 
 
 @pytest.mark.parametrize("name, n_cells", [("multiclass", 8 * 4 * 3 * 20),
@@ -163,3 +171,10 @@ def test_paper_tables_are_valid_grids_with_a_paper_number_per_cell(name, n_cells
     if n_cells is not None:
         assert len(cells) == n_cells
     assert {(c.dataset, c.method, c.size) for c in cells} == set(table.paper)
+
+
+def test_crabs_cells_load_their_table_and_fit():
+    require_data("crabs")
+    record = run_cell(Cell("crabs", 3, "spgpc", {"max_iter": 2, "n_restarts": 0}, 10, seed=0))
+    assert record["status"] == "ok", record.get("traceback")
+    assert 0.0 <= record["error"] <= 0.5 and np.isfinite(record["nlp"])

@@ -161,8 +161,8 @@ def _load_split(cell):
 
     fname, positive = DATASETS[cell.dataset]
     if cell.dataset == "crabs":
-        table = load_table(fname)
-        X, y = np.asarray(table["X"], dtype=np.float64), np.asarray(table["y"])
+        X, y, _ = load_table(fname)
+        X, y = np.asarray(X, dtype=np.float64), np.asarray(y)
         order = np.random.default_rng(cell.split).permutation(len(y))
         tr, te = order[:_CRABS_TRAIN], order[_CRABS_TRAIN:]
         Xtr, ytr, Xte, yte = X[tr], y[tr], X[te], y[te]

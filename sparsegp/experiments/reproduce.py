@@ -3,11 +3,12 @@ from pathlib import Path
 
 from .report import markdown
 from .runner import run_grid
+from .store import ResultsStore
 from .tables import TABLES
 
 
 def run_table(name, out=".", stem=None, folds=None, datasets=None, methods=None,
-              max_iter=None, command=None, **run_options):
+              max_iter=None, command=None, report_only=False, **run_options):
     """Run table ``name`` as a grid; write ``<out>/<stem>.jsonl`` and ``<out>/<stem>.md``.
 
     Parameters
@@ -27,6 +28,9 @@ def run_table(name, out=".", stem=None, folds=None, datasets=None, methods=None,
         their own keys, so they never mix with full-length ones).
     command : str, optional
         Command line printed in the markdown.
+    report_only : bool, default=False
+        Fit nothing: write the markdown from the cells already in the results file (a run
+        still going, or one that was stopped).
     **run_options
         Passed to :func:`run_grid` (``client``, ``scheduler``, ``n_workers``, ``progress``,
         ``local``).
@@ -50,7 +54,12 @@ def run_table(name, out=".", stem=None, folds=None, datasets=None, methods=None,
     out = Path(out)
     stem = stem or table.name
     results, md = out / f"{stem}.jsonl", out / f"{stem}.md"
-    summary = run_grid(cells, results, **run_options)
+    if report_only:
+        records = ResultsStore(results).records()
+        summary = {"records": {c.key: records[c.key] for c in cells if c.key in records},
+                   "ran": 0, "failed": 0, "wall": None}
+    else:
+        summary = run_grid(cells, results, **run_options)
     md.parent.mkdir(parents=True, exist_ok=True)
     md.write_text(markdown(table, cells, summary["records"], wall=summary["wall"],
                            command=command), encoding="utf-8")
