@@ -1,4 +1,6 @@
 """Multi-class EP / SEP with inducing points (seed 002): the checks of notes multiclass_ep.md §8.3."""
+import copy
+
 import numpy as np
 import pytest
 from scipy import integrate, special, stats
@@ -373,3 +375,35 @@ def test_minibatch_in_place_site_totals_equal_recomputation():
     assert np.allclose(st.T, T, atol=1e-12)
     assert np.allclose(st.h, h, atol=1e-12)
     assert np.any(st.sites[0] > 0)
+
+
+# ------------------------------------------------------------------------------------------
+# row sums: the pieces a distributed fit adds chunk by chunk give the whole-data values
+# ------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("method", ["ep", "sep"])
+def test_row_parts_summed_over_chunks_give_the_evidence_and_gradient(method):
+    X, y, var, noi, ls, Z = _problem(7, 30, 3, 4, 2)
+    hyp, st = _converged(X, y, var, noi, ls, Z, method=method)
+    prior = mce._Prior(hyp, True, 1e-10)
+    whole_lz, whole_grad, q = mce.batch_evidence(X, y, hyp, st, True, 1e-10, prior=prior)
+    cav = None if method == "ep" else mce._sep_cavity(prior, st)
+    sums = [0.0, 0.0, 0.0]
+    for rows in np.array_split(np.arange(30), 3):
+        part = copy.copy(st)
+        if method == "ep":
+            part.sites = tuple(s[rows] for s in st.sites)
+        data = mce._data_terms(X[rows], hyp, prior)
+        got = mce.row_evidence(X[rows], y[rows], hyp, prior, data, part, q, cav, True, 1.0,
+                               True)
+        sums = [a + b for a, b in zip(sums, got)]
+    lz, grad = mce.evidence_from_rows(hyp, prior, st, q, cav, *sums, True)
+    assert lz == pytest.approx(whole_lz, rel=1e-12)
+    np.testing.assert_allclose(grad, whole_grad, rtol=1e-10, atol=1e-12)
+    # and the fresh SEP site totals of a refinement are sums over rows too
+    if method == "sep":
+        cav = mce._sep_cavity(prior, st)
+        T, h = mce.sep_row_totals(y, mce._data_terms(X, hyp, prior), cav, 3)
+        parts = [mce.sep_row_totals(y[r], mce._data_terms(X[r], hyp, prior), cav, 3)
+                 for r in np.array_split(np.arange(30), 3)]
+        np.testing.assert_allclose(sum(p[0] for p in parts), T, rtol=1e-12, atol=1e-13)
+        np.testing.assert_allclose(sum(p[1] for p in parts), h, rtol=1e-12, atol=1e-13)
