@@ -23,6 +23,9 @@ wraps whole fits rather than single evaluations.
 """
 import contextlib
 import functools
+from concurrent.futures import ThreadPoolExecutor
+
+import numba
 
 from threadpoolctl import ThreadpoolController
 
@@ -72,6 +75,36 @@ def thread_policy(pool):
     if pool not in POOLS:
         raise ValueError(f"pool must be one of {list(POOLS)}; got {pool!r}")
     return single_threaded_blas(pool == "numba")
+
+
+def map_threads(func, items, serial=False):
+    """``[func(item) for item in items]``, on as many Python threads as Numba may use.
+
+    For independent pieces of level-3 BLAS work (one per class, say) inside ``"numba"`` work,
+    where BLAS itself is held to one thread: numpy releases the GIL in its products, so the
+    pieces share the cores as Numba's row splits would. The width is Numba's thread count, so
+    ``NUMBA_NUM_THREADS`` and ``numba.set_num_threads`` bound it as they bound every other
+    parallel loop of the library; with one thread (or one item), or ``serial`` (the caller
+    knows the pieces are too small to be worth a hand-off), they run here in order.
+    """
+    items = list(items)
+    width = 1 if serial else min(numba.get_num_threads(), len(items))
+    if width <= 1:
+        return [func(item) for item in items]
+    return list(_executor(width).map(func, items))
+
+
+_EXECUTORS = {}
+
+
+def _executor(width):
+    """A process-wide pool of ``width`` threads, kept: starting threads on every call cost
+    more than the work (1.3 s of a 3.5 s multi-class GFITC fit)."""
+    pool = _EXECUTORS.get(width)
+    if pool is None:
+        pool = _EXECUTORS[width] = ThreadPoolExecutor(max_workers=width,
+                                                      thread_name_prefix="sparsegp")
+    return pool
 
 
 def managed(method):

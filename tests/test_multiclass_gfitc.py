@@ -12,7 +12,8 @@ from reference.dense_multiclass_baselines import (
 from sparsegp import MultiClassGFITCClassifier
 from sparsegp.metrics import mean_nlp
 from sparsegp.classification._multiclass_gfitc import (
-    _GFITCState, _Hyper, _Sites, gfitc_gradient, gfitc_log_evidence, gfitc_run_ep,
+    _GFITCState, _Hyper, _Sites, gfitc_gradient, gfitc_log_evidence, gfitc_marginals,
+    gfitc_run_ep, gfitc_run_ep_parallel,
 )
 
 JITTER = 1e-10
@@ -58,6 +59,60 @@ def test_ep_matches_dense_reference(nik):
     assert abs(lz - ref["log_evidence"]) < 1e-9
     # Seeger's identity with explicit N-dimensional cavities (notes §8.3 item 3)
     assert abs(lz - ref["log_evidence_identity"]) < 1e-9
+
+
+@pytest.mark.parametrize("damping", [1.0, 0.5])
+def test_parallel_ep_reaches_the_dense_fixed_point(damping):
+    X, y, hyp = _problem(0)
+    state = _GFITCState(X, hyp, JITTER, True)
+    sites = _Sites(X.shape[0], 3)
+    n, ok, residual = gfitc_run_ep_parallel(y, state, sites, 1e-12, 5000, damping)
+    assert ok and residual < 1e-12
+    ref = dense_multiclass_ep(_dense_fitc(X, hyp, True), y)
+    for a, b in ((sites.tp, ref["tp"]), (sites.np_, ref["np_"]),
+                 (sites.tm, ref["tm"]), (sites.nm, ref["nm"])):
+        np.testing.assert_allclose(a, b, rtol=1e-8, atol=1e-10)
+    assert abs(gfitc_log_evidence(y, state, sites) - ref["log_evidence"]) < 1e-9
+
+
+def test_parallel_ep_warm_start_and_residual():
+    """A converged run restarted from its own sites stops after one iteration; a loose
+    tolerance stops earlier than a tight one, and its residual is what it reports."""
+    X, y, hyp = _problem(4)
+    state = _GFITCState(X, hyp, JITTER, True)
+    loose = _Sites(X.shape[0], 3)
+    n_loose, ok, res_loose = gfitc_run_ep_parallel(y, state, loose, 1e-2, 5000)
+    assert ok and res_loose < 1e-2
+    tight = _Sites(X.shape[0], 3)
+    n_tight, ok, _ = gfitc_run_ep_parallel(y, state, tight, 1e-10, 5000)
+    assert ok and n_tight > n_loose
+    n_again, ok, _ = gfitc_run_ep_parallel(y, state, tight, 1e-10, 5000)
+    assert ok and n_again == 1
+
+
+def test_marginals_match_dense_posterior():
+    """gfitc_marginals (explicit B^-1 and products) = diag and mean of the dense
+    ((K^F)^-1 + T)^-1 for arbitrary positive sites."""
+    X, y, hyp = _problem(5)
+    state = _GFITCState(X, hyp, JITTER, True)
+    rng = np.random.default_rng(2)
+    tau_bar = rng.uniform(0.0, 2.0, (3, X.shape[0]))
+    nu_bar = rng.normal(size=(3, X.shape[0]))
+    mu, var = gfitc_marginals(state, tau_bar, nu_bar)
+    for c, KF in enumerate(_dense_fitc(X, hyp, True)):
+        S = np.linalg.inv(np.linalg.inv(KF) + np.diag(tau_bar[c]))
+        np.testing.assert_allclose(var[c], np.diag(S), rtol=1e-9)
+        np.testing.assert_allclose(mu[c], S @ nu_bar[c], rtol=1e-8, atol=1e-10)
+
+
+def test_schedules_agree_in_the_estimator():
+    X, y = _toy(40, seed=3)
+    fits = [MultiClassGFITCClassifier(n_inducing=4, max_iter=0, random_state=0, ep_tol=1e-11,
+                                      ep_schedule=schedule).fit(X, y)
+            for schedule in ("parallel", "sequential")]
+    assert fits[0].log_evidence_ == pytest.approx(fits[1].log_evidence_, abs=1e-8)
+    np.testing.assert_allclose(fits[0].predict_proba(X), fits[1].predict_proba(X), atol=1e-8)
+    assert fits[0].ep_sweeps_.shape == (1,) and fits[0].ep_sweeps_[0] >= 1
 
 
 def test_evidence_any_sites_matches_dense():
@@ -240,6 +295,9 @@ def test_estimator_inducing_only_and_inputs_untouched():
     ({"n_inducing": 25, "init": "subset"}, None, None, "smallest class"),
     ({"init": "bogus"}, None, None, "init"),
     ({"max_iter": -1}, None, None, "max_iter"),
+    ({"ep_schedule": "paralel"}, None, None, "ep_schedule"),
+    ({"ep_damping": 1.5}, None, None, "ep_damping"),
+    ({"ep_damping": 0.0}, None, None, "ep_damping"),
 ])
 def test_bad_input(kwargs, X_mod, y_mod, match):
     X, y = _toy()

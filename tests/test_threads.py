@@ -77,3 +77,26 @@ def test_pools_of_the_estimators():
     assert reg("exact")._parallel_pool(np.empty((100, 1))) == "numba"
     assert reg("exact")._parallel_pool(np.empty((5000, 1))) == "blas"
     assert reg("pitc")._parallel_pool(np.empty((10, 1))) == "blas"
+
+
+def test_map_threads_keeps_order_and_honours_numbas_count():
+    import threading
+
+    import numba
+
+    from sparsegp._threads import map_threads
+    seen = []
+
+    def work(i):
+        seen.append(threading.current_thread().name)
+        return i * i
+
+    assert map_threads(work, range(7)) == [i * i for i in range(7)]
+    previous = numba.get_num_threads()
+    try:
+        numba.set_num_threads(1)
+        seen.clear()
+        assert map_threads(work, range(5)) == [0, 1, 4, 9, 16]
+        assert set(seen) == {threading.current_thread().name}  # no pool at one thread
+    finally:
+        numba.set_num_threads(previous)

@@ -122,6 +122,91 @@ def _set_site(U, Dg, tau_bar, nu_bar, Binv, gam, c, i, t_new, n_new, Bu):
 
 
 @jit
+def factor_sites(mu_p, v_p, mu_m, v_m, t_po, n_po, t_mo, n_mo):
+    """Undamped new sites of the factor Theta(f+ - f-) from the marginals of f+ = f_{i,y_i}
+    and f- = f_ik and the factor's current sites (notes §7.1).
+
+    Returns ``(ok, tau+, nu+, tau-, nu-)``; ``ok`` is False (sites unchanged) when a cavity or
+    new-site denominator is not positive, i.e. the factor must be skipped this time.
+    """
+    # cavity of this factor's own sites: q / site, in the stable tau/(1 - tau v) form
+    den_p = 1.0 - t_po * v_p
+    den_m = 1.0 - t_mo * v_m
+    if not (den_p > 0.0 and den_m > 0.0):
+        return False, t_po, n_po, t_mo, n_mo
+    vc_p = v_p / den_p
+    mc_p = (mu_p - n_po * v_p) / den_p
+    vc_m = v_m / den_m
+    mc_m = (mu_m - n_mo * v_m) / den_m
+    z = vc_p + vc_m
+    if not (z > 0.0):
+        return False, t_po, n_po, t_mo, n_mo
+    sz = math.sqrt(z)
+    beta = (mc_p - mc_m) / sz
+    r, br = inv_mills_and_shift(beta)
+    alpha = r / sz
+    nu2 = r * br / z  # -d2 log Z / d mu^2, in (0, 1/z)
+    den_p = 1.0 - nu2 * vc_p
+    den_m = 1.0 - nu2 * vc_m
+    if not (den_p > 0.0 and den_m > 0.0):
+        return False, t_po, n_po, t_mo, n_mo
+    return (True, nu2 / den_p, (alpha + mc_p * nu2) / den_p,
+            nu2 / den_m, (-alpha + mc_m * nu2) / den_m)
+
+
+@jit(parallel=True)
+def gfitc_parallel_update(y, mu, var, tp, np_, tm, nm, damping, residual):
+    """One parallel EP update of every factor from the same posterior marginals (notes §7.1).
+
+    Parameters
+    ----------
+    y : ndarray of shape (N,), int64 class indices.
+    mu, var : ndarray of shape (C, N)
+        Posterior marginals of the latents under the current sites.
+    tp, np_, tm, nm : ndarray of shape (N, C)
+        Sites as in :func:`gfitc_ep_sweep`; each moves a fraction ``damping`` of the way to
+        its new value, in place.
+    damping : float
+    residual : ndarray of shape (N,)
+        Output: per row, the largest |undamped new site - old site| over its factors, the
+        fixed-point residual that convergence is judged on (damped steps shrink with the
+        damping, this does not).
+
+    Returns
+    -------
+    n_skipped : int
+        Factors skipped because a cavity variance was not positive.
+    """
+    N = y.shape[0]
+    C = tp.shape[1]
+    skipped = np.zeros(N, dtype=np.int64)
+    for i in numba.prange(N):
+        yi = y[i]
+        res = 0.0
+        for k in range(C):
+            if k == yi:
+                continue
+            t_po = tp[i, k]
+            n_po = np_[i, k]
+            t_mo = tm[i, k]
+            n_mo = nm[i, k]
+            ok, t_p, n_p, t_m, n_m = factor_sites(mu[yi, i], var[yi, i], mu[k, i], var[k, i],
+                                                  t_po, n_po, t_mo, n_mo)
+            if not ok:
+                skipped[i] += 1
+                continue
+            ch = max(abs(t_p - t_po), abs(n_p - n_po), abs(t_m - t_mo), abs(n_m - n_mo))
+            if ch > res:
+                res = ch
+            tp[i, k] = t_po + damping * (t_p - t_po)
+            np_[i, k] = n_po + damping * (n_p - n_po)
+            tm[i, k] = t_mo + damping * (t_m - t_mo)
+            nm[i, k] = n_mo + damping * (n_m - n_mo)
+        residual[i] = res
+    return skipped.sum()
+
+
+@jit
 def gfitc_ep_sweep(y, U, Dg, tau_bar, nu_bar, Binv, gam, tp, np_, tm, nm, damping):
     """One sequential EP sweep over all factors Theta(f_{i,y_i} - f_ik) (notes §7.1).
 
@@ -172,34 +257,14 @@ def gfitc_ep_sweep(y, U, Dg, tau_bar, nu_bar, Binv, gam, tp, np_, tm, nm, dampin
             n_po = np_[i, k]
             t_mo = tm[i, k]
             n_mo = nm[i, k]
-            # cavity of this factor's own sites: q / site, in the stable tau/(1 - tau v) form
-            den_p = 1.0 - t_po * v_p
-            den_m = 1.0 - t_mo * v_m
-            if not (den_p > 0.0 and den_m > 0.0):
+            ok, t_p, n_p, t_m, n_m = factor_sites(mu_p, v_p, mu_m, v_m, t_po, n_po, t_mo, n_mo)
+            if not ok:
                 n_skipped += 1
                 continue
-            vc_p = v_p / den_p
-            mc_p = (mu_p - n_po * v_p) / den_p
-            vc_m = v_m / den_m
-            mc_m = (mu_m - n_mo * v_m) / den_m
-            z = vc_p + vc_m
-            if not (z > 0.0):
-                n_skipped += 1
-                continue
-            sz = math.sqrt(z)
-            beta = (mc_p - mc_m) / sz
-            r, br = inv_mills_and_shift(beta)
-            alpha = r / sz
-            nu2 = r * br / z  # -d2 log Z / d mu^2, in (0, 1/z)
-            den_p = 1.0 - nu2 * vc_p
-            den_m = 1.0 - nu2 * vc_m
-            if not (den_p > 0.0 and den_m > 0.0):
-                n_skipped += 1
-                continue
-            t_p = damping * (nu2 / den_p) + (1.0 - damping) * t_po
-            n_p = damping * ((alpha + mc_p * nu2) / den_p) + (1.0 - damping) * n_po
-            t_m = damping * (nu2 / den_m) + (1.0 - damping) * t_mo
-            n_m = damping * ((-alpha + mc_m * nu2) / den_m) + (1.0 - damping) * n_mo
+            t_p = damping * t_p + (1.0 - damping) * t_po
+            n_p = damping * n_p + (1.0 - damping) * n_po
+            t_m = damping * t_m + (1.0 - damping) * t_mo
+            n_m = damping * n_m + (1.0 - damping) * n_mo
             ch = max(abs(t_p - t_po), abs(n_p - n_po), abs(t_m - t_mo), abs(n_m - n_mo))
             if ch > max_change:
                 max_change = ch

@@ -6,9 +6,11 @@ per class c a latent function with FITC prior (u_c marginalised)
     f_c ~ N(0, K^F_c),   K^F_c = Q_c + diag(kappa_c - diag Q_c),   Q_c = K_fu K_c^{-1} K_uf,
 
 and the step likelihood p(y_i | f_i) = prod_{k != y_i} Theta(f_{i,y_i} - f_ik) (eq. 1). EP is run
-to convergence on the N (C - 1) exact factors with sequential updates (compiled sweep,
-O(C N M^2)); the hyper-parameters and inducing inputs are then moved by L-BFGS-B on -log Z_EP,
-re-running EP (warm-started) at every evaluation.
+to convergence on the N (C - 1) exact factors, by default with damped parallel updates as in
+the authors' R code (all marginals from a few BLAS-3 products per class), or with sequential
+updates (compiled sweep of rank-one updates, O(C N M^2)); the hyper-parameters and inducing
+inputs are then moved by L-BFGS-B on -log Z_EP, re-running EP (warm-started) at every
+evaluation.
 
 Per class the covariance is k_c(x, x') = sigma_c exp(-1/2 sum_d (x_d - x'_d)^2 / l_cd^2) plus
 an additive noise variance sigma0_c on the latent values (notes §1.1): kappa = sigma_c + sigma0_c
@@ -25,10 +27,15 @@ from scipy.optimize import minimize
 from . import _multiclass_common as _mc
 from .._numba import multiclass_gfitc as _nb
 from .._numba.probit import log_ndtr_vec
+from .._threads import map_threads
 from .._validation import check_int, check_positive
 from ..exceptions import ConvergenceWarning
 
 __all__ = ["MultiClassGFITCClassifier"]
+
+#: parallel EP iterations before a run falls back to sequential sweeps; warm-started runs need
+#: a median of 3 at the default tolerance, a cold start on 3 000 points 13-23
+_PARALLEL_BUDGET = 100
 
 _LOG_BOUND = 10.0  # box bounds on the log hyper-parameters for L-BFGS-B (notes §7.2, R code)
 
@@ -101,6 +108,11 @@ class _ClassKernel:
 # --------------------------------------------------------------------------------------------
 # GFITC EP state, evidence and gradient
 # --------------------------------------------------------------------------------------------
+def _small(N, M):
+    """True when one class's O(N M^2) products are too small to be worth a thread hand-off."""
+    return N * M * M < 200_000
+
+
 class _GFITCState:
     """FITC pieces of every class for fixed hyper-parameters.
 
@@ -114,13 +126,15 @@ class _GFITCState:
         self.C, self.M, self.N = C, M, N
         self.U = np.empty((C, N, M))
         self.Dg = np.empty((C, N))
-        self.kernels = []
-        for c in range(C):
+
+        def build(c):
             kc = _ClassKernel(X, hyp, c, jitter, noise_in_kuu)
             U = sla.solve_triangular(kc.LK, kc.P.T, lower=True, check_finite=False).T
             self.U[c] = U
             self.Dg[c] = np.maximum(kc.kappa - np.einsum("ij,ij->i", U, U), 0.0)
-            self.kernels.append(kc)
+            return kc
+
+        self.kernels = map_threads(build, range(C), serial=_small(N, M))
 
 
 class _Sites:
@@ -176,24 +190,85 @@ def gfitc_run_ep(y, state, sites, tol=1e-6, max_sweeps=1000, damping=1.0):
     return max_sweeps, False, max_change
 
 
-def _posterior_pieces(state, tau_bar, nu_bar, c):
-    """Class c posterior: Sigma = diag(g) + W B^-1 W^T with B = R R^T (notes §7.1).
+def gfitc_run_ep_parallel(y, state, sites, tol=1e-3, max_sweeps=1000, damping=0.5):
+    """Run damped parallel EP on ``sites`` in place until the fixed-point residual is below ``tol``.
 
-    Returns (g, R, mu, var, A) with A = R^-1 W^T (M, N).
+    Every iteration computes all posterior marginals with level-3 BLAS (O(C N M^2), the classes
+    on parallel threads) and moves every site a fraction ``damping`` of the way to its update.
+    Convergence is judged on the largest undamped site change (the fixed-point residual), so a
+    small step cannot fake convergence. A failed factorisation or non-finite marginals undo the
+    last step and halve the damping. The authors' R code also decays the damping by 0.99 per
+    iteration (notes §7.1); we do not: with damping judged on the residual, a decaying step
+    only stalls a cold start (2 000 iterations without converging at N = 3 000, C = 4).
+
+    Returns ``(n_iterations, converged, residual)``.
     """
-    U = state.U[c]
-    D = state.Dg[c]
-    t = tau_bar[c]
+    N, C = sites.tp.shape
+    residual = np.empty(N)
+    res = best = np.inf
+    stalled = 0
+    step = float(damping)
+    for it in range(1, max_sweeps + 1):
+        tau_bar, nu_bar = sites.aggregate(y)
+        try:
+            mu, var = gfitc_marginals(state, tau_bar, nu_bar)
+        except (np.linalg.LinAlgError, sla.LinAlgError):
+            mu = None
+        if mu is None or not (np.all(np.isfinite(mu)) and np.all(var > 0)):
+            if it == 1 or step < 1e-6:
+                return it, False, np.inf
+            sites.tp, sites.np_, sites.tm, sites.nm = previous
+            step *= 0.5
+            continue
+        previous = (sites.tp.copy(), sites.np_.copy(), sites.tm.copy(), sites.nm.copy())
+        n_skipped = _nb.gfitc_parallel_update(y, mu, var, sites.tp, sites.np_, sites.tm,
+                                              sites.nm, step, residual)
+        res = float(residual.max())
+        if res < tol and n_skipped == 0:
+            return it, True, res
+        # a max over N (C - 1) sites goes up and down on the way (halving the step on every
+        # rise doubled the iterations at N = 3 000); ten iterations without a new best mean
+        # a cycle, which smaller steps break
+        if res < 0.99 * best:
+            best, stalled = res, 0
+        else:
+            stalled += 1
+            if stalled == 10:
+                step *= 0.5
+                best, stalled = res, 0
+    return max_sweeps, False, res
+
+
+def gfitc_marginals(state, tau_bar, nu_bar):
+    """Posterior marginal means and variances of every latent, each of shape (C, N)."""
+    mu = np.empty((state.C, state.N))
+    var = np.empty((state.C, state.N))
+
+    def one(c):
+        _, _, mu[c], var[c], _, _ = _posterior_pieces(state, tau_bar, nu_bar, c)
+
+    map_threads(one, range(state.C), serial=_small(state.N, state.M))
+    return mu, var
+
+
+def _posterior_pieces(state, tau_bar, nu_bar, c):
+    """Class c posterior: Sigma = diag(g) + W B^-1 W^T with B = I + U^T diag(omega) U (notes §7.1).
+
+    Returns (g, log|B|, mu, var, W, WB) with W (N, M) and WB = W B^-1 (N, M). B has every
+    eigenvalue >= 1, so its explicit inverse is safe, and it turns the triangular solves with
+    N right-hand sides into products, which release the GIL for the per-class threads.
+    """
+    U, D, t = state.U[c], state.Dg[c], tau_bar[c]
     s = 1.0 / (1.0 + D * t)
     g = D * s
     W = U * s[:, None]
     B = np.eye(state.M) + U.T @ (U * (t * s)[:, None])
     R = sla.cholesky(B, lower=True, check_finite=False)
-    A = sla.solve_triangular(R, W.T, lower=True, check_finite=False)
-    bvec = sla.solve_triangular(R, W.T @ nu_bar[c], lower=True, check_finite=False)
-    var = g + np.einsum("ij,ij->j", A, A)
-    mu = g * nu_bar[c] + A.T @ bvec
-    return g, R, mu, var, A
+    Binv = sla.cho_solve((R, True), np.eye(state.M), check_finite=False)
+    WB = W @ Binv
+    var = g + np.einsum("ij,ij->i", WB, W)
+    mu = g * nu_bar[c] + WB @ (W.T @ nu_bar[c])
+    return g, 2.0 * np.sum(np.log(np.diag(R))), mu, var, W, WB
 
 
 def _site_delta(tau, nu, v, mu):
@@ -214,14 +289,15 @@ def gfitc_log_evidence(y, state, sites, return_parts=False):
     tau_bar, nu_bar = sites.aggregate(y)
     mus = np.empty((C, N))
     vs = np.empty((C, N))
-    total = 0.0
-    pieces = []
-    for c in range(C):
-        g, R, mu, var, A = _posterior_pieces(state, tau_bar, nu_bar, c)
-        mus[c], vs[c] = mu, var
-        logdet = np.sum(np.log1p(state.Dg[c] * tau_bar[c])) + 2.0 * np.sum(np.log(np.diag(R)))
-        total += -0.5 * logdet + 0.5 * float(nu_bar[c] @ mu)
-        pieces.append((g, mu, A))
+
+    def one(c):
+        g, logdet_B, mus[c], vs[c], W, WB = _posterior_pieces(state, tau_bar, nu_bar, c)
+        logdet = np.sum(np.log1p(state.Dg[c] * tau_bar[c])) + logdet_B
+        return -0.5 * logdet + 0.5 * float(nu_bar[c] @ mus[c]), (g, mus[c], W, WB)
+
+    per_class = map_threads(one, range(C), serial=_small(N, state.M))
+    total = sum(term for term, _ in per_class)
+    pieces = [piece for _, piece in per_class]
     rows = np.arange(N)
     mask = np.ones((N, C), dtype=bool)
     mask[rows, y] = False
@@ -258,21 +334,25 @@ def gfitc_gradient(X, y, hyp, state, sites, parts=None):
     tau_bar, nu_bar, pieces = parts
     C, M, D = hyp.Z.shape
     grad = _Hyper.zeros(C, M, D)
-    for c in range(C):
-        g, mu, A = pieces[c]
+
+    def one(c):
+        g, mu, W, WB = pieces[c]
         kc = state.kernels[c]
         P = kc.P
         t = tau_bar[c]
         a_diag = t - t * t * g
-        H = (A * t[None, :]).T  # T W R^-T, so T W B^-1 W^T T = H H^T
+        # the low-rank part of (K^F + T^-1)^-1 is T W B^-1 W^T T = (T WB) (T W)^T
         b = nu_bar[c] - t * mu
-        m_diag = a_diag - np.einsum("ij,ij->i", H, H) - b * b
-        MpP = (a_diag - m_diag)[:, None] * P - H @ (H.T @ P) - np.outer(b, b @ P)
+        m_diag = a_diag - t * t * np.einsum("ij,ij->i", WB, W) - b * b
+        MpP = ((a_diag - m_diag)[:, None] * P - (t[:, None] * WB) @ (W.T @ (t[:, None] * P))
+               - np.outer(b, b @ P))
         MpPKi = sla.cho_solve((kc.LK, True), MpP.T, check_finite=False).T
         W_uu = sla.cho_solve((kc.LK, True), P.T @ MpPKi, check_finite=False)
         gv, gn, gl, gZ = kc.grads(X, 0.25 * (W_uu + W_uu.T), -MpPKi, -0.5 * m_diag)
         grad.log_variance[c], grad.log_noise[c] = gv, gn
         grad.log_lengthscale[c], grad.Z[c] = gl, gZ
+
+    map_threads(one, range(C), serial=_small(X.shape[0], M))
     return grad
 
 
@@ -311,7 +391,7 @@ class MultiClassGFITCClassifier(_mc.MultiClassGPClassifier):
     The "GFITC" baseline of Villacampa-Calvo & Hernández-Lobato (2017): one latent function per
     class with an SE-ARD covariance (amplitude, length-scales, additive noise) and M inducing
     inputs per class, u marginalised (FITC prior), likelihood prod_{k != y} Theta(f_y - f_k)
-    (eq. 1). EP is run to convergence (sequential compiled sweeps, O(C N M^2) each) at every
+    (eq. 1). EP is run to convergence (parallel updates by default, O(C N M^2) each) at every
     evaluation of L-BFGS-B, which maximises the EP estimate log Z_EP over the log
     hyper-parameters (box [-10, 10]) and the inducing inputs; EP is warm-started from the
     previous sites, with a cold start as fallback (notes §7.1).
@@ -340,9 +420,25 @@ class MultiClassGFITCClassifier(_mc.MultiClassGPClassifier):
         Put sigma0_c on the diagonal of K_c (the R code's convention, notes §1.1).
     jitter : float, default=1e-10
         Absolute jitter on K_c's diagonal.
-    ep_tol : float, default=1e-6
-        EP stops when no site parameter changed by more than this in a sweep.
+    ep_schedule : {"parallel", "sequential"}, default="parallel"
+        "parallel": every site is updated from the same marginals, which cost a few level-3
+        BLAS products per class (the classes on parallel threads); "sequential": one compiled
+        sweep of rank-one updates, O(C N M^2) in scalar loops. At N = 3 000, C = 4, M = 50 a
+        parallel iteration takes 4 ms and a sequential sweep 35 ms, and parallel EP needs no
+        more iterations than sequential EP needs sweeps.
+    ep_damping : float in (0, 1], default=1.0
+        Step of the parallel schedule (halved automatically when ten iterations bring no new
+        lowest residual, or a factorisation fails). A parallel run that has not converged
+        after 100 iterations goes on with sequential sweeps from where it got to (parallel EP
+        can cycle where sequential EP converges). The sequential schedule is undamped.
+    ep_tol : float, default=1e-2
+        EP stops when the largest undamped site change is below this. It serves the outer
+        optimiser: warm-started from the last evaluation, EP then needs a median of 3
+        iterations per evaluation (N = 3 000, C = 4, M = 50) against about 20 at 1e-3, and
+        after 100 L-BFGS-B iterations the test NLL differs by less than the fold-to-fold
+        spread. Use 1e-8 or less to compare with a dense EP reference.
     ep_max_sweeps : int, default=1000
+        Iterations (parallel) or sweeps (sequential) per EP run.
     random_state : int, Generator or None
     verbose : bool or int, default=False
         Print progress every ``verbose`` iterations (every 10 when True).
@@ -364,6 +460,10 @@ class MultiClassGFITCClassifier(_mc.MultiClassGPClassifier):
     site_precision_, site_mean_ : ndarray of shape (C, N)
         Aggregated EP site natural parameters (tau_bar, nu_bar) of the training latents.
     n_iter_ : int
+    ep_sweeps_ : ndarray of shape (n_evaluations,)
+        EP iterations (parallel) or sweeps (sequential) of every evaluation of log Z_EP,
+        the first from zero sites, the rest warm-started (a cold restart after a failed warm
+        start is counted with it).
 
     References
     ----------
@@ -374,8 +474,9 @@ class MultiClassGFITCClassifier(_mc.MultiClassGPClassifier):
 
     def __init__(self, n_inducing=20, inducing_points=None, init="random", lengthscale=None,
                  variance=1.0, noise=1.0, max_iter=250, learn_hyperparameters=True,
-                 noise_in_kuu=True, jitter=_mc.DEFAULT_JITTER, ep_tol=1e-6,
-                 ep_max_sweeps=1000, random_state=None, verbose=False, callback=None):
+                 noise_in_kuu=True, jitter=_mc.DEFAULT_JITTER, ep_schedule="parallel",
+                 ep_damping=1.0, ep_tol=1e-2, ep_max_sweeps=1000, random_state=None,
+                 verbose=False, callback=None):
         self.n_inducing = n_inducing
         self.inducing_points = inducing_points
         self.init = init
@@ -386,6 +487,8 @@ class MultiClassGFITCClassifier(_mc.MultiClassGPClassifier):
         self.learn_hyperparameters = learn_hyperparameters
         self.noise_in_kuu = noise_in_kuu
         self.jitter = jitter
+        self.ep_schedule = ep_schedule
+        self.ep_damping = ep_damping
         self.ep_tol = ep_tol
         self.ep_max_sweeps = ep_max_sweeps
         self.random_state = random_state
@@ -397,6 +500,7 @@ class MultiClassGFITCClassifier(_mc.MultiClassGPClassifier):
         max_iter, jitter = self._check_iterations_and_callback(min_iter=0)
         ep_max = check_int(self.ep_max_sweeps, "ep_max_sweeps", minimum=1)
         ep_tol = check_positive(self.ep_tol, "ep_tol", allow_array=False)
+        run_ep = self._ep_runner()
         X, N, D, classes, y_idx = self._validate_training_data(X, y, row_sliceable=False)
         rng = self._check_random_state()
         C = classes.size
@@ -411,6 +515,7 @@ class MultiClassGFITCClassifier(_mc.MultiClassGPClassifier):
         free = slice(0 if self.learn_hyperparameters else n_hyp, None)
         full0 = hyp0.pack()
         warm = {"sites": _Sites(N, C)}
+        sweeps = []  # EP sweeps of every evaluation, cold restarts included
         cache = {}
 
         def evaluate(theta):
@@ -424,10 +529,12 @@ class MultiClassGFITCClassifier(_mc.MultiClassGPClassifier):
             try:
                 state = _GFITCState(X, hyp, jitter, nik)
                 sites = warm["sites"].copy()
-                _, ok, _ = gfitc_run_ep(y_idx, state, sites, ep_tol, ep_max)
+                n_sweeps, ok, _ = run_ep(y_idx, state, sites, ep_tol, ep_max)
                 if not ok:
                     sites = _Sites(N, C)
-                    _, ok, _ = gfitc_run_ep(y_idx, state, sites, ep_tol, ep_max)
+                    n_cold, ok, _ = run_ep(y_idx, state, sites, ep_tol, ep_max)
+                    n_sweeps += n_cold
+                sweeps.append(n_sweeps)
                 lz, parts = gfitc_log_evidence(y_idx, state, sites, return_parts=True)
                 if np.isfinite(lz):
                     grad = gfitc_gradient(X, y_idx, hyp, state, sites, parts).pack()[free]
@@ -477,8 +584,32 @@ class MultiClassGFITCClassifier(_mc.MultiClassGPClassifier):
                 f"EP did not converge at the final hyper-parameters within ep_max_sweeps="
                 f"{ep_max} (tolerance {ep_tol}); increase ep_max_sweeps or ep_tol",
                 ConvergenceWarning)
+        self.ep_sweeps_ = np.array(sweeps, dtype=np.int64)
         self._warn_if_no_better_than_frequencies(X, y_idx)
         return self
+
+    def _ep_runner(self):
+        """``run(y, state, sites, tol, max_sweeps)`` for the chosen ``ep_schedule``."""
+        if self.ep_schedule == "sequential":
+            return gfitc_run_ep
+        if self.ep_schedule != "parallel":
+            raise ValueError(f"ep_schedule must be 'parallel' or 'sequential'; "
+                             f"got {self.ep_schedule!r}")
+        damping = check_positive(self.ep_damping, "ep_damping", allow_array=False)
+        if damping > 1.0:
+            raise ValueError(f"ep_damping must be in (0, 1]; got {self.ep_damping!r}")
+
+        def run(y, state, sites, tol, max_sweeps):
+            n, ok, res = gfitc_run_ep_parallel(y, state, sites, tol,
+                                               min(max_sweeps, _PARALLEL_BUDGET), damping)
+            if ok or n >= max_sweeps:
+                return n, ok, res
+            # parallel EP can cycle where sequential EP converges (separable classes, say):
+            # finish sequentially from where it got to
+            n_seq, ok, res = gfitc_run_ep(y, state, sites, tol, max_sweeps - n)
+            return n + n_seq, ok, res
+
+        return run
 
     def _store(self, info, y_idx):
         hyp, state, sites, ok, lz = info
