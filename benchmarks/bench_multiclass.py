@@ -13,7 +13,9 @@
     python benchmarks/bench_multiclass.py            # full configuration
     python benchmarks/bench_multiclass.py --quick    # small sizes, proves the script works
 
-3. ``--satellite``: seed 002's Satellite split 0 with the library defaults (M = 100,
+3. ``--gfitc-vs-sep``: GFITC's time per hyper-parameter iteration over SEP's at N = 3 000,
+   C = 4, M = 50, and the EP iterations GFITC runs per evaluation.
+4. ``--satellite``: seed 002's Satellite split 0 with the library defaults (M = 100,
    250 iterations): total time, time per iteration and its ratio to C products
    (N x M)^T (N x M) timed in the same run, test NLL and error.
 
@@ -124,6 +126,41 @@ def satellite(methods, M=100, max_iter=250, fold=0):
     return rows
 
 
+def gfitc_against_sep(N=3000, C=4, M=50, max_iter=100):
+    """GFITC's cost per hyper-parameter iteration against a SEP batch iteration (issue 13).
+
+    Both fit the same synthetic problem at the library defaults for ``max_iter`` iterations
+    after a warm-up fit; the cost per iteration is the whole fit's time over its iterations (so
+    GFITC's cold first EP run and L-BFGS-B's extra evaluations are included).
+    """
+    X, y = synthetic(N, C)
+    variants = [("sep", {}, max_iter),
+                ("gfitc", dict(ep_schedule="parallel", ep_tol=1e-2), max_iter),
+                ("gfitc", {}, max(2, max_iter // 10))]  # the default: seconds per iteration
+    rows = []
+    for method, kw, n_iter in variants:
+        _estimator(method, M, 2, **kw).fit(X[:200], y[:200])
+        est = _estimator(method, M, n_iter, **kw)
+        t0 = time.perf_counter()
+        est.fit(X, y)
+        per = (time.perf_counter() - t0) / max(est.n_iter_, 1)
+        row = dict(method=method, settings=kw, N=N, C=C, M=M, iterations=int(est.n_iter_),
+                   seconds_per_iteration=per, ratio_to_sep=per / rows[0]["seconds_per_iteration"]
+                   if rows else 1.0)
+        if method == "gfitc":
+            sweeps = est.ep_sweeps_
+            row.update(first_sweeps=int(sweeps[0]), median_sweeps=float(np.median(sweeps[1:])),
+                       evaluations=int(sweeps.size))
+        rows.append(row)
+        extra = (f"; EP iterations per evaluation: first {row['first_sweeps']}, median of the "
+                 f"rest {row['median_sweeps']:.0f} ({row['evaluations']} evaluations)"
+                 if method == "gfitc" else "")
+        print(f"{method} {kw or 'defaults'} N={N} C={C} M={M}, {row['iterations']} iterations: "
+              f"{per * 1e3:.1f} ms/iteration = {row['ratio_to_sep']:.2f} x SEP{extra}",
+              flush=True)
+    return rows
+
+
 def minibatch_step(methods, B=200, C=10, M=100, D=784, n_batches=20):
     """Seconds per minibatch step at MNIST's shape, and its ratio to the step's GEMM flops.
 
@@ -220,6 +257,9 @@ def main(argv=None):
     parser.add_argument("--satellite", action="store_true",
                         help="also fit seed 002's Satellite split 0 (M = 100, 250 iterations; "
                              "needs satellite.npz under SPARSEGP_DATA)")
+    parser.add_argument("--gfitc-vs-sep", action="store_true",
+                        help="GFITC's cost per hyper-parameter iteration against SEP's at "
+                             "N = 3000, C = 4, M = 50 (100 iterations each)")
     parser.add_argument("--json", default=None, help="write all results to this file")
     parser.add_argument("--child", nargs=5, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -232,6 +272,8 @@ def main(argv=None):
     if args.minibatch:
         results["minibatch"] = minibatch_step([m for m in args.methods.split(",")
                                                if m in ("ep", "sep", "vi")])
+    if args.gfitc_vs_sep:
+        results["gfitc_vs_sep"] = gfitc_against_sep(max_iter=10 if quick else 100)
     if args.satellite:
         results["satellite"] = satellite(args.methods.split(","))
     if not args.skip_iterations:
