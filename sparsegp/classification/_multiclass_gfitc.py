@@ -190,7 +190,7 @@ def gfitc_run_ep(y, state, sites, tol=1e-6, max_sweeps=1000, damping=1.0):
     return max_sweeps, False, max_change
 
 
-def gfitc_run_ep_parallel(y, state, sites, tol=1e-3, max_sweeps=1000, damping=0.5):
+def gfitc_run_ep_parallel(y, state, sites, tol=1e-6, max_sweeps=1000, damping=1.0):
     """Run damped parallel EP on ``sites`` in place until the fixed-point residual is below ``tol``.
 
     Every iteration computes all posterior marginals with level-3 BLAS (O(C N M^2), the classes
