@@ -444,10 +444,14 @@ def nlp_eq4(theta, X, y, active, p, m, ard, gradient=False):
     S = np.sqrt(p)
     B = np.eye(len(active)) + S[:, None] * Kuu * S[None, :]
     L = np.linalg.cholesky(B)
-    V = sla.solve_triangular(L, S[:, None] * Kcu.T, lower=True)        # (d, nc)
-    c = sla.solve_triangular(L, S * m, lower=True)
-    f = V.T @ c
-    A = np.maximum(s2 - np.sum(V * V, axis=0), 0.0)
+    # V is (d, nc) in Fortran order, the layout LAPACK's triangular solves use, so each solve
+    # works in place; this function runs at every CG step, and its d x nc temporaries are what
+    # it costs beyond the two solves
+    V = np.multiply(Kcu.T, S[:, None], order="F")
+    V = sla.solve_triangular(L, V, lower=True, overwrite_b=True, check_finite=False)
+    c = sla.solve_triangular(L, S * m, lower=True, check_finite=False)
+    f = c @ V
+    A = np.maximum(s2 - np.einsum("ij,ij->j", V, V), 0.0)
     s = np.sqrt(1.0 + A)
     z = yc * (f + b) / s
     nlp = -float(np.mean(log_ndtr_vec(z)))
@@ -456,13 +460,17 @@ def nlp_eq4(theta, X, y, active, p, m, ard, gradient=False):
     r = inv_mills_vec(z)
     g = r * yc / s                    # d log Phi / d f_hat_i
     q = -0.5 * r * z / (s * s)        # d log Phi / d A_ii
-    w = S * sla.solve_triangular(L.T, c, lower=False)                    # C m
-    W = S[:, None] * sla.solve_triangular(L.T, V, lower=False)           # C K_uc
-    G_cu = g[:, None] * w[None, :] - 2.0 * q[:, None] * W.T
+    w = S * sla.solve_triangular(L, c, trans="T", lower=True, check_finite=False)   # C m
+    W = sla.solve_triangular(L, V, trans="T", lower=True, overwrite_b=True,
+                             check_finite=False)
+    W *= S[:, None]                   # C K_uc, in V's memory
     Wg = W @ g
-    G_uu = -0.5 * (np.outer(Wg, w) + np.outer(w, Wg)) + (W * q[None, :]) @ W.T
+    G_uu = -0.5 * (np.outer(Wg, w) + np.outer(w, Wg)) + (W * q) @ W.T
+    # G_cu = g w^T - 2 diag(q) W^T, built as one (nc, d) C-ordered array
+    G_cu = W.T * (-2.0 * q)[:, None]
+    G_cu += np.outer(g, w)
     scale = -1.0 / nc
-    g_s2 = scale * ((np.sum(G_cu * Kcu) + np.sum(G_uu * Kuu)) / s2 + np.sum(q))
+    g_s2 = scale * ((np.vdot(G_cu, Kcu) + np.vdot(G_uu, Kuu)) / s2 + np.sum(q))
     gl_cu, _ = se_grad_contract(Xc, Xu, Kcu, G_cu, ls)
     gl_uu, _ = se_grad_contract(Xu, Xu, Kuu, G_uu, ls, symmetric=True)
     g_ls = scale * (gl_cu + gl_uu)
