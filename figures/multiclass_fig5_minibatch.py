@@ -92,6 +92,10 @@ def main(argv=None):
     ls0 = float(np.sqrt(np.median(d[np.triu_indices(1000, 1)])))
     C = np.unique(ytr).size
     Z0 = np.stack([Xtr[np.sort(rng.choice(len(Xtr), M, replace=False))] for _ in range(C)])
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    tag = "_quick" if quick else ""
+    json_path = out / f"multiclass_fig5_{name}{tag}.json"
     traces, summary = {}, {}
     for method in args.methods.split(","):
         rec = Recorder(Xte, yte, every)
@@ -114,14 +118,33 @@ def main(argv=None):
         t, nll, err, it = map(np.asarray, zip(*rec.rows))
         traces[method.upper()] = (t, nll, err)
         summary[method] = dict(time=t.tolist(), nll=nll.tolist(), error=err.tolist(),
-                               step=it.tolist())
-        print(f"{method}: final test NLL {nll[-1]:.4f}, error {err[-1]:.4f} after {t[-1]:.1f}s",
-              flush=True)
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    tag = "_quick" if quick else ""
-    (out / f"multiclass_fig5_{name}{tag}.json").write_text(json.dumps(summary, indent=1))
+                               step=it.tolist(), epochs=epochs, M=M, n_test=int(len(yte)),
+                               plateau=plateau(t, err, len(Xtr) / args.batch_size, every))
+        print(f"{method}: final test NLL {nll[-1]:.4f}, error {err[-1]:.4f} after {t[-1]:.1f}s; "
+              f"{describe_plateau(summary[method]['plateau'])}", flush=True)
+        # written after every method, so an interrupted run keeps the methods it finished
+        json_path.write_text(json.dumps(summary, indent=1))
     draw_traces(traces, out, name, tag, M, args.batch_size)
+
+
+def plateau(t, err, steps_per_epoch, every, margin=0.002):
+    """The error plateau of a trace: the mean test error over its last epoch of evaluations,
+    and the first time the error came within ``margin`` of it.
+
+    ``margin`` (0.2 points) is below the binomial standard error of the error on a few
+    thousand test points, so "on the plateau" means "indistinguishable from the end".
+    """
+    t, err = np.asarray(t), np.asarray(err)
+    last = max(1, int(round(steps_per_epoch / every)))
+    level = float(np.mean(err[-last:]))
+    reached = np.flatnonzero(err <= level + margin)
+    return dict(error=level, margin=margin, n_last=int(min(last, err.size)),
+                time=float(t[reached[0]]) if reached.size else None)
+
+
+def describe_plateau(p):
+    when = "never" if p["time"] is None else f"first within {p['margin']} at {p['time']:.0f}s"
+    return f"plateau (mean error of the last {p['n_last']} evaluations) {p['error']:.4f}, {when}"
 
 
 def draw_traces(traces, out, name, tag, M, batch_size):

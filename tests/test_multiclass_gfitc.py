@@ -115,6 +115,22 @@ def test_schedules_agree_in_the_estimator():
     assert fits[0].ep_sweeps_.shape == (1,) and fits[0].ep_sweeps_[0] >= 1
 
 
+@pytest.mark.parametrize("n, M, schedule, tol", [
+    (60, 5, "sequential", 1e-6),      # N C M^2 = 4 500: a small problem stays exact
+    (1200, 20, "parallel", 1e-2),     # 1.44e6 multiply-adds a sweep: over the threshold
+])
+def test_auto_schedule_follows_the_sweep_size(n, M, schedule, tol):
+    X, y = _toy(n)
+    est = MultiClassGFITCClassifier(n_inducing=M, max_iter=0, random_state=0).fit(X, y)
+    assert (est.ep_schedule_, est.ep_tol_) == (schedule, tol)
+    # the auto choice is the explicit schedule with its default tolerance, nothing else
+    same = MultiClassGFITCClassifier(n_inducing=M, max_iter=0, random_state=0,
+                                     ep_schedule=schedule).fit(X, y)
+    assert same.log_evidence_ == est.log_evidence_
+    assert MultiClassGFITCClassifier(n_inducing=M, max_iter=0, random_state=0, ep_tol=1e-4,
+                                     ep_schedule=schedule).fit(X, y).ep_tol_ == 1e-4
+
+
 def test_evidence_any_sites_matches_dense():
     """The evidence formula holds for arbitrary (non-converged) sites too."""
     from reference.dense_multiclass_baselines import dense_multiclass_evidence
@@ -296,6 +312,7 @@ def test_estimator_inducing_only_and_inputs_untouched():
     ({"init": "bogus"}, None, None, "init"),
     ({"max_iter": -1}, None, None, "max_iter"),
     ({"ep_schedule": "paralel"}, None, None, "ep_schedule"),
+    ({"ep_tol": 0.0}, None, None, "ep_tol"),
     ({"ep_damping": 1.5}, None, None, "ep_damping"),
     ({"ep_damping": 0.0}, None, None, "ep_damping"),
 ])

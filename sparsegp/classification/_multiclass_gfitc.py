@@ -36,6 +36,12 @@ __all__ = ["MultiClassGFITCClassifier"]
 #: parallel EP iterations before a run falls back to sequential sweeps (a cold start on 3 000
 #: points needs about 900 at tolerance 1e-6, warm starts far fewer)
 _PARALLEL_BUDGET = 500
+#: ``ep_schedule="auto"`` keeps sequential EP while one sweep is at most this many
+#: multiply-adds (N C M^2): there the whole fit takes seconds and reaches the exact fixed point
+#: the paper's small tables are checked against; above it the parallel schedule is faster
+_AUTO_SEQUENTIAL_WORK = 1e6
+#: ``ep_tol=None``: the tolerance of each schedule (see the class docstring)
+_DEFAULT_TOL = {"sequential": 1e-6, "parallel": 1e-2}
 
 _LOG_BOUND = 10.0  # box bounds on the log hyper-parameters for L-BFGS-B (notes §7.2, R code)
 
@@ -382,6 +388,24 @@ def gfitc_predict_latent(Xt, state, tau_bar, nu_bar):
     return mean, np.maximum(var, 1e-300)
 
 
+def _ep_runner(schedule, damping):
+    """``run(y, state, sites, tol, max_sweeps)`` for ``schedule`` ("sequential"/"parallel")."""
+    if schedule == "sequential":
+        return gfitc_run_ep
+
+    def run(y, state, sites, tol, max_sweeps):
+        n, ok, res = gfitc_run_ep_parallel(y, state, sites, tol,
+                                           min(max_sweeps, _PARALLEL_BUDGET), damping)
+        if ok or n >= max_sweeps:
+            return n, ok, res
+        # parallel EP can cycle where sequential EP converges (separable classes, say):
+        # finish sequentially from where it got to
+        n_seq, ok, res = gfitc_run_ep(y, state, sites, tol, max_sweeps - n)
+        return n + n_seq, ok, res
+
+    return run
+
+
 # --------------------------------------------------------------------------------------------
 # estimator
 # --------------------------------------------------------------------------------------------
@@ -420,28 +444,31 @@ class MultiClassGFITCClassifier(_mc.MultiClassGPClassifier):
         Put sigma0_c on the diagonal of K_c (the R code's convention, notes §1.1).
     jitter : float, default=1e-10
         Absolute jitter on K_c's diagonal.
-    ep_schedule : {"sequential", "parallel"}, default="sequential"
+    ep_schedule : {"auto", "sequential", "parallel"}, default="auto"
         "sequential": one compiled sweep of rank-one updates, O(C N M^2) in scalar loops;
         "parallel": every site is updated from the same marginals, which cost a few level-3
         BLAS products per class (the classes on parallel threads). At N = 3 000, C = 4,
-        M = 50 a parallel iteration takes 4 ms and a sequential sweep 35 ms. With
-        ``ep_tol=1e-2`` the parallel schedule costs about twice a SEP batch iteration per
-        hyper-parameter iteration (``benchmarks/bench_multiclass.py --gfitc-vs-sep``). It is
-        not the default: at ``ep_tol=1e-6`` it needs more iterations than sequential EP needs
-        sweeps (Glass, 5 folds: 82 s against 34 s), and the looser tolerance changes the
-        optimiser's path (see ``ep_tol``).
+        M = 50 a parallel iteration takes 4 ms and a sequential sweep 35 ms; with its
+        tolerance of 1e-2 the parallel schedule costs about twice a SEP batch iteration per
+        hyper-parameter iteration (``benchmarks/bench_multiclass.py --gfitc-vs-sep``), the
+        sequential one at 1e-6 hundreds of times. "auto" is sequential while a sweep is small
+        (N C M^2 <= 1e6, e.g. the Glass, Wine and New-thyroid folds of the paper's tables at
+        M = 10 %), where a whole fit takes seconds and reaches the exact fixed point, and
+        parallel above. The choice made is ``ep_schedule_``.
     ep_damping : float in (0, 1], default=1.0
         Step of the parallel schedule (halved automatically when ten iterations bring no new
         lowest residual, or a factorisation fails). A parallel run that has not converged
         after 500 iterations goes on with sequential sweeps from where it got to (parallel EP
         can cycle where sequential EP converges). The sequential schedule is undamped.
-    ep_tol : float, default=1e-6
-        EP stops when the largest undamped site change is below this. The default reaches the
-        fixed point the dense references and the paper's tables are checked against. 1e-2
-        serves the outer optimiser at half the cost or less: warm-started EP then needs a
-        median of 3 iterations per evaluation (N = 3 000, C = 4, M = 50), but the optimiser's
-        path changes, and on a data set as small as Glass (5 folds of 21 test points) the mean
-        test NLL moves by as much as its fold-to-fold spread (0.66 against 0.60).
+    ep_tol : float, optional
+        EP stops when the largest undamped site change is below this. Default: 1e-6 for the
+        sequential schedule, which reaches the fixed point the dense references and the paper's
+        tables are checked against, and 1e-2 for the parallel one, which serves the outer
+        optimiser: warm-started EP then needs a median of 3 iterations per evaluation
+        (N = 3 000, C = 4, M = 50). The looser tolerance changes the optimiser's path: on a
+        data set as small as Glass (5 folds of 21 test points) the mean test NLL moves by as
+        much as its fold-to-fold spread (0.66 against 0.60), which is why "auto" keeps small
+        problems sequential. The value used is ``ep_tol_``.
     ep_max_sweeps : int, default=1000
         Iterations (parallel) or sweeps (sequential) per EP run.
     random_state : int, Generator or None
@@ -465,6 +492,10 @@ class MultiClassGFITCClassifier(_mc.MultiClassGPClassifier):
     site_precision_, site_mean_ : ndarray of shape (C, N)
         Aggregated EP site natural parameters (tau_bar, nu_bar) of the training latents.
     n_iter_ : int
+    ep_schedule_ : {"sequential", "parallel"}
+        The EP schedule used (``ep_schedule`` with "auto" resolved).
+    ep_tol_ : float
+        The EP tolerance used.
     ep_sweeps_ : ndarray of shape (n_evaluations,)
         EP iterations (parallel) or sweeps (sequential) of every evaluation of log Z_EP,
         the first from zero sites, the rest warm-started (a cold restart after a failed warm
@@ -479,8 +510,8 @@ class MultiClassGFITCClassifier(_mc.MultiClassGPClassifier):
 
     def __init__(self, n_inducing=20, inducing_points=None, init="random", lengthscale=None,
                  variance=1.0, noise=1.0, max_iter=250, learn_hyperparameters=True,
-                 noise_in_kuu=True, jitter=_mc.DEFAULT_JITTER, ep_schedule="sequential",
-                 ep_damping=1.0, ep_tol=1e-6, ep_max_sweeps=1000, random_state=None,
+                 noise_in_kuu=True, jitter=_mc.DEFAULT_JITTER, ep_schedule="auto",
+                 ep_damping=1.0, ep_tol=None, ep_max_sweeps=1000, random_state=None,
                  verbose=False, callback=None):
         self.n_inducing = n_inducing
         self.inducing_points = inducing_points
@@ -504,14 +535,21 @@ class MultiClassGFITCClassifier(_mc.MultiClassGPClassifier):
         """Run EP and optimise the hyper-parameters on X (N, D) and labels y (N,)."""
         max_iter, jitter = self._check_iterations_and_callback(min_iter=0)
         ep_max = check_int(self.ep_max_sweeps, "ep_max_sweeps", minimum=1)
-        ep_tol = check_positive(self.ep_tol, "ep_tol", allow_array=False)
-        run_ep = self._ep_runner()
+        if self.ep_tol is not None:
+            check_positive(self.ep_tol, "ep_tol", allow_array=False)
+        damping = self._check_ep_schedule()
         X, N, D, classes, y_idx = self._validate_training_data(X, y, row_sliceable=False)
         rng = self._check_random_state()
         C = classes.size
         var, noise, ls, Z = self._initial_parameters(X, y_idx, C, rng)
         hyp0 = _Hyper(np.log(var), np.log(noise), np.log(ls), Z)
         M = hyp0.Z.shape[1]
+        schedule = self.ep_schedule
+        if schedule == "auto":
+            schedule = "sequential" if N * C * M * M <= _AUTO_SEQUENTIAL_WORK else "parallel"
+        ep_tol = _DEFAULT_TOL[schedule] if self.ep_tol is None else float(self.ep_tol)
+        self.ep_schedule_, self.ep_tol_ = schedule, ep_tol
+        run_ep = _ep_runner(schedule, damping)
         nik = bool(self.noise_in_kuu)
         verbose = self._print_every()
         self.classes_ = classes
@@ -593,28 +631,15 @@ class MultiClassGFITCClassifier(_mc.MultiClassGPClassifier):
         self._warn_if_no_better_than_frequencies(X, y_idx)
         return self
 
-    def _ep_runner(self):
-        """``run(y, state, sites, tol, max_sweeps)`` for the chosen ``ep_schedule``."""
+    def _check_ep_schedule(self):
+        """Validate ``ep_schedule`` and ``ep_damping``; return the damping."""
         damping = check_positive(self.ep_damping, "ep_damping", allow_array=False)
         if damping > 1.0:
             raise ValueError(f"ep_damping must be in (0, 1]; got {self.ep_damping!r}")
-        if self.ep_schedule == "sequential":
-            return gfitc_run_ep
-        if self.ep_schedule != "parallel":
-            raise ValueError(f"ep_schedule must be 'parallel' or 'sequential'; "
+        if self.ep_schedule not in ("auto", "sequential", "parallel"):
+            raise ValueError(f"ep_schedule must be 'auto', 'parallel' or 'sequential'; "
                              f"got {self.ep_schedule!r}")
-
-        def run(y, state, sites, tol, max_sweeps):
-            n, ok, res = gfitc_run_ep_parallel(y, state, sites, tol,
-                                               min(max_sweeps, _PARALLEL_BUDGET), damping)
-            if ok or n >= max_sweeps:
-                return n, ok, res
-            # parallel EP can cycle where sequential EP converges (separable classes, say):
-            # finish sequentially from where it got to
-            n_seq, ok, res = gfitc_run_ep(y, state, sites, tol, max_sweeps - n)
-            return n + n_seq, ok, res
-
-        return run
+        return float(damping)
 
     def _store(self, info, y_idx):
         hyp, state, sites, ok, lz = info
