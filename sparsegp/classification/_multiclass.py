@@ -263,10 +263,13 @@ def _row_gradient(X, hyp, prior, Kfu, V, res, scale, noise_in_kuu):
     g_ln = np.empty(C)
     g_ll = np.empty((C, D))
     g_Z = np.empty((C, M, D))
-    GV = scale * res.GV
+    # batch steps have scale 1: no (C, B, M) copies then
+    GV = res.GV if scale == 1.0 else scale * res.GV
     GVtV = _matmul_tn(GV, V)
-    wsum = scale * res.wsum
-    W_fu = _matmul(GV, prior.A) - wsum.T[:, :, None] * V
+    wsum = res.wsum if scale == 1.0 else scale * res.wsum
+    W_fu = _matmul(GV, prior.A)
+    for c in range(C):  # class by class: a (B, M) temporary instead of a (C, B, M) one
+        W_fu[c] -= wsum[:, c, None] * V[c]
     zero = np.zeros((M, M))
     for c in range(C):
         g_lv[c], g_ln[c], g_ll[c], g_Z[c] = _mc.kernel_grads(
