@@ -17,15 +17,14 @@ import os
 import time
 from pathlib import Path
 
-# single-threaded BLAS: threaded OpenBLAS stalls on small matrices on a loaded machine
-os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+# thread pools: the library's defaults (sparsegp._threads), as a user would have them
 
-import numpy as np  # noqa: E402
+import numpy as np
 
-import sparsegp  # noqa: E402
-from sparsegp.datasets import load_dataset  # noqa: E402
-from sparsegp.plotting import plot_metric_vs_time  # noqa: E402
-from sparsegp.plotting._mpl import pyplot  # noqa: E402
+import sparsegp
+from sparsegp.datasets import load_dataset
+from sparsegp.plotting import plot_metric_vs_time
+from sparsegp.plotting._mpl import pyplot
 
 CLASSES = {"ep": "MultiClassEPClassifier", "sep": "MultiClassEPClassifier",
            "gfitc": "MultiClassGFITCClassifier", "vi": "MultiClassSVGPClassifier"}
