@@ -28,8 +28,9 @@ from sparsegp.plotting._mpl import pyplot
 class Recorder:
     """callback recording (time, test NLL, test error) every ``every`` minibatches."""
 
-    def __init__(self, X_test, y_test, every):
+    def __init__(self, X_test, y_test, every, on_row=None):
         self.X_test, self.y_test, self.every = X_test, y_test, every
+        self.on_row = on_row
         self.t0 = time.perf_counter()
         self.excluded = 0.0
         self.rows = []
@@ -43,6 +44,8 @@ class Recorder:
         nll = float(-np.mean(np.log(np.maximum(proba[np.arange(idx.size), idx], 1e-300))))
         err = float(np.mean(est.classes_[np.argmax(proba, 1)] != self.y_test))
         self.rows.append((start - self.t0 - self.excluded, nll, err, iteration))
+        if self.on_row is not None:
+            self.on_row(self.rows)
         print(f"    step {iteration:6d}  t={self.rows[-1][0]:8.1f}s  NLL {nll:.4f}  error {err:.4f}",
               flush=True)
         self.excluded += time.perf_counter() - start
@@ -98,7 +101,15 @@ def main(argv=None):
     json_path = out / f"multiclass_fig5_{name}{tag}.json"
     traces, summary = {}, {}
     for method in args.methods.split(","):
-        rec = Recorder(Xte, yte, every)
+        def save_partial(rows, method=method):
+            # a long run that is interrupted keeps its trace so far, marked unfinished
+            t, nll, err, it = map(list, zip(*rows))
+            partial = dict(summary, **{method: dict(time=t, nll=nll, error=err, step=it,
+                                                    epochs=epochs, M=M, n_test=int(len(yte)),
+                                                    finished=False)})
+            json_path.write_text(json.dumps(partial, indent=1))
+
+        rec = Recorder(Xte, yte, every, on_row=save_partial)
         kw = dict(inducing_points=Z0.astype(np.float64), lengthscale=ls0, variance=1.0,
                   noise=1.0, batch_size=args.batch_size, max_iter=epochs, learning_rate=1e-3,
                   random_state=0, callback=rec)
@@ -119,7 +130,8 @@ def main(argv=None):
         traces[method.upper()] = (t, nll, err)
         summary[method] = dict(time=t.tolist(), nll=nll.tolist(), error=err.tolist(),
                                step=it.tolist(), epochs=epochs, M=M, n_test=int(len(yte)),
-                               plateau=plateau(t, err, len(Xtr) / args.batch_size, every))
+                               plateau=plateau(t, err, len(Xtr) / args.batch_size, every),
+                               finished=True)
         print(f"{method}: final test NLL {nll[-1]:.4f}, error {err[-1]:.4f} after {t[-1]:.1f}s; "
               f"{describe_plateau(summary[method]['plateau'])}", flush=True)
         # written after every method, so an interrupted run keeps the methods it finished
@@ -128,23 +140,31 @@ def main(argv=None):
 
 
 def plateau(t, err, steps_per_epoch, every, margin=0.002):
-    """The error plateau of a trace: the mean test error over its last epoch of evaluations,
-    and the first time the error came within ``margin`` of it.
+    """The error level a trace ends on, and whether it has stopped falling.
 
-    ``margin`` (0.2 points) is below the binomial standard error of the error on a few
-    thousand test points, so "on the plateau" means "indistinguishable from the end".
+    ``error``: the mean test error over the last epoch of evaluations; ``time``: the first
+    time the error came within ``margin`` of it (0.2 points, about the binomial standard
+    error on a few thousand test points); ``drop_last_quarter``: how far the error fell over
+    the last quarter of the run (epoch-long means at 3/4 of the run and at its end). A trace
+    is on its plateau when that drop is within ``margin``.
     """
     t, err = np.asarray(t), np.asarray(err)
     last = max(1, int(round(steps_per_epoch / every)))
     level = float(np.mean(err[-last:]))
+    q = int(0.75 * err.size)
+    earlier = float(np.mean(err[max(0, q - last):max(q, 1)]))
     reached = np.flatnonzero(err <= level + margin)
     return dict(error=level, margin=margin, n_last=int(min(last, err.size)),
-                time=float(t[reached[0]]) if reached.size else None)
+                time=float(t[reached[0]]) if reached.size else None,
+                drop_last_quarter=earlier - level,
+                on_plateau=bool(earlier - level <= margin))
 
 
 def describe_plateau(p):
     when = "never" if p["time"] is None else f"first within {p['margin']} at {p['time']:.0f}s"
-    return f"plateau (mean error of the last {p['n_last']} evaluations) {p['error']:.4f}, {when}"
+    state = "on its plateau" if p["on_plateau"] else "still falling"
+    return (f"final level (mean error of the last {p['n_last']} evaluations) {p['error']:.4f}, "
+            f"{when}; fell {p['drop_last_quarter']:.4f} over the last quarter: {state}")
 
 
 def draw_traces(traces, out, name, tag, M, batch_size):
