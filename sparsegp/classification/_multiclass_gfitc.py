@@ -251,10 +251,25 @@ def gfitc_marginals(state, tau_bar, nu_bar):
     var = np.empty((state.C, state.N))
 
     def one(c):
-        _, _, mu[c], var[c], _, _ = _posterior_pieces(state, tau_bar, nu_bar, c)
+        # only the marginals: with W = diag(s) U, W B^-1 W^T is s_i s_j (U B^-1 U^T)_ij, so
+        # no (N, M) copy of W is made (EP's iterations call this; the evidence needs W)
+        U, D, t = state.U[c], state.Dg[c], tau_bar[c]
+        s = 1.0 / (1.0 + D * t)
+        UB = U @ _inverse_of_B(U, t * s, state.M)[0]
+        var[c] = D * s + s * s * np.einsum("ij,ij->i", UB, U)
+        mu[c] = D * s * nu_bar[c] + s * (UB @ (U.T @ (s * nu_bar[c])))
 
     map_threads(one, range(state.C), serial=_small(state.N, state.M))
     return mu, var
+
+
+def _inverse_of_B(U, w, M):
+    """(B^-1, log|B|) for B = I + U^T diag(w) U, through its Cholesky factor (B has every
+    eigenvalue >= 1 at proper sites, so the explicit inverse is safe)."""
+    B = np.eye(M) + U.T @ (U * w[:, None])
+    R = sla.cholesky(B, lower=True, check_finite=False)
+    Binv = sla.cho_solve((R, True), np.eye(M), check_finite=False)
+    return Binv, 2.0 * np.sum(np.log(np.diag(R)))
 
 
 def _posterior_pieces(state, tau_bar, nu_bar, c):
@@ -268,13 +283,11 @@ def _posterior_pieces(state, tau_bar, nu_bar, c):
     s = 1.0 / (1.0 + D * t)
     g = D * s
     W = U * s[:, None]
-    B = np.eye(state.M) + U.T @ (U * (t * s)[:, None])
-    R = sla.cholesky(B, lower=True, check_finite=False)
-    Binv = sla.cho_solve((R, True), np.eye(state.M), check_finite=False)
+    Binv, logdet_B = _inverse_of_B(U, t * s, state.M)
     WB = W @ Binv
     var = g + np.einsum("ij,ij->i", WB, W)
     mu = g * nu_bar[c] + WB @ (W.T @ nu_bar[c])
-    return g, 2.0 * np.sum(np.log(np.diag(R))), mu, var, W, WB
+    return g, logdet_B, mu, var, W, WB
 
 
 def _site_delta(tau, nu, v, mu):
