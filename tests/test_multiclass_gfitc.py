@@ -54,9 +54,9 @@ def test_ep_matches_dense_reference(nik):
     assert ref["converged"]
     for a, b in ((sites.tp, ref["tp"]), (sites.np_, ref["np_"]),
                  (sites.tm, ref["tm"]), (sites.nm, ref["nm"])):
-        np.testing.assert_allclose(a, b, rtol=1e-8, atol=1e-10)
+        np.testing.assert_allclose(a, b, rtol=1e-11, atol=1e-12)   # measured 3e-15
     lz = gfitc_log_evidence(y, state, sites)
-    assert abs(lz - ref["log_evidence"]) < 1e-9
+    assert abs(lz - ref["log_evidence"]) < 1e-12                      # measured 4e-15
     # Seeger's identity with explicit N-dimensional cavities (notes §8.3 item 3)
     assert abs(lz - ref["log_evidence_identity"]) < 1e-9
 
@@ -101,8 +101,9 @@ def test_marginals_match_dense_posterior():
     mu, var = gfitc_marginals(state, tau_bar, nu_bar)
     for c, KF in enumerate(_dense_fitc(X, hyp, True)):
         S = np.linalg.inv(np.linalg.inv(KF) + np.diag(tau_bar[c]))
-        np.testing.assert_allclose(var[c], np.diag(S), rtol=1e-9)
-        np.testing.assert_allclose(mu[c], S @ nu_bar[c], rtol=1e-8, atol=1e-10)
+        # measured: 4e-16 (variances), 3e-13 (means); cond(K^F) < 20 here
+        np.testing.assert_allclose(var[c], np.diag(S), rtol=1e-12)
+        np.testing.assert_allclose(mu[c], S @ nu_bar[c], rtol=1e-11, atol=1e-12)
 
 
 def test_schedules_agree_in_the_estimator():
