@@ -11,9 +11,10 @@ from reference.dense_multiclass_baselines import (
 )
 from sparsegp import MultiClassGFITCClassifier
 from sparsegp.metrics import mean_nlp
+from sparsegp._numba.multiclass_gfitc import gfitc_parallel_update
 from sparsegp.classification._multiclass_gfitc import (
-    _GFITCState, _Hyper, _Sites, gfitc_gradient, gfitc_log_evidence, gfitc_marginals,
-    gfitc_run_ep, gfitc_run_ep_parallel,
+    _GFITCState, _Hyper, _Sites, _update_sites, gfitc_gradient, gfitc_log_evidence,
+    gfitc_marginals, gfitc_posterior, gfitc_run_ep, gfitc_run_ep_parallel,
 )
 
 JITTER = 1e-10
@@ -88,6 +89,60 @@ def test_parallel_ep_warm_start_and_residual():
     assert ok and n_tight > n_loose
     n_again, ok, _ = gfitc_run_ep_parallel(y, state, tight, 1e-10, 5000)
     assert ok and n_again == 1
+
+
+def test_parallel_ep_returns_the_posterior_of_the_sites_it_leaves():
+    """A converged parallel run leaves the sites whose residual it measured, and the posterior
+    it returns for them is the one computed afresh; evidence and gradient from it are the
+    same as without it."""
+    X, y, hyp = _problem(4)
+    state = _GFITCState(X, hyp, JITTER, True)
+    sites = _Sites(X.shape[0], 3)
+    n, ok, res, post = gfitc_run_ep_parallel(y, state, sites, 1e-3, 5000,
+                                             return_posterior=True)
+    assert ok and res < 1e-3 and n > 1
+    fresh = gfitc_posterior(state, *sites.aggregate(y))
+    for a, b in zip(post[:4], fresh[:4]):
+        np.testing.assert_array_equal(a, b)
+    lz, parts = gfitc_log_evidence(y, state, sites, return_parts=True, posterior=post)
+    assert lz == gfitc_log_evidence(y, state, sites)
+    np.testing.assert_array_equal(gfitc_gradient(X, y, hyp, state, sites, parts).pack(),
+                                  gfitc_gradient(X, y, hyp, state, sites).pack())
+    # not converged: no posterior
+    n, ok, _, post = gfitc_run_ep_parallel(y, state, _Sites(X.shape[0], 3), 1e-12, 2,
+                                           return_posterior=True)
+    assert n == 2 and not ok and post is None
+
+
+@pytest.mark.parametrize("N", [37, 2500])
+def test_site_update_in_row_pieces_equals_one_piece(N):
+    """The parallel-EP site update split over row ranges (as the threads run it) gives
+    exactly the update of all rows at once."""
+    rng = np.random.default_rng(7)
+    C = 4
+    y = rng.integers(0, C, N).astype(np.int64)
+    mu = rng.normal(size=(C, N))
+    var = rng.uniform(0.2, 2.0, (C, N))
+    sites0 = [rng.uniform(0.0, 0.5, (N, C)) * (rng.random((N, C)) < 0.7) for _ in range(4)]
+    whole = [s.copy() for s in sites0]
+    res_whole = np.empty(N)
+    skipped_whole = gfitc_parallel_update(y, mu, var, *whole, 0.7, res_whole, 0, N)
+    pieces = [s.copy() for s in sites0]
+    res_pieces = np.empty(N)
+    skipped = sum(gfitc_parallel_update(y, mu, var, *pieces, 0.7, res_pieces, a, b)
+                  for a, b in ((0, 10), (10, 11), (11, N)))
+    sites = _Sites(0, 0)
+    sites.tp, sites.np_, sites.tm, sites.nm = (s.copy() for s in sites0)
+    res_threads = np.empty(N)
+    assert _update_sites(y, mu, var, sites, 0.7, res_threads) == skipped_whole
+    threaded = (sites.tp, sites.np_, sites.tm, sites.nm)
+    assert skipped == skipped_whole
+    np.testing.assert_array_equal(res_pieces, res_whole)
+    np.testing.assert_array_equal(res_threads, res_whole)
+    for a, b, t, s0 in zip(pieces, whole, threaded, sites0):
+        np.testing.assert_array_equal(a, b)
+        np.testing.assert_array_equal(t, b)
+        assert not np.array_equal(a, s0)
 
 
 def test_marginals_match_dense_posterior():

@@ -154,9 +154,15 @@ def factor_sites(mu_p, v_p, mu_m, v_m, t_po, n_po, t_mo, n_mo):
             nu2 / den_m, (-alpha + mc_m * nu2) / den_m)
 
 
-@jit(parallel=True)
-def gfitc_parallel_update(y, mu, var, tp, np_, tm, nm, damping, residual):
-    """One parallel EP update of every factor from the same posterior marginals (notes §7.1).
+@jit
+def gfitc_parallel_update(y, mu, var, tp, np_, tm, nm, damping, residual, start, stop):
+    """One parallel EP update of the factors of rows ``start:stop`` from the same posterior
+    marginals (notes §7.1).
+
+    Serial and GIL-free: the caller splits the rows over :func:`sparsegp._threads.map_threads`,
+    the pool that also runs the per-class products around it. A Numba parallel region here
+    leaves OpenMP workers spinning into those products: on two cores that made a GFITC
+    hyper-parameter iteration take 45 ms against 31 ms (N = 3 000, C = 4, M = 50).
 
     Parameters
     ----------
@@ -171,16 +177,17 @@ def gfitc_parallel_update(y, mu, var, tp, np_, tm, nm, damping, residual):
         Output: per row, the largest |undamped new site - old site| over its factors, the
         fixed-point residual that convergence is judged on (damped steps shrink with the
         damping, this does not).
+    start, stop : int
+        The rows to update.
 
     Returns
     -------
     n_skipped : int
         Factors skipped because a cavity variance was not positive.
     """
-    N = y.shape[0]
     C = tp.shape[1]
-    skipped = np.zeros(N, dtype=np.int64)
-    for i in numba.prange(N):
+    skipped = 0
+    for i in range(start, stop):
         yi = y[i]
         res = 0.0
         for k in range(C):
@@ -193,7 +200,7 @@ def gfitc_parallel_update(y, mu, var, tp, np_, tm, nm, damping, residual):
             ok, t_p, n_p, t_m, n_m = factor_sites(mu[yi, i], var[yi, i], mu[k, i], var[k, i],
                                                   t_po, n_po, t_mo, n_mo)
             if not ok:
-                skipped[i] += 1
+                skipped += 1
                 continue
             ch = max(abs(t_p - t_po), abs(n_p - n_po), abs(t_m - t_mo), abs(n_m - n_mo))
             if ch > res:
@@ -203,7 +210,7 @@ def gfitc_parallel_update(y, mu, var, tp, np_, tm, nm, damping, residual):
             tm[i, k] = t_mo + damping * (t_m - t_mo)
             nm[i, k] = n_mo + damping * (n_m - n_mo)
         residual[i] = res
-    return skipped.sum()
+    return skipped
 
 
 @jit

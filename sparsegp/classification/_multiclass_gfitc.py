@@ -19,7 +19,9 @@ convention) also puts sigma0_c on the diagonal of K_c.
 """
 import time
 import warnings
+from typing import NamedTuple
 
+import numba
 import numpy as np
 import scipy.linalg as sla
 from scipy.optimize import minimize
@@ -42,6 +44,8 @@ _PARALLEL_BUDGET = 500
 _AUTO_SEQUENTIAL_WORK = 1e6
 #: ``ep_tol=None``: the tolerance of each schedule (see the class docstring)
 _DEFAULT_TOL = {"sequential": 1e-6, "parallel": 1e-2}
+#: below this many rows a parallel-EP site update (about 0.1 us a factor) runs in one piece
+_MIN_UPDATE_ROWS = 2000
 
 _LOG_BOUND = 10.0  # box bounds on the log hyper-parameters for L-BFGS-B (notes §7.2, R code)
 
@@ -124,7 +128,12 @@ class _GFITCState:
     """FITC pieces of every class for fixed hyper-parameters.
 
     ``U`` (C, N, M) = K_fu L_K^{-T} (so Q = U U^T), ``Dg`` (C, N) = kappa - diag Q (clipped at 0,
-    notes §8.1), ``kernels`` the per-class :class:`_ClassKernel`.
+    notes §8.1), ``LKinv`` (C, M, M) the inverse Cholesky factors L_K^{-1}, ``kernels`` the
+    per-class :class:`_ClassKernel`.
+
+    Products with L_K^{-1} stand in for triangular solves with N right-hand sides: they are
+    faster at these shapes, and numpy releases the GIL in them where SciPy's triangular solves
+    do not, so the classes really run side by side on :func:`map_threads`.
     """
 
     def __init__(self, X, hyp, jitter, noise_in_kuu):
@@ -133,11 +142,12 @@ class _GFITCState:
         self.C, self.M, self.N = C, M, N
         self.U = np.empty((C, N, M))
         self.Dg = np.empty((C, N))
+        self.LKinv = np.empty((C, M, M))
 
         def build(c):
             kc = _ClassKernel(X, hyp, c, jitter, noise_in_kuu)
-            U = sla.solve_triangular(kc.LK, kc.P.T, lower=True, check_finite=False).T
-            self.U[c] = U
+            self.LKinv[c] = _mc.tri_solve(kc.LK, np.eye(M))
+            U = np.matmul(kc.P, self.LKinv[c].T, out=self.U[c])
             self.Dg[c] = np.maximum(kc.kappa - np.einsum("ij,ij->i", U, U), 0.0)
             return kc
 
@@ -197,7 +207,8 @@ def gfitc_run_ep(y, state, sites, tol=1e-6, max_sweeps=1000, damping=1.0):
     return max_sweeps, False, max_change
 
 
-def gfitc_run_ep_parallel(y, state, sites, tol=1e-6, max_sweeps=1000, damping=1.0):
+def gfitc_run_ep_parallel(y, state, sites, tol=1e-6, max_sweeps=1000, damping=1.0,
+                          return_posterior=False):
     """Run damped parallel EP on ``sites`` in place until the fixed-point residual is below ``tol``.
 
     Every iteration computes all posterior marginals with level-3 BLAS (O(C N M^2), the classes
@@ -208,31 +219,40 @@ def gfitc_run_ep_parallel(y, state, sites, tol=1e-6, max_sweeps=1000, damping=1.
     iteration (notes §7.1); we do not: with damping judged on the residual, a decaying step
     only stalls a cold start (2 000 iterations without converging at N = 3 000, C = 4).
 
-    Returns ``(n_iterations, converged, residual)``.
+    On convergence ``sites`` holds the sites whose residual was measured below ``tol`` (the
+    last update, smaller than ``tol``, is not applied), so their posterior is already known:
+    with ``return_posterior`` it is returned as a fourth element (None when not converged),
+    for :func:`gfitc_log_evidence` and :func:`gfitc_gradient` to reuse.
+
+    Returns ``(n_iterations, converged, residual)`` or, with ``return_posterior``,
+    ``(n_iterations, converged, residual, posterior)``.
     """
     N, C = sites.tp.shape
     residual = np.empty(N)
     res = best = np.inf
     stalled = 0
     step = float(damping)
+    outcome = None
     for it in range(1, max_sweeps + 1):
         tau_bar, nu_bar = sites.aggregate(y)
         try:
-            mu, var = gfitc_marginals(state, tau_bar, nu_bar)
+            posterior = gfitc_posterior(state, tau_bar, nu_bar)
+            mu, var = posterior.mu, posterior.var
         except (np.linalg.LinAlgError, sla.LinAlgError):
             mu = None
         if mu is None or not (np.all(np.isfinite(mu)) and np.all(var > 0)):
             if it == 1 or step < 1e-6:
-                return it, False, np.inf
+                outcome = (it, False, np.inf)
+                break
             sites.tp, sites.np_, sites.tm, sites.nm = previous
             step *= 0.5
             continue
         previous = (sites.tp.copy(), sites.np_.copy(), sites.tm.copy(), sites.nm.copy())
-        n_skipped = _nb.gfitc_parallel_update(y, mu, var, sites.tp, sites.np_, sites.tm,
-                                              sites.nm, step, residual)
+        n_skipped = _update_sites(y, mu, var, sites, step, residual)
         res = float(residual.max())
         if res < tol and n_skipped == 0:
-            return it, True, res
+            sites.tp, sites.np_, sites.tm, sites.nm = previous
+            return (it, True, res, posterior) if return_posterior else (it, True, res)
         # a max over N (C - 1) sites goes up and down on the way (halving the step on every
         # rise doubled the iterations at N = 3 000); ten iterations without a new best mean
         # a cycle, which smaller steps break
@@ -243,25 +263,74 @@ def gfitc_run_ep_parallel(y, state, sites, tol=1e-6, max_sweeps=1000, damping=1.
             if stalled == 10:
                 step *= 0.5
                 best, stalled = res, 0
-    return max_sweeps, False, res
+    if outcome is None:
+        outcome = (max_sweeps, False, res)
+    return outcome + (None,) if return_posterior else outcome
 
 
-def gfitc_marginals(state, tau_bar, nu_bar):
-    """Posterior marginal means and variances of every latent, each of shape (C, N)."""
+def _update_sites(y, mu, var, sites, step, residual):
+    """:func:`~sparsegp._numba.multiclass_gfitc.gfitc_parallel_update` of every row, the rows
+    split over the same threads as the per-class products; returns the factors skipped."""
+    N = y.shape[0]
+    n_parts = 1 if N < _MIN_UPDATE_ROWS else max(1, numba.get_num_threads())
+    bounds = np.linspace(0, N, n_parts + 1).astype(np.int64)
+    return sum(map_threads(
+        lambda part: _nb.gfitc_parallel_update(y, mu, var, sites.tp, sites.np_, sites.tm,
+                                               sites.nm, step, residual, bounds[part],
+                                               bounds[part + 1]),
+        range(n_parts)))
+
+
+class _ClassPosterior(NamedTuple):
+    """What the evidence and gradient need of class c's posterior beyond its marginals.
+
+    With s = 1 / (1 + Dg tau_bar) and B = I + U^T diag(tau_bar s) U the posterior covariance
+    is diag(Dg s) + diag(s) U B^-1 U^T diag(s) (notes §7.1).
+    """
+    s: np.ndarray        # (N,)
+    q: np.ndarray        # (N,) diag(U B^-1 U^T)
+    UB: np.ndarray       # (N, M) U B^-1
+    logdet_B: float
+
+
+class _Posterior(NamedTuple):
+    """Posterior under a set of aggregated sites: ``tau_bar, nu_bar, mu, var`` (C, N) and the
+    per-class :class:`_ClassPosterior` pieces."""
+    tau_bar: np.ndarray
+    nu_bar: np.ndarray
+    mu: np.ndarray
+    var: np.ndarray
+    pieces: list
+
+
+def gfitc_posterior(state, tau_bar, nu_bar):
+    """The posterior of every class's latents under aggregated sites ``tau_bar, nu_bar`` (C, N).
+
+    Costs two (N, M)(M, M)-sized products per class (the classes on parallel threads): B and
+    U B^-1. B has every eigenvalue >= 1, so its explicit inverse is safe, and it turns the
+    triangular solves with N right-hand sides into products. Returns a :class:`_Posterior`.
+    """
     mu = np.empty((state.C, state.N))
     var = np.empty((state.C, state.N))
 
     def one(c):
-        # only the marginals: with W = diag(s) U, W B^-1 W^T is s_i s_j (U B^-1 U^T)_ij, so
-        # no (N, M) copy of W is made (EP's iterations call this; the evidence needs W)
-        U, D, t = state.U[c], state.Dg[c], tau_bar[c]
+        U, D, t, nu = state.U[c], state.Dg[c], tau_bar[c], nu_bar[c]
         s = 1.0 / (1.0 + D * t)
-        UB = U @ _inverse_of_B(U, t * s, state.M)[0]
-        var[c] = D * s + s * s * np.einsum("ij,ij->i", UB, U)
-        mu[c] = D * s * nu_bar[c] + s * (UB @ (U.T @ (s * nu_bar[c])))
+        Binv, logdet_B = _inverse_of_B(U, t * s, state.M)
+        UB = U @ Binv
+        q = np.einsum("ij,ij->i", UB, U)
+        var[c] = D * s + s * s * q
+        mu[c] = D * s * nu + s * (UB @ (U.T @ (s * nu)))
+        return _ClassPosterior(s, q, UB, logdet_B)
 
-    map_threads(one, range(state.C), serial=_small(state.N, state.M))
-    return mu, var
+    pieces = map_threads(one, range(state.C), serial=_small(state.N, state.M))
+    return _Posterior(tau_bar, nu_bar, mu, var, pieces)
+
+
+def gfitc_marginals(state, tau_bar, nu_bar):
+    """Posterior marginal means and variances of every latent, each of shape (C, N)."""
+    posterior = gfitc_posterior(state, tau_bar, nu_bar)
+    return posterior.mu, posterior.var
 
 
 def _inverse_of_B(U, w, M):
@@ -273,56 +342,34 @@ def _inverse_of_B(U, w, M):
     return Binv, 2.0 * np.sum(np.log(np.diag(R)))
 
 
-def _posterior_pieces(state, tau_bar, nu_bar, c):
-    """Class c posterior: Sigma = diag(g) + W B^-1 W^T with B = I + U^T diag(omega) U (notes §7.1).
-
-    Returns (g, log|B|, mu, var, W, WB) with W (N, M) and WB = W B^-1 (N, M). B has every
-    eigenvalue >= 1, so its explicit inverse is safe, and it turns the triangular solves with
-    N right-hand sides into products, which release the GIL for the per-class threads.
-    """
-    U, D, t = state.U[c], state.Dg[c], tau_bar[c]
-    s = 1.0 / (1.0 + D * t)
-    g = D * s
-    W = U * s[:, None]
-    Binv, logdet_B = _inverse_of_B(U, t * s, state.M)
-    WB = W @ Binv
-    var = g + np.einsum("ij,ij->i", WB, W)
-    mu = g * nu_bar[c] + WB @ (W.T @ nu_bar[c])
-    return g, logdet_B, mu, var, W, WB
-
-
 def _site_delta(tau, nu, v, mu):
     """G(cavity) - G(q) of a 1-D site (tau, nu) on the marginal N(mu, v) (notes §3, Delta)."""
     den = 1.0 - tau * v
     return -0.5 * np.log(den) + (tau * mu * mu - 2.0 * nu * mu + nu * nu * v) / (2.0 * den)
 
 
-def gfitc_log_evidence(y, state, sites, return_parts=False):
+def gfitc_log_evidence(y, state, sites, return_parts=False, posterior=None):
     """EP estimate log Z_EP for the given sites (notes §7.1); valid for any sites.
 
     sum_{i, k != y_i} [log Phi(beta_ik) + Delta(+) + Delta(-)]
       + sum_c [-1/2 log|I + K^F_c T_c| + 1/2 nu_bar_c^T mu_c],
-    with log|I + K^F T| = sum log(1 + D tau_bar) + log|B|.
+    with log|I + K^F T| = sum log(1 + D tau_bar) + log|B|. ``posterior`` is the
+    :func:`gfitc_posterior` of these sites when already known (a converged parallel EP run
+    returns it); ``return_parts`` also returns it, for :func:`gfitc_gradient`.
     """
     N = y.shape[0]
-    C = state.C
-    tau_bar, nu_bar = sites.aggregate(y)
-    mus = np.empty((C, N))
-    vs = np.empty((C, N))
-
-    def one(c):
-        g, logdet_B, mus[c], vs[c], W, WB = _posterior_pieces(state, tau_bar, nu_bar, c)
-        logdet = np.sum(np.log1p(state.Dg[c] * tau_bar[c])) + logdet_B
-        return -0.5 * logdet + 0.5 * float(nu_bar[c] @ mus[c]), (g, mus[c], W, WB)
-
-    per_class = map_threads(one, range(C), serial=_small(N, state.M))
-    total = sum(term for term, _ in per_class)
-    pieces = [piece for _, piece in per_class]
+    if posterior is None:
+        posterior = gfitc_posterior(state, *sites.aggregate(y))
+    tau_bar, nu_bar, mus, vs, pieces = posterior
+    total = 0.0
+    for c, piece in enumerate(pieces):
+        logdet = np.sum(np.log1p(state.Dg[c] * tau_bar[c])) + piece.logdet_B
+        total += -0.5 * logdet + 0.5 * float(nu_bar[c] @ mus[c])
     rows = np.arange(N)
-    mask = np.ones((N, C), dtype=bool)
+    mask = np.ones((N, state.C), dtype=bool)
     mask[rows, y] = False
-    mu_p = np.broadcast_to(mus[y, rows][:, None], (N, C))
-    v_p = np.broadcast_to(vs[y, rows][:, None], (N, C))
+    mu_p = np.broadcast_to(mus[y, rows][:, None], (N, state.C))
+    v_p = np.broadcast_to(vs[y, rows][:, None], (N, state.C))
     mu_m, v_m = mus.T, vs.T
     den_p = 1.0 - sites.tp * v_p
     den_m = 1.0 - sites.tm * v_m
@@ -333,7 +380,7 @@ def gfitc_log_evidence(y, state, sites, return_parts=False):
              + _site_delta(sites.tm, sites.nm, v_m, mu_m))
     total += float(np.sum(terms[mask]))
     if return_parts:
-        return total, (tau_bar, nu_bar, pieces)
+        return total, posterior
     return total
 
 
@@ -347,27 +394,34 @@ def gfitc_gradient(X, y, hyp, state, sites, parts=None):
         -1/2 tr(M dK^F) = -1/2 sum_i M_ii dkappa - <M' P K^-1, dK_fu>
                           + 1/2 <K^-1 P^T M' P K^-1, dK>.
 
+    In whitened terms (P = U L^T with K = L L^T, and U^T diag(tau_bar s) U = B - I) this is
+    M' P = H L^T with H = diag(a - m - tau_bar s) U + diag(tau_bar s) U B^-1 - b (b^T U), where
+    a - m = tau_bar^2 s^2 diag(U B^-1 U^T) + b^2 is the part of diag(M) beyond T - T diag(g) T:
+    so M' P K^-1 = H L^-1 and K^-1 P^T M' P K^-1 = L^-T (U^T H) L^-1: two products with N
+    rows per class.
+
+    ``parts`` is the posterior returned by ``gfitc_log_evidence(..., return_parts=True)``.
     Returns a :class:`_Hyper` holding the gradient.
     """
     if parts is None:
         _, parts = gfitc_log_evidence(y, state, sites, return_parts=True)
-    tau_bar, nu_bar, pieces = parts
+    tau_bar, nu_bar, mu, _, pieces = parts
     C, M, D = hyp.Z.shape
     grad = _Hyper.zeros(C, M, D)
 
     def one(c):
-        g, mu, W, WB = pieces[c]
-        kc = state.kernels[c]
-        P = kc.P
-        t = tau_bar[c]
-        a_diag = t - t * t * g
-        # the low-rank part of (K^F + T^-1)^-1 is T W B^-1 W^T T = (T WB) (T W)^T
-        b = nu_bar[c] - t * mu
-        m_diag = a_diag - t * t * np.einsum("ij,ij->i", WB, W) - b * b
-        MpP = ((a_diag - m_diag)[:, None] * P - (t[:, None] * WB) @ (W.T @ (t[:, None] * P))
-               - np.outer(b, b @ P))
-        MpPKi = sla.cho_solve((kc.LK, True), MpP.T, check_finite=False).T
-        W_uu = sla.cho_solve((kc.LK, True), P.T @ MpPKi, check_finite=False)
+        s, q, UB, _ = pieces[c]
+        U, kc, t = state.U[c], state.kernels[c], tau_bar[c]
+        ts = t * s
+        b = nu_bar[c] - t * mu[c]
+        low = ts * ts * q + b * b
+        m_diag = t - t * ts * state.Dg[c] - low
+        H = U * (low - ts)[:, None]
+        H += UB * ts[:, None]
+        H -= np.outer(b, b @ U)
+        Li = state.LKinv[c]
+        MpPKi = H @ Li
+        W_uu = Li.T @ (U.T @ H) @ Li
         gv, gn, gl, gZ = kc.grads(X, 0.25 * (W_uu + W_uu.T), -MpPKi, -0.5 * m_diag)
         grad.log_variance[c], grad.log_noise[c] = gv, gn
         grad.log_lengthscale[c], grad.Z[c] = gl, gZ
@@ -403,19 +457,22 @@ def gfitc_predict_latent(Xt, state, tau_bar, nu_bar):
 
 
 def _ep_runner(schedule, damping):
-    """``run(y, state, sites, tol, max_sweeps)`` for ``schedule`` ("sequential"/"parallel")."""
+    """``run(y, state, sites, tol, max_sweeps) -> (n, converged, residual, posterior)`` for
+    ``schedule`` ("sequential"/"parallel"); ``posterior`` is the converged sites' posterior
+    when the run already has it (:func:`gfitc_run_ep_parallel`), else None."""
     if schedule == "sequential":
-        return gfitc_run_ep
+        return lambda *args: gfitc_run_ep(*args) + (None,)
 
     def run(y, state, sites, tol, max_sweeps):
-        n, ok, res = gfitc_run_ep_parallel(y, state, sites, tol,
-                                           min(max_sweeps, _PARALLEL_BUDGET), damping)
+        n, ok, res, posterior = gfitc_run_ep_parallel(
+            y, state, sites, tol, min(max_sweeps, _PARALLEL_BUDGET), damping,
+            return_posterior=True)
         if ok or n >= max_sweeps:
-            return n, ok, res
+            return n, ok, res, posterior
         # parallel EP can cycle where sequential EP converges (separable classes, say):
         # finish sequentially from where it got to
         n_seq, ok, res = gfitc_run_ep(y, state, sites, tol, max_sweeps - n)
-        return n + n_seq, ok, res
+        return n + n_seq, ok, res, None
 
     return run
 
@@ -462,8 +519,8 @@ class MultiClassGFITCClassifier(_mc.MultiClassGPClassifier):
         "sequential": one compiled sweep of rank-one updates, O(C N M^2) in scalar loops;
         "parallel": every site is updated from the same marginals, which cost a few level-3
         BLAS products per class (the classes on parallel threads). At N = 3 000, C = 4,
-        M = 50 a parallel iteration takes 4 ms and a sequential sweep 35 ms; with its
-        tolerance of 1e-2 the parallel schedule costs about twice a SEP batch iteration per
+        M = 50 a parallel iteration takes 3 ms and a sequential sweep 35 ms; with its
+        tolerance of 1e-2 the parallel schedule costs under twice a SEP batch iteration per
         hyper-parameter iteration (``benchmarks/bench_multiclass.py --gfitc-vs-sep``), the
         sequential one at 1e-6 hundreds of times. "auto" is sequential while a sweep is small
         (N C M^2 <= 1e6, e.g. the Glass, Wine and New-thyroid folds of the paper's tables at
@@ -586,13 +643,14 @@ class MultiClassGFITCClassifier(_mc.MultiClassGPClassifier):
             try:
                 state = _GFITCState(X, hyp, jitter, nik)
                 sites = warm["sites"].copy()
-                n_sweeps, ok, _ = run_ep(y_idx, state, sites, ep_tol, ep_max)
+                n_sweeps, ok, _, posterior = run_ep(y_idx, state, sites, ep_tol, ep_max)
                 if not ok:
                     sites = _Sites(N, C)
-                    n_cold, ok, _ = run_ep(y_idx, state, sites, ep_tol, ep_max)
+                    n_cold, ok, _, posterior = run_ep(y_idx, state, sites, ep_tol, ep_max)
                     n_sweeps += n_cold
                 sweeps.append(n_sweeps)
-                lz, parts = gfitc_log_evidence(y_idx, state, sites, return_parts=True)
+                lz, parts = gfitc_log_evidence(y_idx, state, sites, return_parts=True,
+                                               posterior=posterior)
                 if np.isfinite(lz):
                     grad = gfitc_gradient(X, y_idx, hyp, state, sites, parts).pack()[free]
                     if np.all(np.isfinite(grad)):
