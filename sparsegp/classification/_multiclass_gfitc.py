@@ -232,7 +232,11 @@ def gfitc_run_ep_parallel(y, state, sites, tol=1e-6, max_sweeps=1000, damping=1.
     res = best = np.inf
     stalled = 0
     step = float(damping)
-    outcome = None
+
+    def finish(n, converged, residual_max, posterior=None):
+        out = (n, converged, residual_max)
+        return out + (posterior,) if return_posterior else out
+
     for it in range(1, max_sweeps + 1):
         tau_bar, nu_bar = sites.aggregate(y)
         try:
@@ -242,8 +246,7 @@ def gfitc_run_ep_parallel(y, state, sites, tol=1e-6, max_sweeps=1000, damping=1.
             mu = None
         if mu is None or not (np.all(np.isfinite(mu)) and np.all(var > 0)):
             if it == 1 or step < 1e-6:
-                outcome = (it, False, np.inf)
-                break
+                return finish(it, False, np.inf)
             sites.tp, sites.np_, sites.tm, sites.nm = previous
             step *= 0.5
             continue
@@ -252,7 +255,7 @@ def gfitc_run_ep_parallel(y, state, sites, tol=1e-6, max_sweeps=1000, damping=1.
         res = float(residual.max())
         if res < tol and n_skipped == 0:
             sites.tp, sites.np_, sites.tm, sites.nm = previous
-            return (it, True, res, posterior) if return_posterior else (it, True, res)
+            return finish(it, True, res, posterior)
         # a max over N (C - 1) sites goes up and down on the way (halving the step on every
         # rise doubled the iterations at N = 3 000); ten iterations without a new best mean
         # a cycle, which smaller steps break
@@ -263,9 +266,7 @@ def gfitc_run_ep_parallel(y, state, sites, tol=1e-6, max_sweeps=1000, damping=1.
             if stalled == 10:
                 step *= 0.5
                 best, stalled = res, 0
-    if outcome is None:
-        outcome = (max_sweeps, False, res)
-    return outcome + (None,) if return_posterior else outcome
+    return finish(max_sweeps, False, res)
 
 
 def _update_sites(y, mu, var, sites, step, residual):
