@@ -1,22 +1,591 @@
-"""Squared-exponential covariance in Python: allocation, jitter and gradient helpers.
+"""Covariance functions: kernel objects over one compiled stationary family switch.
 
-These wrap the compiled kernels of :mod:`sparsegp._numba.covfuncs`; the parameters are natural
-(signal variance ``s2``, length-scales ``l``), not logs. ``lengthscale`` is always an array of
-shape (D,); isotropic models repeat one value and sum the per-dimension gradient.
+A kernel is a small Python object holding hyper-parameters (natural values, bounds, fixed or
+free) and computing through :mod:`sparsegp._numba.covfuncs`; the maths stays compiled.
+
+``SquaredExponential`` and ``Matern`` (ν = 1/2, 3/2, 5/2) are stationary kernels
+s² g(‖(x − z)/ℓ‖²), isotropic (one ℓ) or ARD (one ℓ per feature); ``ConstantKernel`` is the
+bias c; ``k1 + k2`` is a :class:`Sum`, and a constant scale (``2.0 * k`` or
+``ConstantKernel(c) * k``) multiplies a stationary kernel's variance. As in scikit-learn's
+``sklearn.gaussian_process.kernels``, ``theta`` holds the logs of the free hyper-parameters,
+``bounds`` their log bounds, ``clone_with_theta`` gives a copy at other values, and nested
+names (``k1__lengthscale``) work through ``get_params``/``set_params`` (so an estimator's
+``kernel__lengthscale`` does). Unlike there, the gradient is never an (N, M, n_θ) tensor:
+:meth:`Kernel.gradient` contracts the adjoint W of K(X, Z) with every derivative in one
+compiled pass and returns the gradients for θ, Z and X.
+
+:func:`as_kernel` turns a scikit-learn kernel built from ``ConstantKernel``, ``RBF`` and
+``Matern`` into ours. The function forms at the bottom (``kernel_matrix``, ``grad_contract``)
+are what the estimators' engines call with plain arrays.
 """
+import numbers
+
 import numpy as np
 
 from ._numba import covfuncs as _cf
 
+__all__ = ["Kernel", "SquaredExponential", "Matern", "ConstantKernel", "Sum", "as_kernel",
+           "kernel_matrix", "grad_contract"]
+
+#: default log-space box of every hyper-parameter, as natural values
+DEFAULT_BOUNDS = (1e-5, 1e5)
+_MATERN_CODES = {0.5: _cf.MATERN12, 1.5: _cf.MATERN32, 2.5: _cf.MATERN52}
+
+
+class Hyperparameter:
+    """One hyper-parameter: ``name``, ``bounds`` (natural, (2,)) or "fixed", ``n_elements``."""
+
+    def __init__(self, name, bounds, n_elements=1):
+        self.name = name
+        self.fixed = isinstance(bounds, str) and bounds == "fixed"
+        self.bounds = None if self.fixed else np.asarray(bounds, dtype=np.float64)
+        self.n_elements = int(n_elements)
+
+    def __repr__(self):
+        b = "fixed" if self.fixed else tuple(self.bounds.tolist())
+        return f"Hyperparameter({self.name!r}, bounds={b}, n_elements={self.n_elements})"
+
+
+class Kernel:
+    """Base of every kernel: parameters, log-space ``theta``, bounds, algebra.
+
+    Subclasses store their constructor arguments unchanged and define ``hyperparameters``
+    (a list of :class:`Hyperparameter`), ``__call__``, ``diag`` and ``gradient``.
+    """
+
+    # -- parameters (scikit-learn's protocol, so estimators nest them) ----------------------
+    def get_params(self, deep=True):
+        """Constructor arguments; with ``deep``, also those of nested kernels as ``k1__name``."""
+        import inspect
+
+        names = [p for p in inspect.signature(type(self).__init__).parameters if p != "self"]
+        out = {n: getattr(self, n) for n in names}
+        if deep:
+            for n, v in list(out.items()):
+                if isinstance(v, Kernel):
+                    out.update({f"{n}__{k}": w for k, w in v.get_params(True).items()})
+        return out
+
+    def set_params(self, **params):
+        """Set constructor arguments, nested ones as ``k1__lengthscale``; returns self."""
+        valid = self.get_params(deep=False)
+        for key, value in params.items():
+            head, _, rest = key.partition("__")
+            if head not in valid:
+                raise ValueError(f"invalid parameter {head!r} for kernel {type(self).__name__}; "
+                                 f"valid: {sorted(valid)}")
+            if rest:
+                getattr(self, head).set_params(**{rest: value})
+            else:
+                setattr(self, head, value)
+        return self
+
+    def clone_with_theta(self, theta):
+        """A copy with the free hyper-parameters set from log values ``theta``."""
+        k = _clone(self)
+        k.theta = theta
+        return k
+
+    # -- log-space view --------------------------------------------------------------------
+    @property
+    def hyperparameters(self):
+        raise NotImplementedError
+
+    @property
+    def n_dims(self):
+        """Number of free log hyper-parameters (``theta.size``)."""
+        return sum(h.n_elements for h in self.hyperparameters if not h.fixed)
+
+    @property
+    def theta(self):
+        """Logs of the free hyper-parameters, flattened, shape (n_dims,)."""
+        parts = [np.log(np.atleast_1d(np.asarray(self._get(h.name), dtype=np.float64)))
+                 for h in self.hyperparameters if not h.fixed]
+        return np.concatenate(parts) if parts else np.empty(0)
+
+    @theta.setter
+    def theta(self, theta):
+        theta = np.asarray(theta, dtype=np.float64).ravel()
+        if theta.size != self.n_dims:
+            raise ValueError(f"theta must have {self.n_dims} entries for {self!r}; got "
+                             f"{theta.size}")
+        i = 0
+        for h in self.hyperparameters:
+            if h.fixed:
+                continue
+            v = np.exp(theta[i:i + h.n_elements])
+            self._set(h.name, float(v[0]) if h.n_elements == 1 and
+                      np.ndim(self._get(h.name)) == 0 else v.copy())
+            i += h.n_elements
+
+    @property
+    def bounds(self):
+        """Log bounds of the free hyper-parameters, shape (n_dims, 2)."""
+        rows = []
+        for h in self.hyperparameters:
+            if not h.fixed:
+                b = np.log(h.bounds).reshape(-1, 2)
+                rows.append(np.repeat(b, h.n_elements, axis=0) if b.shape[0] == 1 else b)
+        return np.vstack(rows) if rows else np.empty((0, 2))
+
+    def _get(self, name):
+        head, _, rest = name.partition("__")
+        return getattr(self, head)._get(rest) if rest else getattr(self, head)
+
+    def _set(self, name, value):
+        head, _, rest = name.partition("__")
+        if rest:
+            getattr(self, head)._set(rest, value)
+        else:
+            setattr(self, head, value)
+
+    # -- algebra ---------------------------------------------------------------------------
+    def __add__(self, other):
+        if isinstance(other, numbers.Real):
+            other = ConstantKernel(float(other), "fixed")
+        if not isinstance(other, Kernel):
+            return NotImplemented
+        return Sum(self, other)
+
+    def __radd__(self, other):
+        return self.__add__(other)
+
+    def __mul__(self, other):
+        return _scale(self, other)
+
+    def __rmul__(self, other):
+        return _scale(self, other)
+
+    def __eq__(self, other):
+        if type(self) is not type(other):
+            return False
+        a, b = self.get_params(deep=False), other.get_params(deep=False)
+        return all(np.array_equal(np.asarray(a[k], dtype=object), np.asarray(b[k], dtype=object))
+                   if not isinstance(a[k], Kernel) else a[k] == b[k] for k in a)
+
+    def __hash__(self):
+        return id(self)
+
+    def __repr__(self):
+        args = ", ".join(f"{k}={_fmt(v)}" for k, v in self.get_params(deep=False).items())
+        return f"{type(self).__name__}({args})"
+
+    # -- what estimators ask -----------------------------------------------------------------
+    def terms(self):
+        """The summands: a list of stationary kernels and constants (a Sum is flattened)."""
+        return [self]
+
+    def __call__(self, X, Z=None):
+        raise NotImplementedError
+
+    def diag(self, X):
+        """diag k(X, X), shape (N,)."""
+        raise NotImplementedError
+
+    def gradient(self, X, Z, W, *, wrt_X=False):
+        """Gradients of L = Σ W ⊙ K(X, Z).
+
+        Parameters
+        ----------
+        X : ndarray of shape (N, D)
+        Z : ndarray of shape (M, D) or None
+            None means the symmetric K(X, X); W must then be symmetric and the input gradient
+            counts both arguments.
+        W : ndarray of shape (N, M)
+            The adjoint ∂(objective)/∂K.
+        wrt_X : bool
+            Also return dL/dX.
+
+        Returns
+        -------
+        g_theta : ndarray of shape (n_dims,)
+            dL/dθ for the free log hyper-parameters.
+        g_Z : ndarray of shape (M, D), or None when ``Z`` is None
+        g_X : ndarray of shape (N, D)
+            Only with ``wrt_X``.
+        """
+        raise NotImplementedError
+
+    def diag_gradient(self, X, w):
+        """dL/dθ of L = Σ_n w_n k(x_n, x_n), shape (n_dims,)."""
+        raise NotImplementedError
+
+
+class _Stationary(Kernel):
+    """s² g(‖(x − z)/ℓ‖²) for the family code ``_family`` (:mod:`sparsegp._numba.covfuncs`)."""
+
+    _family = _cf.SE
+
+    @property
+    def family(self):
+        return self._family
+
+    @property
+    def hyperparameters(self):
+        ls = np.asarray(self.lengthscale, dtype=np.float64)
+        return [Hyperparameter("variance", self.variance_bounds),
+                Hyperparameter("lengthscale", self.lengthscale_bounds, max(ls.size, 1))]
+
+    @property
+    def ard(self):
+        """True when ``lengthscale`` holds one value per feature."""
+        return np.ndim(self.lengthscale) > 0 and np.size(self.lengthscale) > 1
+
+    def lengthscales(self, n_features):
+        """ℓ as a C-contiguous (D,) array (an isotropic value repeated)."""
+        ls = np.asarray(self.lengthscale, dtype=np.float64).ravel()
+        if ls.size == 1:
+            return np.full(n_features, float(ls[0]))
+        if ls.size != n_features:
+            raise ValueError(f"the kernel has {ls.size} length-scales but X has {n_features} "
+                             "features")
+        return np.ascontiguousarray(ls)
+
+    def __call__(self, X, Z=None):
+        X = _as2d(X)
+        Z = X if Z is None else _as2d(Z)
+        return kernel_matrix(X, Z, self._family, float(self.variance),
+                             self.lengthscales(X.shape[1]))
+
+    def diag(self, X):
+        return np.full(np.shape(X)[0], float(self.variance))
+
+    def gradient(self, X, Z, W, *, wrt_X=False):
+        X = _as2d(X)
+        sym = Z is None
+        Zc = X if sym else _as2d(Z)
+        s2 = float(self.variance)
+        ls = self.lengthscales(X.shape[1])
+        K = kernel_matrix(X, Zc, self._family, s2, ls)
+        W = np.ascontiguousarray(W, dtype=np.float64)
+        out = grad_contract(X, Zc, K, W, self._family, s2, ls, symmetric=sym, wrt_X=wrt_X)
+        g_ls, g_Z = out[0], out[1]
+        parts = []
+        if not _fixed(self.variance_bounds):
+            parts.append([float(np.sum(W * K))])               # d/dlog s² of Σ W K = Σ W K
+        if not _fixed(self.lengthscale_bounds):
+            gl = g_ls * ls                                      # chain rule to log ℓ
+            parts.append(gl if self.ard else [float(np.sum(gl))])
+        g_theta = np.concatenate(parts) if parts else np.empty(0)
+        res = (g_theta, None if sym else g_Z)
+        if wrt_X:
+            res += ((g_Z if sym else out[2]),)
+        return res
+
+    def diag_gradient(self, X, w):
+        parts = []
+        if not _fixed(self.variance_bounds):
+            parts.append([float(self.variance) * float(np.sum(w))])
+        if not _fixed(self.lengthscale_bounds):
+            parts.append(np.zeros(np.size(self.lengthscale) if self.ard else 1))
+        return np.concatenate(parts) if parts else np.empty(0)
+
+
+class SquaredExponential(_Stationary):
+    """k(x, z) = s² exp(−½ ‖(x − z)/ℓ‖²).
+
+    Parameters
+    ----------
+    variance : float, default=1.0
+        Signal variance s².
+    lengthscale : float or array-like of shape (n_features,), default=1.0
+        One value (isotropic) or one per feature (ARD).
+    variance_bounds, lengthscale_bounds : pair of floats or "fixed", default=(1e-5, 1e5)
+        Box for the optimiser (natural values; it searches their logs), or "fixed".
+    """
+
+    _family = _cf.SE
+
+    def __init__(self, variance=1.0, lengthscale=1.0, variance_bounds=DEFAULT_BOUNDS,
+                 lengthscale_bounds=DEFAULT_BOUNDS):
+        self.variance = variance
+        self.lengthscale = lengthscale
+        self.variance_bounds = variance_bounds
+        self.lengthscale_bounds = lengthscale_bounds
+
+
+class Matern(_Stationary):
+    """Matérn covariance with ν ∈ {1/2, 3/2, 5/2}; r = ‖(x − z)/ℓ‖.
+
+    ν = 1/2: s² exp(−r); ν = 3/2: s² (1 + √3 r) exp(−√3 r); ν = 5/2:
+    s² (1 + √5 r + 5r²/3) exp(−√5 r).
+
+    Parameters
+    ----------
+    variance : float, default=1.0
+    lengthscale : float or array-like of shape (n_features,), default=1.0
+    nu : {0.5, 1.5, 2.5}, default=1.5
+    variance_bounds, lengthscale_bounds : pair of floats or "fixed", default=(1e-5, 1e5)
+    """
+
+    def __init__(self, variance=1.0, lengthscale=1.0, nu=1.5, variance_bounds=DEFAULT_BOUNDS,
+                 lengthscale_bounds=DEFAULT_BOUNDS):
+        self.variance = variance
+        self.lengthscale = lengthscale
+        self.nu = nu
+        self.variance_bounds = variance_bounds
+        self.lengthscale_bounds = lengthscale_bounds
+
+    @property
+    def _family(self):
+        try:
+            return _MATERN_CODES[float(self.nu)]
+        except (KeyError, TypeError, ValueError):
+            raise ValueError(f"Matern nu must be 0.5, 1.5 or 2.5; got {self.nu!r}") from None
+
+
+class ConstantKernel(Kernel):
+    """k(x, z) = c: a bias (a constant mean with prior variance c) when added to a kernel.
+
+    Parameters
+    ----------
+    constant_value : float, default=1.0
+    constant_value_bounds : pair of floats or "fixed", default=(1e-5, 1e5)
+    """
+
+    def __init__(self, constant_value=1.0, constant_value_bounds=DEFAULT_BOUNDS):
+        self.constant_value = constant_value
+        self.constant_value_bounds = constant_value_bounds
+
+    @property
+    def hyperparameters(self):
+        return [Hyperparameter("constant_value", self.constant_value_bounds)]
+
+    def __call__(self, X, Z=None):
+        n = np.shape(X)[0]
+        m = n if Z is None else np.shape(Z)[0]
+        return np.full((n, m), float(self.constant_value))
+
+    def diag(self, X):
+        return np.full(np.shape(X)[0], float(self.constant_value))
+
+    def gradient(self, X, Z, W, *, wrt_X=False):
+        g = (np.array([float(self.constant_value) * float(np.sum(W))])
+             if not _fixed(self.constant_value_bounds) else np.empty(0))
+        res = (g, None if Z is None else np.zeros(np.shape(Z)))
+        if wrt_X:
+            res += (np.zeros(np.shape(X)),)
+        return res
+
+    def diag_gradient(self, X, w):
+        if _fixed(self.constant_value_bounds):
+            return np.empty(0)
+        return np.array([float(self.constant_value) * float(np.sum(w))])
+
+
+class Sum(Kernel):
+    """k1 + k2; hyper-parameters ``k1__*`` then ``k2__*``."""
+
+    def __init__(self, k1, k2):
+        self.k1 = k1
+        self.k2 = k2
+
+    @property
+    def hyperparameters(self):
+        return ([_prefixed(h, "k1__") for h in self.k1.hyperparameters]
+                + [_prefixed(h, "k2__") for h in self.k2.hyperparameters])
+
+    def terms(self):
+        return self.k1.terms() + self.k2.terms()
+
+    def __call__(self, X, Z=None):
+        return self.k1(X, Z) + self.k2(X, Z)
+
+    def diag(self, X):
+        return self.k1.diag(X) + self.k2.diag(X)
+
+    def gradient(self, X, Z, W, *, wrt_X=False):
+        a = self.k1.gradient(X, Z, W, wrt_X=wrt_X)
+        b = self.k2.gradient(X, Z, W, wrt_X=wrt_X)
+        res = (np.concatenate([a[0], b[0]]), None if Z is None else a[1] + b[1])
+        if wrt_X:
+            res += (a[2] + b[2],)
+        return res
+
+    def diag_gradient(self, X, w):
+        return np.concatenate([self.k1.diag_gradient(X, w), self.k2.diag_gradient(X, w)])
+
+
+# ----------------------------------------------------------------------------------------------
+# translation and helpers
+
+def as_kernel(kernel):
+    """Our kernel for ``kernel``: one of ours (returned as is) or a scikit-learn kernel.
+
+    scikit-learn kernels built from ``ConstantKernel``, ``RBF`` and ``Matern`` (ν = 0.5, 1.5,
+    2.5) with ``+`` and ``*`` (a constant times one of the others) are translated with their
+    values and bounds; anything else is a ValueError naming what is supported.
+    """
+    if isinstance(kernel, Kernel):
+        return kernel
+    try:
+        from sklearn.gaussian_process import kernels as sk
+    except ImportError:  # pragma: no cover - scikit-learn is a dependency
+        sk = None
+    if sk is not None and isinstance(kernel, sk.Kernel):
+        return _from_sklearn(kernel, sk)
+    raise ValueError(f"kernel must be a sparsegp.kernels.Kernel or a scikit-learn kernel built "
+                     f"from ConstantKernel, RBF and Matern; got {type(kernel).__name__}")
+
+
+def _from_sklearn(k, sk):
+    if isinstance(k, sk.Matern):                              # before RBF: Matern subclasses it
+        if float(k.nu) not in _MATERN_CODES:
+            raise ValueError(f"Matern kernels with nu = 0.5, 1.5 or 2.5 are supported; got "
+                             f"nu={k.nu!r}")
+        return Matern(1.0, _copy(k.length_scale), float(k.nu), "fixed",
+                      _bounds(k.length_scale_bounds))
+    if type(k) is sk.RBF:
+        return SquaredExponential(1.0, _copy(k.length_scale), "fixed",
+                                  _bounds(k.length_scale_bounds))
+    if isinstance(k, sk.ConstantKernel):
+        return ConstantKernel(float(k.constant_value), _bounds(k.constant_value_bounds))
+    if isinstance(k, sk.Sum):
+        return Sum(_from_sklearn(k.k1, sk), _from_sklearn(k.k2, sk))
+    if isinstance(k, sk.Product):
+        return _scale(_from_sklearn(k.k1, sk), _from_sklearn(k.k2, sk))
+    raise ValueError(f"scikit-learn kernel {type(k).__name__} is not supported; use "
+                     "ConstantKernel, RBF and Matern (nu 0.5, 1.5, 2.5) with + and * (the "
+                     "regressor's noise is its own parameter, so no WhiteKernel)")
+
+
+def _scale(a, b):
+    """a * b where one factor is a number or a ConstantKernel and the other is stationary."""
+    if isinstance(b, (numbers.Real, ConstantKernel)) and not isinstance(a, (numbers.Real,
+                                                                           ConstantKernel)):
+        a, b = b, a
+    if isinstance(a, numbers.Real):
+        if not isinstance(b, Kernel):
+            return NotImplemented
+        if isinstance(b, ConstantKernel):
+            return ConstantKernel(float(a) * float(b.constant_value), b.constant_value_bounds)
+        if isinstance(b, Sum):
+            return Sum(_scale(a, b.k1), _scale(a, b.k2))
+        k = _clone(b)
+        k.variance = float(a) * float(b.variance)
+        return k
+    if isinstance(a, ConstantKernel):
+        if isinstance(b, ConstantKernel):
+            bounds = (b.constant_value_bounds if _fixed(a.constant_value_bounds)
+                      else a.constant_value_bounds)
+            return ConstantKernel(float(a.constant_value) * float(b.constant_value), bounds)
+        if isinstance(b, _Stationary):
+            k = _clone(b)
+            k.variance = float(a.constant_value) * float(b.variance)
+            # the product has one free scale: the constant's, unless it is fixed
+            k.variance_bounds = (b.variance_bounds if _fixed(a.constant_value_bounds)
+                                 else a.constant_value_bounds)
+            return k
+    raise ValueError("only a constant times a kernel is supported as a product (a constant "
+                     f"scale); got {type(a).__name__} * {type(b).__name__}")
+
+
+def _clone(k):
+    params = {n: (_clone(v) if isinstance(v, Kernel) else _copy(v))
+              for n, v in k.get_params(deep=False).items()}
+    return type(k)(**params)
+
+
+def _copy(v):
+    return v.copy() if isinstance(v, np.ndarray) else v
+
+
+def _bounds(b):
+    return "fixed" if isinstance(b, str) and b == "fixed" else tuple(np.ravel(b)[:2].tolist())
+
+
+def _fixed(b):
+    return isinstance(b, str) and b == "fixed"
+
+
+def _prefixed(h, prefix):
+    out = Hyperparameter(prefix + h.name, "fixed" if h.fixed else h.bounds, h.n_elements)
+    return out
+
+
+def _fmt(v):
+    if isinstance(v, np.ndarray):
+        return np.array2string(v, precision=4, separator=", ")
+    if isinstance(v, float):
+        return f"{v:.4g}"
+    return repr(v)
+
+
+def _as2d(X):
+    return np.ascontiguousarray(X, dtype=np.float64)
+
+
+# ----------------------------------------------------------------------------------------------
+# function forms for the engines (plain arrays in, no objects)
+
+def kernel_matrix(X, Z, family, variance, lengthscale, out=None):
+    """k(X, Z) as a C-contiguous (N, M) array for a stationary family code.
+
+    X (N, D) and Z (M, D) C-contiguous float64; lengthscale (D,).
+    """
+    if out is None:
+        out = np.empty((X.shape[0], Z.shape[0]))
+    _cf.stationary_cross(X, Z, int(family), float(variance),
+                         np.ascontiguousarray(lengthscale, dtype=np.float64), False, out)
+    return out
+
+
+def grad_contract(X, Z, K, W, family, variance, lengthscale, symmetric=False, wrt_X=False):
+    """Natural-parameter gradients of Σ W ⊙ K with K = k(X, Z) of a stationary family.
+
+    Parameters
+    ----------
+    X : ndarray of shape (N, D)
+    Z : ndarray of shape (M, D)
+    K : ndarray of shape (N, M)
+        k(X, Z) without jitter (SE uses it as its own derivative factor).
+    W : ndarray of shape (N, M)
+        Weights; for ``symmetric=True`` it must be symmetric and X is Z.
+    family : int
+        Family code of :mod:`sparsegp._numba.covfuncs`.
+    variance : float
+    lengthscale : ndarray of shape (D,)
+    symmetric : bool
+        K is k(Z, Z): the Z gradient counts both arguments.
+    wrt_X : bool
+        Also return dL/dX (not with ``symmetric``).
+
+    Returns
+    -------
+    grad_ls : ndarray of shape (D,)
+        Per-dimension length-scale derivative (sum it for an isotropic kernel).
+    grad_Z : ndarray of shape (M, D)
+    grad_X : ndarray of shape (N, D)
+        Only with ``wrt_X``.
+
+    The variance derivative is Σ W ⊙ K / s² and needs no pass.
+    """
+    X = np.ascontiguousarray(X, dtype=np.float64)
+    Z = np.ascontiguousarray(Z, dtype=np.float64)
+    W = np.ascontiguousarray(W, dtype=np.float64)
+    ls = np.ascontiguousarray(lengthscale, dtype=np.float64)
+    if int(family) == _cf.SE:
+        G = np.ascontiguousarray(K, dtype=np.float64)
+    else:
+        G = np.empty_like(W)
+        _cf.stationary_cross(X, Z, int(family), float(variance), ls, True, G)
+    grad_ls = np.zeros(X.shape[1])
+    grad_Z = np.zeros_like(Z)
+    grad_X = np.zeros_like(X) if wrt_X else np.zeros((1, 1))
+    _cf.stationary_grad(X, Z, G, W, ls, grad_ls, grad_Z, grad_X, bool(wrt_X and not symmetric))
+    if symmetric:
+        grad_Z *= 2.0
+    return (grad_ls, grad_Z, grad_X) if wrt_X and not symmetric else (grad_ls, grad_Z)
+
+
+# ----------------------------------------------------------------------------------------------
+# the squared-exponential forms the engines have always called (family SE)
 
 def se_kernel(X, Z=None, variance=1.0, lengthscale=1.0):
-    """k(X, Z) as a new (N, M) array; ``Z=None`` gives the symmetric k(X, X)."""
-    X = np.ascontiguousarray(X, dtype=np.float64)
-    Z = X if Z is None else np.ascontiguousarray(Z, dtype=np.float64)
-    ls = _as_lengthscale(lengthscale, X.shape[1])
-    out = np.empty((X.shape[0], Z.shape[0]))
-    _cf.se_cross(X, Z, float(variance), ls, out)
-    return out
+    """SE k(X, Z) as a new (N, M) array; ``Z=None`` gives the symmetric k(X, X)."""
+    X = _as2d(X)
+    Z = X if Z is None else _as2d(Z)
+    return kernel_matrix(X, Z, _cf.SE, variance, _as_lengthscale(lengthscale, X.shape[1]))
 
 
 def se_kernel_diag(X, variance=1.0):
@@ -32,36 +601,9 @@ def kuu(Z, variance, lengthscale, jitter):
 
 
 def se_grad_contract(X, Z, K, W, lengthscale, symmetric=False):
-    """Gradients of ``sum(W * K)`` with K = k(X, Z) (or K_uu if ``symmetric``).
-
-    Parameters
-    ----------
-    X : ndarray of shape (N, D)
-    Z : ndarray of shape (M, D)
-    K : ndarray of shape (N, M)
-        The covariance k(X, Z) (without jitter; jitter scales with s2 only).
-    W : ndarray of shape (N, M)
-        Weights; for ``symmetric=True`` it must be symmetric and X is Z.
-    lengthscale : ndarray of shape (D,)
-
-    Returns
-    -------
-    grad_ls : ndarray of shape (D,)
-        Per-dimension length-scale derivative (sum it for an isotropic kernel).
-    grad_Z : ndarray of shape (M, D)
-        Derivative with respect to the second argument (both arguments if ``symmetric``).
-    """
-    X = np.ascontiguousarray(X, dtype=np.float64)
-    Z = np.ascontiguousarray(Z, dtype=np.float64)
-    W = np.ascontiguousarray(W, dtype=np.float64)
-    K = np.ascontiguousarray(K, dtype=np.float64)
-    ls = _as_lengthscale(lengthscale, X.shape[1])
-    grad_ls = np.zeros(X.shape[1])
-    grad_Z = np.zeros_like(Z)
-    _cf.se_cross_grad(X, Z, K, W, ls, grad_ls, grad_Z)
-    if symmetric:
-        grad_Z *= 2.0
-    return grad_ls, grad_Z
+    """:func:`grad_contract` for the SE family: ``(grad_ls (D,), grad_Z (M, D))``."""
+    ls = _as_lengthscale(lengthscale, np.shape(X)[1])
+    return grad_contract(X, Z, K, W, _cf.SE, 1.0, ls, symmetric=symmetric)
 
 
 def _as_lengthscale(lengthscale, D):
@@ -69,3 +611,79 @@ def _as_lengthscale(lengthscale, D):
     if ls.ndim == 0:
         return np.full(D, float(ls))
     return np.ascontiguousarray(ls)
+
+
+
+# ----------------------------------------------------------------------------------------------
+# what an engine with one compiled stationary kernel needs from a kernel object
+
+class StationarySpec:
+    """A single (scaled) stationary kernel unpacked for an engine: plain values, log bounds.
+
+    Attributes
+    ----------
+    kernel : _Stationary
+        The kernel it came from (a copy; never the user's object).
+    family : int
+    variance : float
+    lengthscale : ndarray of shape (D,)
+    ard : bool
+        One length-scale per feature.
+    free_variance, free_lengthscale : bool
+    variance_bounds : ndarray of shape (2,)
+        Log bounds (−inf/inf when fixed: unused then).
+    lengthscale_bounds : ndarray of shape (2,)
+    """
+
+    def __init__(self, kernel, n_features):
+        self.kernel = kernel
+        self.family = kernel.family
+        self.variance = float(kernel.variance)
+        self.lengthscale = kernel.lengthscales(n_features)
+        self.ard = kernel.ard
+        self.free_variance = not _fixed(kernel.variance_bounds)
+        self.free_lengthscale = not _fixed(kernel.lengthscale_bounds)
+        self.variance_bounds = (np.log(np.asarray(kernel.variance_bounds, dtype=np.float64))
+                                if self.free_variance else np.array([-np.inf, np.inf]))
+        self.lengthscale_bounds = (np.log(np.asarray(kernel.lengthscale_bounds,
+                                                     dtype=np.float64).ravel()[:2])
+                                   if self.free_lengthscale else np.array([-np.inf, np.inf]))
+
+    def fitted(self, variance, lengthscale):
+        """A copy of the kernel at fitted values (ℓ as one value unless ARD)."""
+        k = _clone(self.kernel)
+        k.variance = float(variance)
+        ls = np.asarray(lengthscale, dtype=np.float64)
+        k.lengthscale = ls.copy() if self.ard else float(ls.ravel()[0])
+        return k
+
+
+def stationary_spec(kernel, n_features, owner):
+    """:class:`StationarySpec` of ``kernel`` (ours or scikit-learn's) for estimator ``owner``.
+
+    Raises
+    ------
+    ValueError
+        When the kernel is not one stationary kernel (optionally scaled by a constant), naming
+        what ``owner`` supports, or its parameters are not positive and finite.
+    """
+    k = as_kernel(kernel)
+    if not isinstance(k, _Stationary):
+        raise ValueError(f"{owner} supports one stationary kernel, optionally times a constant "
+                         "(SquaredExponential, Matern(nu=0.5|1.5|2.5), or scikit-learn's "
+                         f"ConstantKernel * RBF / Matern); got {k!r}")
+    k = _clone(k)
+    _ = k.family                                              # a bad nu raises here
+    for name in ("variance", "lengthscale"):
+        v = np.asarray(getattr(k, name), dtype=np.float64)
+        if v.size == 0 or not np.all(np.isfinite(v)) or not np.all(v > 0):
+            raise ValueError(f"kernel {name} must be positive and finite; got "
+                             f"{getattr(k, name)!r}")
+    for name in ("variance_bounds", "lengthscale_bounds"):
+        b = getattr(k, name)
+        if not _fixed(b):
+            arr = np.asarray(b, dtype=np.float64).ravel()
+            if arr.size != 2 or not (0 < arr[0] <= arr[1] < np.inf):
+                raise ValueError(f"kernel {name} must be 'fixed' or (low, high) with "
+                                 f"0 < low <= high < inf; got {b!r}")
+    return StationarySpec(k, n_features)

@@ -17,6 +17,7 @@ import numba
 import numpy as np
 
 from ._jit import jit
+from .covfuncs import unit_g, unit_k
 from .blas import gemm_rows, sum_lower_parts, syrk_rows, thread_ranges, trmm_rows
 
 
@@ -142,7 +143,7 @@ def fitc_adjoint_rows(P, Vt, y, lam, gamma, alpha, lo, hi):
 
 
 @jit(parallel=True)
-def fitc_backward(Xs, ZsT, K, V, H, Li, y, lam, gamma, wt, alpha, n_parts, block):
+def fitc_backward(Xs, ZsT, K, G, V, H, Li, y, lam, gamma, wt, alpha, n_parts, block):
     """The O(N M²) gradient pass of FITC, rows split among ``n_parts`` threads.
 
     Per block of rows, in cache: ``Y = V H`` (gemm, into block-sized scratch), the adjoint
@@ -150,7 +151,7 @@ def fitc_backward(Xs, ZsT, K, V, H, Li, y, lam, gamma, wt, alpha, n_parts, block
     ``W = Y L_u⁻¹`` (trmm, in Y) and the SE contraction of ``(W + α wtᵀ) ⊙ K``
     (:func:`se_contract_rows`).
 
-    Xs (N, D), ZsT (D, M): inputs over the length-scales; K, V: (N, M), V overwritten;
+    Xs (N, D), ZsT (D, M): inputs over the length-scales; K, G, V: (N, M), V overwritten;
     H (M, M) = S⁻¹; wt (M,) = L_u⁻ᵀ γ; alpha (N,) is written. Returns
     ``(trg, C, gz, gq, cs)``: Σ g, C (M, M) = Vᵀ diag(α² + h) V and the contraction sums.
     """
@@ -173,8 +174,8 @@ def fitc_backward(Xs, ZsT, K, V, H, Li, y, lam, gamma, wt, alpha, n_parts, block
                                         nb)
             syrk_rows(Vb, 0, nb, C[t])
             trmm_rows(Yb, Li, 0, nb, False)
-            se_contract_rows(Xs[lo:hi], ZsT, K[lo:hi], Yb, alpha[lo:hi], wt, gz[t], gq[t],
-                             cs[t], 0, nb)
+            se_contract_rows(Xs[lo:hi], ZsT, K[lo:hi], G[lo:hi], Yb, alpha[lo:hi], wt, gz[t],
+                             gq[t], cs[t], 0, nb)
     return trg.sum(), sum_lower_parts(C), gz.sum(axis=0), gq.sum(axis=0), cs.sum(axis=0)
 
 
@@ -215,12 +216,12 @@ def dtc_alpha_rows(A, y, w, sn2, alpha, lo, hi):
 
 
 @jit(parallel=True)
-def dtc_backward(Xs, ZsT, K, V, P, y, gamma, sn2, wt, alpha, n_parts, block):
+def dtc_backward(Xs, ZsT, K, G, V, P, y, gamma, sn2, wt, alpha, n_parts, block):
     """The O(N M²) gradient pass of SoR/DTC/VFE, rows split among ``n_parts`` threads.
 
     Per block of rows: α (:func:`dtc_alpha_rows`), ``W = V P`` (gemm, into block-sized
-    scratch) and the SE contraction of ``(W + α wtᵀ) ⊙ K``. Xs (N, D), ZsT (D, M); K, V:
-    (N, M); P (M, M); wt (M,); alpha (N,) written. Returns the contraction sums
+    scratch) and the contraction of ``W + α wtᵀ`` with K and G (:func:`se_contract_rows`).
+    Xs (N, D), ZsT (D, M); K, G, V: (N, M); P (M, M); wt (M,); alpha (N,) written. Returns the contraction sums
     ``(gz, gq, cs)``.
     """
     N, M = K.shape
@@ -236,28 +237,30 @@ def dtc_backward(Xs, ZsT, K, V, P, y, gamma, sn2, wt, alpha, n_parts, block):
             nb = hi - lo
             dtc_alpha_rows(V, y, gamma, sn2, alpha, lo, hi)
             gemm_rows(V[lo:hi], P, Wb, 0, nb, 0.0)
-            se_contract_rows(Xs[lo:hi], ZsT, K[lo:hi], Wb, alpha[lo:hi], wt, gz[t], gq[t],
-                             cs[t], 0, nb)
+            se_contract_rows(Xs[lo:hi], ZsT, K[lo:hi], G[lo:hi], Wb, alpha[lo:hi], wt, gz[t],
+                             gq[t], cs[t], 0, nb)
     return gz.sum(axis=0), gq.sum(axis=0), cs.sum(axis=0)
 
 
 @jit
-def se_contract_rows(Xs, ZsT, K, W, alpha, wt, gz, gq, cs, lo, hi):
-    """Rows lo..hi-1 of the SE contraction of ``F = (W + α wtᵀ) ⊙ K``, accumulated in place.
+def se_contract_rows(Xs, ZsT, K, G, W, alpha, wt, gz, gq, cs, lo, hi):
+    """Rows lo..hi-1 of the contraction of ``F = W + α wtᵀ`` with a stationary K, in place.
 
-    With d_nmj = Xs[n, j] − Zs[m, j] (inputs divided by the length-scales):
-    ``gz[j, m] += Σ_n F_nm d_nmj``, ``gq[j, m] += Σ_n F_nm d_nmj²``, ``cs[m] += Σ_n F_nm``.
-    For L = Σ F (K held fixed in value) dL/dz_mj = gz[j, m] / l_j,
+    With d_nmj = Xs[n, j] − Zs[m, j] (inputs divided by the length-scales) and G the
+    derivative factor s² G(r²) of :mod:`sparsegp._numba.covfuncs` (K itself for SE):
+    ``gz[j, m] += Σ_n F_nm G_nm d_nmj``, ``gq[j, m] += Σ_n F_nm G_nm d_nmj²``,
+    ``cs[m] += Σ_n F_nm K_nm``. For L = Σ F ⊙ K, dL/dz_mj = gz[j, m] / l_j,
     dL/dl_j = Σ_m gq[j, m] / l_j and dL/ds² = Σ_m cs[m] / s². The rank-one term α wtᵀ is
-    added on the fly so the caller never forms it. K, W: (N, M); gz, gq: (D, M); cs: (M,).
+    added on the fly so the caller never forms it. K, G, W: (N, M); gz, gq: (D, M); cs: (M,).
     """
     D, M = ZsT.shape
     f = np.empty(M)
     for n in range(lo, hi):
         a = alpha[n]
         for m in range(M):
-            f[m] = (W[n, m] + a * wt[m]) * K[n, m]
-            cs[m] += f[m]
+            fw = W[n, m] + a * wt[m]
+            cs[m] += fw * K[n, m]
+            f[m] = fw * G[n, m]
         for j in range(D):
             x = Xs[n, j]
             for m in range(M):
@@ -268,7 +271,7 @@ def se_contract_rows(Xs, ZsT, K, W, alpha, wt, gz, gq, cs, lo, hi):
 
 
 @jit(parallel=True)
-def se_contract_parallel(Xs, ZsT, K, W, alpha, wt, n_chunks):
+def se_contract_parallel(Xs, ZsT, K, G, W, alpha, wt, n_chunks):
     """:func:`se_contract_rows` over all rows with private sums; returns ``(gz, gq, cs)``."""
     N = Xs.shape[0]
     D, M = ZsT.shape
@@ -277,17 +280,19 @@ def se_contract_parallel(Xs, ZsT, K, W, alpha, wt, n_chunks):
     cs = np.zeros((n_chunks, M))
     step = (N + n_chunks - 1) // n_chunks
     for c in numba.prange(n_chunks):
-        se_contract_rows(Xs, ZsT, K, W, alpha, wt, gz[c], gq[c], cs[c], c * step,
+        se_contract_rows(Xs, ZsT, K, G, W, alpha, wt, gz[c], gq[c], cs[c], c * step,
                          min(N, (c + 1) * step))
     return gz.sum(axis=0), gq.sum(axis=0), cs.sum(axis=0)
 
 
 @jit
-def block_se_rows(X, idx, sizes, variance, lengthscale, out, lo, hi):
+def block_se_rows(X, idx, sizes, family, variance, lengthscale, deriv, out, lo, hi):
     """Blocks lo..hi-1 of the padded block covariances: ``out[b, i, j] = k(x_idx[b,i], x_idx[b,j])``.
 
     ``idx`` (nb, B) holds the training rows of each block, ``sizes`` (nb,) how many are real;
-    padding entries of ``out`` (nb, B, B) are set to 0.
+    padding entries of ``out`` (nb, B, B) are set to 0. ``family`` is a stationary family code
+    of :mod:`sparsegp._numba.covfuncs`; with ``deriv`` the blocks hold its derivative factor
+    s² G(r²) instead.
     """
     B = idx.shape[1]
     D = X.shape[1]
@@ -306,16 +311,17 @@ def block_se_rows(X, idx, sizes, variance, lengthscale, out, lo, hi):
                     for d in range(D):
                         t = (X[xi, d] - X[xj, d]) / lengthscale[d]
                         s += t * t
-                    out[b, i, j] = variance * math.exp(-0.5 * s)
+                    out[b, i, j] = variance * (unit_g(s, family) if deriv
+                                               else unit_k(s, family))
 
 
 @jit(parallel=True)
-def block_se_parallel(X, idx, sizes, variance, lengthscale, out, n_chunks):
+def block_se_parallel(X, idx, sizes, family, variance, lengthscale, deriv, out, n_chunks):
     """:func:`block_se_rows` over all blocks in ``n_chunks`` parallel chunks."""
     nb = idx.shape[0]
     step = (nb + n_chunks - 1) // n_chunks
     for c in numba.prange(n_chunks):
-        block_se_rows(X, idx, sizes, variance, lengthscale, out, c * step,
+        block_se_rows(X, idx, sizes, family, variance, lengthscale, deriv, out, c * step,
                       min(nb, (c + 1) * step))
 
 
@@ -323,7 +329,8 @@ def block_se_parallel(X, idx, sizes, variance, lengthscale, out, n_chunks):
 def block_se_grad_ls(X, idx, sizes, K, G, inv_l2, gls):
     """Add sum_b sum_ij G[b,i,j] K[b,i,j] (x_i,d − x_j,d)² / l_d² into ``gls`` (D,).
 
-    Divided by l_d this is the length-scale derivative of sum G ⊙ K over the PITC blocks.
+    With K the blocks' derivative factor s² G(r²) (the covariance itself for SE), divided by
+    l_d this is the length-scale derivative of sum G ⊙ k over the PITC blocks.
     """
     D = X.shape[1]
     for b in range(idx.shape[0]):

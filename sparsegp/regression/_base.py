@@ -53,8 +53,11 @@ So what is left to win is the cores: the row split runs the six units on every c
 (measured on 2 cores at N = 100 000, D = 5, M = 100: 0.13 s with two threads, 0.23 s with
 one, against 0.037 s for one ``A.T @ A``).
 
-Besides these, one O(N M D) pass computes K_fu and one contracts ∂ℒ/∂K_fu with the SE
-derivatives, each reading its operands once (``sparsegp._numba.regression``).
+Besides these, one O(N M D) pass computes K_fu and one contracts ∂ℒ/∂K_fu with the kernel's
+derivatives, each reading its operands once (``sparsegp._numba.regression``). Every function
+takes the stationary ``family`` code of :mod:`sparsegp._numba.covfuncs` (default SE); for SE
+the derivative factor G of the contraction is K_fu itself, for the Matérn family one more N×M
+pass writes it beside K_fu.
 """
 import math
 import warnings
@@ -67,6 +70,7 @@ from scipy.linalg import cho_solve, solve_triangular
 
 from .._config import MAX_JITTER
 from .._numba import covfuncs as _cf
+from .._numba.covfuncs import SE
 from .._numba import regression as _nr
 from .._threads import single_threaded_blas
 from ..exceptions import JitterWarning
@@ -126,24 +130,35 @@ class Workspace:
         return a
 
 
-def cross_cov(X, Z, variance, lengthscale, out=None):
-    """k(X, Z) as a C-contiguous (N, M) array through the compiled SE kernels.
+def cross_cov(X, Z, variance, lengthscale, out=None, family=SE, g_out=None):
+    """k(X, Z) as a C-contiguous (N, M) array through the compiled distance pass.
 
-    The compiled pass writes the exponent log s² − ½‖(x − z)/ℓ‖², numpy's vectorised ``exp``
-    finishes in place. Small blocks (PITC blocks, K_uu) use a single-threaded pass: starting
-    threads costs more than the work there, badly so on a loaded machine.
+    The compiled pass writes the exponent log s² − ½‖(x − z)/ℓ‖²; for SE numpy's vectorised
+    ``exp`` finishes in place. Other families turn the squared distance into K (and, into
+    ``g_out`` when given, the derivative factor s² G(r²)) in one more compiled loop. Small
+    blocks (PITC blocks, K_uu) use a single-threaded pass: starting threads costs more than
+    the work there, badly so on a loaded machine.
     """
     N, D = X.shape
     if out is None:
         out = np.empty((N, Z.shape[0]))
     Xs = np.ascontiguousarray(X / lengthscale)
     ZsT = np.ascontiguousarray((Z / lengthscale).T)
-    logvar = math.log(variance)
+    logvar = math.log(variance) if family == SE else 0.0
     if out.size * D >= _PARALLEL_SIZE:
         _nr.se_exponent_parallel(Xs, ZsT, logvar, out, _n_chunks())
     else:
         _nr.se_exponent_rows(Xs, ZsT, logvar, out, 0, N)
-    np.exp(out, out=out)
+    if family == SE:
+        np.exp(out, out=out)
+        if g_out is not None:
+            np.copyto(g_out, out)
+        return out
+    out *= -2.0                                               # r²
+    if g_out is None:
+        _cf.stationary_k_inplace(out, family, float(variance))
+    else:
+        _cf.stationary_from_sqdist(out, family, float(variance), out, g_out)
     return out
 
 
@@ -298,7 +313,7 @@ def blas_pin(method):
 
 
 def sparse_lml(X, y, Z, variance, lengthscale, noise_variance, method, blocks=None,
-               jitter=1e-6, eval_gradient=True, workspace=None):
+               jitter=1e-6, eval_gradient=True, workspace=None, family=SE):
     """Log marginal likelihood (VFE: the bound) of a sparse method and its gradient.
 
     Parameters
@@ -318,6 +333,8 @@ def sparse_lml(X, y, Z, variance, lengthscale, noise_variance, method, blocks=No
     eval_gradient : bool
     workspace : Workspace, optional
         Buffers to reuse between calls (an optimiser's loop); fresh arrays when omitted.
+    family : int, default SE
+        Stationary family code (:mod:`sparsegp._numba.covfuncs`).
 
     Returns
     -------
@@ -334,22 +351,33 @@ def sparse_lml(X, y, Z, variance, lengthscale, noise_variance, method, blocks=No
     """
     s2 = float(variance)
     sn2 = float(noise_variance)
-    Kzz = cross_cov(Z, Z, s2, lengthscale)
+    Kzz = cross_cov(Z, Z, s2, lengthscale, family=family)
     Lu, used = chol_jitter(Kzz, s2, jitter)
     Li = tri_inv(Lu)
     ws = Workspace() if workspace is None else workspace
     shape = (X.shape[0], Z.shape[0])
+
+    def kfu():
+        # K_fu and its derivative factor G (K_fu itself for SE, computed only with a gradient)
+        A = ws.array("K_fu", shape)
+        if family == SE or not eval_gradient:
+            return cross_cov(X, Z, s2, lengthscale, out=A, family=family), A
+        G = ws.array("G_fu", shape)
+        return cross_cov(X, Z, s2, lengthscale, out=A, family=family, g_out=G), G
+
     if method == "pitc":
-        A = cross_cov(X, Z, s2, lengthscale, out=ws.array("K_fu", shape))
+        A, G = kfu()
         return _pitc_lml(X, y, Z, s2, lengthscale, sn2, Lu, Li, used, Kzz, A, eval_gradient,
-                         blocks)
+                         blocks, G, family)
     with blas_pin(method):
-        A = cross_cov(X, Z, s2, lengthscale, out=ws.array("K_fu", shape))
-        args = (X, y, Z, s2, lengthscale, sn2, Lu, Li, used, Kzz, A, eval_gradient, method, ws)
+        A, G = kfu()
+        args = (X, y, Z, s2, lengthscale, sn2, Lu, Li, used, Kzz, A, eval_gradient, method, ws,
+                G, family)
         return (_fitc_lml if method in ("fitc", "fic") else _dtc_lml)(*args)
 
 
-def _dtc_lml(X, y, Z, s2, lengthscale, sn2, Lu, Li, used, Kzz, A, eval_gradient, method, ws):
+def _dtc_lml(X, y, Z, s2, lengthscale, sn2, Lu, Li, used, Kzz, A, eval_gradient, method, ws,
+             G, family):
     """SoR/DTC/VFE (Λ = σ² I) in the whitened basis Vt = K_fu L_u⁻ᵀ.
 
     Forming S from K_ufK_fu instead would skip the trmm, but squares the conditioning of K_uu:
@@ -381,19 +409,20 @@ def _dtc_lml(X, y, Z, s2, lengthscale, sn2, Lu, Li, used, Kzz, A, eval_gradient,
     P = -((H / sn2 + 2.0 * dconst * eye) @ Li)
     alpha = np.empty(N)                                      # (Q + σ² I)⁻¹ y = (y − Vt γ)/σ²
     Xs, ZsT = _scaled_inputs(X, Z, lengthscale)
-    gz, gq, cs = _nr.dtc_backward(Xs, ZsT, A, Vt, P, y, gamma, sn2, wt, alpha, _n_parts(),
+    gz, gq, cs = _nr.dtc_backward(Xs, ZsT, A, G, Vt, P, y, gamma, sn2, wt, alpha, _n_parts(),
                                   ROW_BLOCK)
     # tr (Q + σ² I)⁻¹ = (N − tr(Vtᵀ Vt H)/σ²)/σ² = (N − M + tr H)/σ², since (S − I) H = I − H
     trG = 0.5 * (alpha @ alpha - (N - M + np.trace(H)) / sn2)
     grad_noise = trG + (trace_gap / (2.0 * sn2 * sn2) if method == "vfe" else 0.0)
     Wu = _k_uu_adjoint(Li, gamma, H, dconst * Sm)            # Vtᵀ D Vt = dconst Vtᵀ Vt
-    grad = _finish_contraction(Z, gz, gq, cs, Kzz, Wu, s2, used, lengthscale)
+    grad = _finish_contraction(Z, gz, gq, cs, Kzz, Wu, s2, used, lengthscale, family)
     grad["variance"] += N * dconst                           # ∂ℒ/∂diag K_ff = dconst
     grad["noise_variance"] = float(grad_noise)
     return lml, grad, post
 
 
-def _fitc_lml(X, y, Z, s2, lengthscale, sn2, Lu, Li, used, Kzz, A, eval_gradient, method, ws):
+def _fitc_lml(X, y, Z, s2, lengthscale, sn2, Lu, Li, used, Kzz, A, eval_gradient, method, ws,
+              G, family):
     """FITC/FIC: Λ = diag(K_ff − Q_ff) + σ² I, in the whitened basis Vt = K_fu L_u⁻ᵀ."""
     N = X.shape[0]
     M = Z.shape[0]
@@ -420,12 +449,12 @@ def _fitc_lml(X, y, Z, s2, lengthscale, sn2, Lu, Li, used, Kzz, A, eval_gradient
     alpha = np.empty(N)
     Xs, ZsT = _scaled_inputs(X, Z, lengthscale)
     # The pass overwrites Vt with diag(α² + h)^½ Vt (see the kernel)
-    trG, C, gz, gq, cs = _nr.fitc_backward(Xs, ZsT, A, Vt, H, Li, y, Lam, gamma, wt, alpha,
+    trG, C, gz, gq, cs = _nr.fitc_backward(Xs, ZsT, A, G, Vt, H, Li, y, Lam, gamma, wt, alpha,
                                            _n_parts(), ROW_BLOCK)
     # Vtᵀ diag(g) Vt = ½(Vtᵀ diag(α² + h) Vt − Vtᵀ Λ⁻¹ Vt)
     VdV = 0.5 * (C - (S - eye))
     Wu = _k_uu_adjoint(Li, gamma, H, VdV)                    # p = Vtᵀ α = γ
-    grad = _finish_contraction(Z, gz, gq, cs, Kzz, Wu, s2, used, lengthscale)
+    grad = _finish_contraction(Z, gz, gq, cs, Kzz, Wu, s2, used, lengthscale, family)
     grad["variance"] += trG                                  # ∂ℒ/∂diag K_ff = g, ∂K_nn/∂s² = 1
     grad["noise_variance"] = float(trG)
     return lml, grad, post
@@ -437,25 +466,36 @@ def _scaled_inputs(X, Z, lengthscale):
             np.ascontiguousarray((Z / lengthscale).T))
 
 
-def _contract(X, Z, A, W, alpha, wt, Kzz, Wu, s2, used, lengthscale):
-    """Push ∂ℒ/∂K_fu = W + α wtᵀ and ∂ℒ/∂K_uu = Wu through the SE derivatives (notes §0.3)."""
+def _contract(X, Z, A, G, W, alpha, wt, Kzz, Wu, s2, used, lengthscale, family):
+    """Push ∂ℒ/∂K_fu = W + α wtᵀ and ∂ℒ/∂K_uu = Wu through the kernel's derivatives
+    (notes §0.3); G is the derivative factor of K_fu (A itself for SE)."""
     N, D = X.shape
     M = Z.shape[0]
     Xs, ZsT = _scaled_inputs(X, Z, lengthscale)
     if A.size * D >= _PARALLEL_SIZE:
-        gz, gq, cs = _nr.se_contract_parallel(Xs, ZsT, A, W, alpha, wt, _n_chunks())
+        gz, gq, cs = _nr.se_contract_parallel(Xs, ZsT, A, G, W, alpha, wt, _n_chunks())
     else:
         gz, gq, cs = np.zeros((D, M)), np.zeros((D, M)), np.zeros(M)
-        _nr.se_contract_rows(Xs, ZsT, A, W, alpha, wt, gz, gq, cs, 0, N)
-    return _finish_contraction(Z, gz, gq, cs, Kzz, Wu, s2, used, lengthscale)
+        _nr.se_contract_rows(Xs, ZsT, A, G, W, alpha, wt, gz, gq, cs, 0, N)
+    return _finish_contraction(Z, gz, gq, cs, Kzz, Wu, s2, used, lengthscale, family)
 
 
-def _finish_contraction(Z, gz, gq, cs, Kzz, Wu, s2, used, lengthscale):
+def _k_grad(X, Z, K, family, s2, lengthscale):
+    """The derivative factor s² G(r²) of K = k(X, Z): K itself for SE."""
+    if family == SE:
+        return K
+    G = np.empty_like(K)
+    _cf.stationary_cross(X, Z, family, s2, lengthscale, True, G)
+    return G
+
+
+def _finish_contraction(Z, gz, gq, cs, Kzz, Wu, s2, used, lengthscale, family):
     """Gradient dict from the K_fu contraction sums (:func:`_nr.se_contract_rows`) and Wu."""
     grad_ls = gq.sum(axis=1) / lengthscale
     grad_Z = (gz / lengthscale[:, None]).T.copy()
     gZ_u = np.zeros_like(Z)
-    _cf.se_cross_grad(Z, Z, Kzz, Wu, lengthscale, grad_ls, gZ_u)
+    _cf.stationary_grad(Z, Z, _k_grad(Z, Z, Kzz, family, s2, lengthscale), Wu, lengthscale,
+                        grad_ls, gZ_u, gZ_u, False)
     grad_Z += 2.0 * gZ_u
     # K_fu and K_uu (jitter included, notes §0.2) are proportional to s²
     gvar = (np.sum(cs) + np.sum(Wu * Kzz) + used * s2 * np.trace(Wu)) / s2
@@ -509,7 +549,8 @@ def pack_blocks(blocks, n_samples):
     return idx, sizes, mask
 
 
-def _pitc_lml(X, y, Z, s2, lengthscale, sn2, Lu, Li, used, Kzz, A, eval_gradient, blocks):
+def _pitc_lml(X, y, Z, s2, lengthscale, sn2, Lu, Li, used, Kzz, A, eval_gradient, blocks, G,
+              family):
     """PITC: Λ = blockdiag(K_ff − Q_ff) + σ² I, all blocks factorised in one batched call.
 
     O(N (M² + M B + B²)) time for blocks of at most B points, O(N (M + B)) memory
@@ -522,11 +563,7 @@ def _pitc_lml(X, y, Z, s2, lengthscale, sn2, Lu, Li, used, Kzz, A, eval_gradient
     nb, B = idx.shape
     rows = idx[mask]                                          # block order -> training row
     maskf = mask.astype(np.float64)
-    Kbb = np.empty((nb, B, B))
-    if Kbb.size * D >= _PARALLEL_SIZE:
-        _nr.block_se_parallel(X, idx, sizes, s2, lengthscale, Kbb, 4 * numba.get_num_threads())
-    else:
-        _nr.block_se_rows(X, idx, sizes, s2, lengthscale, Kbb, 0, nb)
+    Kbb = _block_cov(X, idx, sizes, family, s2, lengthscale, False)
     Vb = Vt[idx] * maskf[:, :, None]                          # (nb, B, M), zero padding
     Lam = Kbb - Vb @ Vb.transpose(0, 2, 1)
     diag = np.arange(B)
@@ -573,20 +610,33 @@ def _pitc_lml(X, y, Z, s2, lengthscale, sn2, Lu, Li, used, Kzz, A, eval_gradient
     grad_var_blocks = np.sum(Gb * Kbb) / s2
     grad_noise = np.einsum("bii->", Gb)
     gls = np.zeros(D)
-    _nr.block_se_grad_ls(X, idx, sizes, Kbb, Gb, 1.0 / (lengthscale * lengthscale), gls)
+    Gbb = Kbb if family == SE else _block_cov(X, idx, sizes, family, s2, lengthscale, True)
+    _nr.block_se_grad_ls(X, idx, sizes, Gbb, Gb, 1.0 / (lengthscale * lengthscale), gls)
     Y = UH
     np.negative(Y, out=Y)                                     # −U H
     Y[rows] -= 2.0 * GVb[mask]                                # − 2 blockdiag(G) Vt
     W = _times_l(Li, Y)                                       # ∂ℒ/∂K_fu less α (L_u⁻ᵀ p)ᵀ
     Wu = _k_uu_adjoint(Li, p, H, VdV)
-    grad = _contract(X, Z, A, W, alpha, Li.T @ p, Kzz, Wu, s2, used, lengthscale)
+    grad = _contract(X, Z, A, G, W, alpha, Li.T @ p, Kzz, Wu, s2, used, lengthscale, family)
     grad["lengthscale"] += gls / lengthscale
     grad["variance"] += grad_var_blocks
     grad["noise_variance"] = float(grad_noise)
     return lml, grad, post
 
 
-def exact_lml(X, y, variance, lengthscale, noise_variance, eval_gradient=True):
+def _block_cov(X, idx, sizes, family, s2, lengthscale, deriv):
+    """Padded PITC block covariances (nb, B, B), or their derivative factors with ``deriv``."""
+    nb, B = idx.shape
+    out = np.empty((nb, B, B))
+    if out.size * X.shape[1] >= _PARALLEL_SIZE:
+        _nr.block_se_parallel(X, idx, sizes, family, s2, lengthscale, deriv, out,
+                              4 * numba.get_num_threads())
+    else:
+        _nr.block_se_rows(X, idx, sizes, family, s2, lengthscale, deriv, out, 0, nb)
+    return out
+
+
+def exact_lml(X, y, variance, lengthscale, noise_variance, eval_gradient=True, family=SE):
     """Full GP evidence log N(y | 0, K + σ² I) and its gradient: O(N³) time, O(N²) memory.
 
     Returns ``(lml, grad, (L, alpha))`` with L the lower factor of K + σ² I and
@@ -595,7 +645,7 @@ def exact_lml(X, y, variance, lengthscale, noise_variance, eval_gradient=True):
     """
     N = X.shape[0]
     s2 = float(variance)
-    K = cross_cov(X, X, s2, lengthscale)
+    K = cross_cov(X, X, s2, lengthscale, family=family)
     C = K.copy()
     C[np.diag_indices(N)] += noise_variance
     L = np.linalg.cholesky(C)
@@ -606,25 +656,27 @@ def exact_lml(X, y, variance, lengthscale, noise_variance, eval_gradient=True):
     Ci = cho_solve((L, True), np.eye(N), check_finite=False)
     G = 0.5 * (np.outer(alpha, alpha) - Ci)
     grad_ls = np.zeros(X.shape[1])
-    _cf.se_cross_grad(X, X, K, G, lengthscale, grad_ls, np.zeros_like(X))
+    gX = np.zeros_like(X)
+    _cf.stationary_grad(X, X, _k_grad(X, X, K, family, s2, lengthscale), G, lengthscale, grad_ls,
+                        gX, gX, False)
     grad = {"variance": float(np.sum(G * K) / s2), "lengthscale": grad_ls,
             "noise_variance": float(np.trace(G)), "inducing_points": None}
     return lml, grad, (L, alpha)
 
 
-def exact_predict(X_train, factors, Xs, variance, lengthscale, full_cov=False):
+def exact_predict(X_train, factors, Xs, variance, lengthscale, full_cov=False, family=SE):
     """Exact GP predictive mean and variance (or covariance) of the latent f at ``Xs``."""
     L, alpha = factors
-    Ks = cross_cov(Xs, X_train, variance, lengthscale)
+    Ks = cross_cov(Xs, X_train, variance, lengthscale, family=family)
     mean = Ks @ alpha
     Vs = solve_triangular(L, Ks.T, lower=True, check_finite=False)
     if full_cov:
-        cov = cross_cov(Xs, Xs, variance, lengthscale) - Vs.T @ Vs
+        cov = cross_cov(Xs, Xs, variance, lengthscale, family=family) - Vs.T @ Vs
         return mean, cov
     return mean, variance - np.einsum("mt,mt->t", Vs, Vs)
 
 
-def sparse_predict(post, Z, Xs, variance, lengthscale, full_cov=False):
+def sparse_predict(post, Z, Xs, variance, lengthscale, full_cov=False, family=SE):
     """Predictive mean and variance (or joint covariance) of the latent f (notes §4.4).
 
     μ* = k*ᵀ w; with a* = L_u⁻¹ k*, e* = L_S⁻¹ a*:
@@ -633,7 +685,7 @@ def sparse_predict(post, Z, Xs, variance, lengthscale, full_cov=False):
     diag(K** − A*ᵀA*) + E*ᵀE* (fully independent test conditional). O(M²) per test point
     (O(T² M) for a joint covariance over T points).
     """
-    Ksu = cross_cov(Xs, Z, variance, lengthscale)
+    Ksu = cross_cov(Xs, Z, variance, lengthscale, family=family)
     mean = Ksu @ post.w
     As = solve_triangular(post.Lu, Ksu.T, lower=True, check_finite=False)
     Es = solve_triangular(post.LS, As, lower=True, check_finite=False)
@@ -646,12 +698,12 @@ def sparse_predict(post, Z, Xs, variance, lengthscale, full_cov=False):
     if post.method == "fic":
         cov[np.diag_indices_from(cov)] += variance - np.einsum("mt,mt->t", As, As)
     elif post.method != "sor":
-        cov += cross_cov(Xs, Xs, variance, lengthscale) - As.T @ As
+        cov += cross_cov(Xs, Xs, variance, lengthscale, family=family) - As.T @ As
     return mean, cov
 
 
 def augmented_predict(X, y, Z, Xs, variance, lengthscale, noise_variance, jitter,
-                      chunk=256):
+                      chunk=256, family=SE):
     """ASoR = ADTC prediction (notes §4.6): every test point joins the inducing set for itself.
 
     Uses the training covariance K_y = Q_ff + σ² I of SoR/DTC (factorised once by Woodbury)
@@ -667,9 +719,9 @@ def augmented_predict(X, y, Z, Xs, variance, lengthscale, noise_variance, jitter
     """
     s2 = float(variance)
     sn2 = float(noise_variance)
-    Kzz = cross_cov(Z, Z, s2, lengthscale)
+    Kzz = cross_cov(Z, Z, s2, lengthscale, family=family)
     Lu, used = chol_jitter(Kzz, s2, jitter)
-    Vt = _times_lt(tri_inv(Lu), cross_cov(X, Z, s2, lengthscale))
+    Vt = _times_lt(tri_inv(Lu), cross_cov(X, Z, s2, lengthscale, family=family))
     S = Vt.T @ Vt / sn2
     S[np.diag_indices_from(S)] += 1.0
     LS = np.linalg.cholesky(S)
@@ -685,8 +737,8 @@ def augmented_predict(X, y, Z, Xs, variance, lengthscale, noise_variance, jitter
     var = np.empty(T)
     for start in range(0, T, chunk):
         Xc = Xs[start:start + chunk]
-        Kfs = cross_cov(X, Xc, s2, lengthscale)               # (N, c)
-        Au = solve_triangular(Lu, cross_cov(Z, Xc, s2, lengthscale), lower=True,
+        Kfs = cross_cov(X, Xc, s2, lengthscale, family=family)          # (N, c)
+        Au = solve_triangular(Lu, cross_cov(Z, Xc, s2, lengthscale, family=family), lower=True,
                               check_finite=False)             # L_u⁻¹ k_u*
         delta = s2 - np.einsum("mc,mc->c", Au, Au)            # Var[f* | u]
         rho = Kfs - Vt @ Au                                   # k_f* − Q_f*
@@ -702,7 +754,8 @@ def augmented_predict(X, y, Z, Xs, variance, lengthscale, noise_variance, jitter
     return mean, np.maximum(var, 0.0)
 
 
-def greedy_variance_selection(X, n_inducing, variance, lengthscale, rng, jitter=1e-6):
+def greedy_variance_selection(X, n_inducing, variance, lengthscale, rng, jitter=1e-6,
+                              family=SE):
     """Greedy forward selection of inducing inputs among the training inputs.
 
     Criterion: the largest conditional prior variance Var[f(x_n) | u] = k(x_n, x_n) − Q_nn
@@ -726,7 +779,7 @@ def greedy_variance_selection(X, n_inducing, variance, lengthscale, rng, jitter=
         chosen[m] = j
         taken[j] = True
         piv = math.sqrt(max(resid[j], jitter * variance))
-        k = cross_cov(X, X[j:j + 1], variance, lengthscale)[:, 0]
+        k = cross_cov(X, X[j:j + 1], variance, lengthscale, family=family)[:, 0]
         col = (k - R[:, :m] @ R[j, :m]) / piv
         R[:, m] = col
         resid -= col * col
@@ -736,7 +789,8 @@ def greedy_variance_selection(X, n_inducing, variance, lengthscale, rng, jitter=
     return chosen
 
 
-def bcm_predict(X, y, Xs, variance, lengthscale, noise_variance, method, blocks, jitter):
+def bcm_predict(X, y, Xs, variance, lengthscale, noise_variance, method, blocks, jitter,
+                family=SE):
     """Transduction: the Bayesian committee machine of seed 001 (notes §4.7).
 
     The inducing inputs are the test inputs themselves (u = f*), with the training conditional
@@ -752,7 +806,7 @@ def bcm_predict(X, y, Xs, variance, lengthscale, noise_variance, method, blocks,
     """
     train = method if method in ("pitc", "fitc", "fic") else "dtc"
     _, _, post = sparse_lml(X, y, Xs, variance, lengthscale, noise_variance, train,
-                            blocks=blocks, jitter=jitter, eval_gradient=False)
+                            blocks=blocks, jitter=jitter, eval_gradient=False, family=family)
     # At the inducing inputs the prediction is SoR's: K** w and K** Σ_u K** = L_u S⁻¹ L_uᵀ.
     Kss = post.Lu @ post.Lu.T
     mean = Kss @ post.w

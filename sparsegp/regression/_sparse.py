@@ -13,6 +13,7 @@ from .._inducing_base import InducingPointEstimator
 from .._validation import check_int, check_option
 from ..exceptions import ConvergenceWarning, JitterWarning
 from ..inducing import kmeans, kmeans_blocks
+from ..kernels import SquaredExponential, stationary_spec
 from . import _base
 
 _LOG_BOUND = math.log(1e6)
@@ -24,7 +25,7 @@ def _rows(X):
 
 
 class SparseGPRegressor(RegressorMixin, InducingPointEstimator):
-    """Sparse Gaussian-process regression with a squared-exponential covariance.
+    """Sparse Gaussian-process regression with a stationary covariance (SE by default).
 
     One estimator for the unifying view of Quiñonero-Candela & Rasmussen (seed 001): every
     approximation is an exact GP with an effective prior covariance on the training set and a
@@ -54,6 +55,13 @@ class SparseGPRegressor(RegressorMixin, InducingPointEstimator):
         chosen (pivoted incomplete Cholesky under the initial hyper-parameters; O(N M²), no
         targets used) — the cheap posterior-variance criterion of seed 001's "choice of the
         inducing variables".
+    kernel : Kernel, optional
+        The covariance: a :mod:`sparsegp.kernels` stationary kernel (``SquaredExponential``,
+        ``Matern`` with ν = 1/2, 3/2, 5/2; ARD when its length-scale is an array), optionally
+        times a constant, or the same built from scikit-learn's ``ConstantKernel``, ``RBF``
+        and ``Matern``. Its values are the start, its bounds (or "fixed") bound the search.
+        Default: ``SquaredExponential(variance, lengthscale)`` from the three arguments below,
+        with log-bounds [1e-6, 1e6]; give either ``kernel`` or those.
     lengthscale : float or array-like of shape (D,), default=1.0
         Initial SE length-scale(s); one per feature requires ``ard=True``.
     variance : float, default=1.0
@@ -92,9 +100,11 @@ class SparseGPRegressor(RegressorMixin, InducingPointEstimator):
     ----------
     inducing_points_ : ndarray of shape (M, D)
         Final inducing inputs (the subset for ``"sod"``; absent for ``"exact"``).
+    kernel_ : Kernel
+        The fitted covariance (a copy of ``kernel``, or of the default SE kernel).
     variance_, noise_variance_ : float
     lengthscale_ : float or ndarray of shape (D,)
-        Fitted hyper-parameters (an array when ``ard=True``).
+        Fitted hyper-parameters (an array with ARD).
     log_marginal_likelihood_ : float
         Log evidence of the approximation (VFE: the variational lower bound) at the fit.
     log_marginal_likelihood_gradient_ : dict
@@ -132,13 +142,14 @@ class SparseGPRegressor(RegressorMixin, InducingPointEstimator):
     _inits = ("random", "kmeans", "greedy")
 
     def __init__(self, approximation="fitc", n_inducing=50, inducing_points=None, init="random",
-                 lengthscale=1.0, variance=1.0, noise_variance=0.1, ard=False, jitter=JITTER,
-                 optimize=True, optimizer="lbfgs", max_iter=200, n_restarts=0, blocks=None,
-                 random_state=None, verbose=False):
+                 kernel=None, lengthscale=1.0, variance=1.0, noise_variance=0.1, ard=False,
+                 jitter=JITTER, optimize=True, optimizer="lbfgs", max_iter=200, n_restarts=0,
+                 blocks=None, random_state=None, verbose=False):
         self.approximation = approximation
         self.n_inducing = n_inducing
         self.inducing_points = inducing_points
         self.init = init
+        self.kernel = kernel
         self.lengthscale = lengthscale
         self.variance = variance
         self.noise_variance = noise_variance
@@ -171,9 +182,9 @@ class SparseGPRegressor(RegressorMixin, InducingPointEstimator):
         N, D = X.shape
         check_option(self.approximation, "approximation", _base.APPROXIMATIONS)
         check_option(self.optimizer, "optimizer", ("lbfgs", "cg"))
-        s2 = self._check_positive_param("variance")
         sn2 = self._check_positive_param("noise_variance")
-        ls = self._check_lengthscale(X)
+        spec = self._kernel_spec(X)
+        s2, ls = spec.variance, spec.lengthscale
         jitter = self._check_jitter()
         check_int(self.max_iter, "max_iter", minimum=0)
         check_int(self.n_restarts, "n_restarts", minimum=0)
@@ -185,7 +196,24 @@ class SparseGPRegressor(RegressorMixin, InducingPointEstimator):
             blocks = _base.check_blocks(self.blocks, N)
         elif self.blocks is not None:
             check_int(self.blocks, "blocks", minimum=1, maximum=N)
-        return X, y, s2, sn2, ls, jitter, Z, blocks
+        return X, y, spec, sn2, jitter, Z, blocks
+
+    def _kernel_spec(self, X):
+        """The covariance to fit: ``kernel`` or the default SE from ``variance``/``lengthscale``."""
+        if self.kernel is None:
+            s2 = self._check_positive_param("variance")
+            ls = self._check_lengthscale(X)
+            bounds = (math.exp(-_LOG_BOUND), math.exp(_LOG_BOUND))
+            k = SquaredExponential(s2, ls.copy() if self.ard else float(ls[0]), bounds, bounds)
+            spec = stationary_spec(k, X.shape[1], type(self).__name__)
+            spec.ard = bool(self.ard)      # ARD over one feature still reports an array
+            return spec
+        defaults = {"lengthscale": 1.0, "variance": 1.0, "ard": False}
+        given = [n for n, d in defaults.items() if not _is_default(getattr(self, n), d)]
+        if given:
+            raise ValueError(f"give the covariance either as kernel or through {given}, not "
+                             f"both: set them inside the kernel (got kernel={self.kernel!r})")
+        return stationary_spec(self.kernel, X.shape[1], type(self).__name__)
 
     # ------------------------------------------------------------------ fitting
     def fit(self, X, y):
@@ -200,7 +228,9 @@ class SparseGPRegressor(RegressorMixin, InducingPointEstimator):
         -------
         self : SparseGPRegressor
         """
-        X, y, s2, sn2, ls, jitter, Z, blocks = self._validate(X, y)
+        X, y, spec, sn2, jitter, Z, blocks = self._validate(X, y)
+        s2, ls = spec.variance, spec.lengthscale
+        self._spec = spec
         rng = self._check_random_state()
         method = self.approximation
         N, D = X.shape
@@ -227,8 +257,7 @@ class SparseGPRegressor(RegressorMixin, InducingPointEstimator):
         self._blocks_fit = blocks
 
         move_Z = method in _base.SPARSE_METHODS
-        n_ls = D if self.ard else 1
-        theta0 = np.concatenate([[math.log(s2)], np.log(ls[:n_ls]), [math.log(sn2)]])
+        theta0 = self._pack(s2, ls, sn2)
         best = None
         n_iter = 0
         max_jitter = [jitter]
@@ -257,8 +286,9 @@ class SparseGPRegressor(RegressorMixin, InducingPointEstimator):
                           "optimisation (nearly coincident inducing inputs)", JitterWarning,
                           stacklevel=2)
         s2, ls, sn2 = self._unpack(theta, D)
+        self.kernel_ = spec.fitted(s2, ls)
         self.variance_ = s2
-        self.lengthscale_ = ls.copy() if self.ard else float(ls[0])
+        self.lengthscale_ = ls.copy() if spec.ard else float(ls[0])
         self.noise_variance_ = sn2
         self.n_iter_ = n_iter
         if method in _base.SPARSE_METHODS:
@@ -270,7 +300,7 @@ class SparseGPRegressor(RegressorMixin, InducingPointEstimator):
         self._post = post
         self.jitter_ = post.jitter if method in _base.SPARSE_METHODS else 0.0
         self.log_marginal_likelihood_ = float(lml)
-        if not self.ard:
+        if not spec.ard:
             grad["lengthscale"] = float(np.sum(grad["lengthscale"]))
         self.log_marginal_likelihood_gradient_ = grad
         if self.verbose:
@@ -283,7 +313,8 @@ class SparseGPRegressor(RegressorMixin, InducingPointEstimator):
         if self.init == "random":
             return np.sort(rng.choice(N, size=M, replace=False))
         if self.init == "greedy":
-            return np.sort(_base.greedy_variance_selection(X, M, s2, ls, rng, jitter))
+            return np.sort(_base.greedy_variance_selection(X, M, s2, ls, rng, jitter,
+                                                           self._spec.family))
         # k-means: the training point nearest each centre (duplicates topped up at random)
         C, _ = kmeans(X, X[rng.choice(N, size=M, replace=False)])
         d2 = (np.einsum("nd,nd->n", X, X)[:, None] - 2.0 * X @ C.T
@@ -297,30 +328,62 @@ class SparseGPRegressor(RegressorMixin, InducingPointEstimator):
     def _init_Z(self, X, s2, ls, jitter, rng):
         M = self.n_inducing
         if self.init == "greedy":
-            return X[_base.greedy_variance_selection(X, M, s2, ls, rng, jitter)].copy()
+            return X[_base.greedy_variance_selection(X, M, s2, ls, rng, jitter,
+                                                     self._spec.family)].copy()
         return self._initial_inducing_points(X, rng)
 
+    def _pack(self, s2, ls, sn2):
+        """Log-space vector of the free hyper-parameters: [log s², log ℓ (1 or D), log σ²]."""
+        spec = self._spec
+        parts = []
+        if spec.free_variance:
+            parts.append([math.log(s2)])
+        if spec.free_lengthscale:
+            parts.append(np.log(ls if spec.ard else ls[:1]))
+        parts.append([math.log(sn2)])
+        return np.concatenate(parts)
+
+    def _theta_bounds(self):
+        """Log bounds matching :meth:`_pack`."""
+        spec = self._spec
+        rows = []
+        if spec.free_variance:
+            rows.append(spec.variance_bounds)
+        if spec.free_lengthscale:
+            rows += [spec.lengthscale_bounds] * (self.n_features_in_ if spec.ard else 1)
+        rows.append((-_LOG_BOUND, _LOG_BOUND))
+        return [tuple(r) for r in rows]
+
     def _unpack(self, theta, D):
-        n_ls = D if self.ard else 1
-        s2 = float(math.exp(theta[0]))
-        ls = np.exp(theta[1:1 + n_ls])
-        if not self.ard:
-            ls = np.full(D, ls[0])
-        sn2 = float(math.exp(theta[1 + n_ls]))
+        spec = self._spec
+        i = 0
+        s2 = spec.variance
+        if spec.free_variance:
+            s2 = float(math.exp(theta[0]))
+            i = 1
+        ls = spec.lengthscale
+        if spec.free_lengthscale:
+            n_ls = D if spec.ard else 1
+            ls = np.exp(theta[i:i + n_ls])
+            if not spec.ard:
+                ls = np.full(D, ls[0])
+            i += n_ls
+        sn2 = float(math.exp(theta[i]))
         return s2, np.ascontiguousarray(ls), sn2
 
     def _evidence(self, X, y, s2, ls, sn2, Z, jitter, blocks, eval_gradient, warn=True,
                   workspace=None):
         method = self.approximation
+        family = self._spec.family
         if method in _base.SPARSE_METHODS:
             if warn:
                 return _base.sparse_lml(X, y, Z, s2, ls, sn2, method, blocks, jitter,
-                                        eval_gradient, workspace)
+                                        eval_gradient, workspace, family)
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", JitterWarning)
                 return _base.sparse_lml(X, y, Z, s2, ls, sn2, method, blocks, jitter,
-                                        eval_gradient, workspace)
-        return _base.exact_lml(X, y, s2, ls, sn2, eval_gradient)
+                                        eval_gradient, workspace, family)
+        return _base.exact_lml(X, y, s2, ls, sn2, eval_gradient, family)
 
     def _optimise(self, X, y, theta0, Z0, move_Z, jitter, blocks, max_jitter):
         D = X.shape[1]
@@ -358,7 +421,7 @@ class SparseGPRegressor(RegressorMixin, InducingPointEstimator):
         # fit holds the thread policy (_parallel_pool) around the whole run: one OpenBLAS
         # thread-count switch, not two per evaluation
         if self.optimizer == "lbfgs":
-            bounds = [(-_LOG_BOUND, _LOG_BOUND)] * n_th + [(None, None)] * (x0.size - n_th)
+            bounds = self._theta_bounds() + [(None, None)] * (x0.size - n_th)
             res = minimize(objective, x0, jac=True, method="L-BFGS-B", bounds=bounds,
                            callback=callback, options={"maxiter": self.max_iter})
         else:
@@ -371,9 +434,14 @@ class SparseGPRegressor(RegressorMixin, InducingPointEstimator):
         return -res.fun, x[:n_th].copy(), Z, int(res.nit), res.status in (0, 1)
 
     def _pack_grad(self, grad, s2, ls, sn2, move_Z):
+        spec = self._spec
         gl = grad["lengthscale"] * ls
-        parts = [[grad["variance"] * s2], gl if self.ard else [np.sum(gl)],
-                 [grad["noise_variance"] * sn2]]
+        parts = []
+        if spec.free_variance:
+            parts.append([grad["variance"] * s2])
+        if spec.free_lengthscale:
+            parts.append(gl if spec.ard else [np.sum(gl)])
+        parts.append([grad["noise_variance"] * sn2])
         if move_Z:
             parts.append(grad["inducing_points"].ravel())
         return np.concatenate(parts)
@@ -384,16 +452,17 @@ class SparseGPRegressor(RegressorMixin, InducingPointEstimator):
 
         Parameters
         ----------
-        theta : array-like of shape (2 + n_lengthscales,), optional
-            Log hyper-parameters ``[log s², log ℓ (1 value, or D with ARD), log σ²]``; the
-            inducing inputs stay at ``inducing_points_``. Default: the fitted values.
+        theta : array-like of shape (n_free,), optional
+            Log hyper-parameters ``[log s², log ℓ (1 value, or D with ARD), log σ²]``, less
+            those the kernel holds fixed; the inducing inputs stay at ``inducing_points_``.
+            Default: the fitted values.
         eval_gradient : bool
             Also return the gradient with respect to ``theta`` (log space).
 
         Returns
         -------
         lml : float
-        grad : ndarray of shape (2 + n_lengthscales,)
+        grad : ndarray of shape (n_free,)
             Only when ``eval_gradient`` is True.
         """
         check_is_fitted(self)
@@ -403,7 +472,7 @@ class SparseGPRegressor(RegressorMixin, InducingPointEstimator):
             ls = np.broadcast_to(np.asarray(self.lengthscale_, dtype=float), (D,)).copy()
         else:
             theta = np.asarray(theta, dtype=np.float64).ravel()
-            n_th = 2 + (D if self.ard else 1)
+            n_th = len(self._theta_bounds())
             if theta.size != n_th or not np.all(np.isfinite(theta)):
                 raise ValueError(f"theta must hold {n_th} finite log hyper-parameters; got "
                                  f"{theta!r}")
@@ -469,26 +538,40 @@ class SparseGPRegressor(RegressorMixin, InducingPointEstimator):
                                  "return_cov is not available")
             mean, var = _base.augmented_predict(self.X_train_, self.y_train_,
                                                 self.inducing_points_, Xs, s2, ls, sn2,
-                                                self.jitter)
+                                                self.jitter, family=self._spec.family)
         elif transduce:
             if method not in _base.SPARSE_METHODS:
                 raise ValueError(f"transduce=True needs a sparse approximation; got {method!r}")
             mean, cov = _base.bcm_predict(self.X_train_, self.y_train_, Xs, s2, ls, sn2,
-                                          method, self._blocks_fit, self.jitter)
+                                          method, self._blocks_fit, self.jitter,
+                                          self._spec.family)
             var = np.maximum(np.diag(cov), 0.0)
             if full:
                 return mean, cov
         elif method in _base.SPARSE_METHODS:
-            out = _base.sparse_predict(self._post, self.inducing_points_, Xs, s2, ls, full)
+            out = _base.sparse_predict(self._post, self.inducing_points_, Xs, s2, ls, full,
+                                       self._spec.family)
             mean, var = out
             if full:
                 return mean, var
         else:
             Xt = self.X_train_ if method == "exact" else self.X_train_[self.subset_indices_]
-            mean, var = _base.exact_predict(Xt, self._post, Xs, s2, ls, full)
+            mean, var = _base.exact_predict(Xt, self._post, Xs, s2, ls, full, self._spec.family)
             if full:
                 return mean, var
             var = np.maximum(var, 0.0)
         if return_std:
             return mean, np.sqrt(var)
         return mean
+
+
+def _is_default(value, default):
+    """True when a legacy covariance argument still holds its default value."""
+    if isinstance(value, (bool, np.bool_)) or isinstance(default, bool):
+        return value is default or (isinstance(value, (bool, np.bool_)) and
+                                    bool(value) == default)
+    try:
+        arr = np.asarray(value, dtype=np.float64)
+    except (TypeError, ValueError):
+        return False
+    return arr.ndim == 0 and float(arr) == default

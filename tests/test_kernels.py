@@ -1,0 +1,226 @@
+"""Kernel objects: values against scikit-learn, gradients against central differences, the
+parameter protocol, translation, and the regressor on every family."""
+import numpy as np
+import pytest
+from sklearn.base import clone
+from sklearn.gaussian_process import GaussianProcessRegressor
+from sklearn.gaussian_process import kernels as sk
+
+from sparsegp import SparseGPRegressor
+from sparsegp.kernels import (ConstantKernel, Matern, SquaredExponential, Sum, as_kernel,
+                              stationary_spec)
+
+FAMILIES = [("se", None), ("matern", 0.5), ("matern", 1.5), ("matern", 2.5)]
+
+
+def _ours(name, nu, variance, lengthscale, **kw):
+    if name == "se":
+        return SquaredExponential(variance, lengthscale, **kw)
+    return Matern(variance, lengthscale, nu, **kw)
+
+
+def _sklearns(name, nu, variance, lengthscale):
+    base = sk.RBF(lengthscale) if name == "se" else sk.Matern(lengthscale, nu=nu)
+    return sk.ConstantKernel(variance) * base
+
+
+def _data(seed=0, n=30, m=7, d=3):
+    rng = np.random.default_rng(seed)
+    return rng.normal(size=(n, d)), rng.normal(size=(m, d))
+
+
+@pytest.mark.parametrize("name,nu", FAMILIES)
+@pytest.mark.parametrize("ard", [False, True])
+def test_values_match_sklearn(name, nu, ard):
+    X, Z = _data()
+    ls = np.array([0.7, 1.3, 2.1]) if ard else 0.9
+    ours = _ours(name, nu, 1.7, ls)
+    theirs = _sklearns(name, nu, 1.7, ls)
+    np.testing.assert_allclose(ours(X, Z), theirs(X, Z), rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(ours(X), theirs(X), rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(ours.diag(X), theirs.diag(X), rtol=1e-14)
+    # translated from scikit-learn, the same matrix
+    np.testing.assert_allclose(as_kernel(theirs)(X, Z), theirs(X, Z), rtol=1e-12, atol=1e-14)
+
+
+def _central(f, x, h=1e-6):
+    g = np.zeros_like(x)
+    for i in np.ndindex(x.shape):
+        e = np.zeros_like(x)
+        e[i] = h
+        g[i] = (f(x + e) - f(x - e)) / (2 * h)
+    return g
+
+
+@pytest.mark.parametrize("name,nu", FAMILIES)
+@pytest.mark.parametrize("ard", [False, True])
+def test_gradient_matches_central_differences(name, nu, ard):
+    X, Z = _data(1)
+    rng = np.random.default_rng(2)
+    W = rng.normal(size=(X.shape[0], Z.shape[0]))
+    ls = np.array([0.7, 1.3, 2.1]) if ard else 0.9
+    k = _ours(name, nu, 1.7, ls) + ConstantKernel(0.4)
+    g_theta, g_Z, g_X = k.gradient(X, Z, W, wrt_X=True)
+
+    def L_theta(t):
+        return float(np.sum(W * k.clone_with_theta(t)(X, Z)))
+
+    def L_Z(z):
+        return float(np.sum(W * k(X, z)))
+
+    def L_X(x):
+        return float(np.sum(W * k(x, Z)))
+
+    np.testing.assert_allclose(g_theta, _central(L_theta, k.theta), rtol=1e-6, atol=1e-8)
+    np.testing.assert_allclose(g_Z, _central(L_Z, Z), rtol=1e-6, atol=1e-8)
+    np.testing.assert_allclose(g_X, _central(L_X, X), rtol=1e-6, atol=1e-8)
+
+
+@pytest.mark.parametrize("name,nu", FAMILIES)
+def test_symmetric_gradient_counts_both_arguments(name, nu):
+    X, _ = _data(3, n=12)
+    rng = np.random.default_rng(4)
+    W = rng.normal(size=(12, 12))
+    W = W + W.T
+    k = _ours(name, nu, 0.8, np.array([0.5, 1.0, 1.5]))
+    g_theta, g_none, g_X = k.gradient(X, None, W, wrt_X=True)
+    assert g_none is None
+    np.testing.assert_allclose(
+        g_X, _central(lambda x: float(np.sum(W * k(x))), X), rtol=1e-6, atol=1e-8)
+    np.testing.assert_allclose(
+        g_theta, _central(lambda t: float(np.sum(W * k.clone_with_theta(t)(X))), k.theta),
+        rtol=1e-6, atol=1e-8)
+
+
+def test_parameters_nest_and_clone():
+    k = Matern(2.0, [1.0, 2.0], nu=2.5) + ConstantKernel(0.5, "fixed")
+    p = k.get_params()
+    assert p["k1__nu"] == 2.5 and p["k2__constant_value"] == 0.5
+    k.set_params(k1__variance=3.0)
+    assert k.k1.variance == 3.0
+    assert k.n_dims == 3                                     # variance + two ARD ℓ
+    np.testing.assert_allclose(k.theta, np.log([3.0, 1.0, 2.0]))
+    np.testing.assert_allclose(k.bounds, np.log([[1e-5, 1e5]] * 3))
+    k2 = k.clone_with_theta(np.log([1.5, 0.5, 0.25]))
+    assert k.k1.variance == 3.0 and k2.k1.variance == 1.5
+    np.testing.assert_allclose(k2.k1.lengthscale, [0.5, 0.25])
+    assert clone(SparseGPRegressor(kernel=k)).kernel == k
+    with pytest.raises(ValueError, match="invalid parameter 'nope'"):
+        k.set_params(nope=1)
+
+
+def test_scale_folds_into_the_variance():
+    k = 3.0 * SquaredExponential(2.0, 1.0)
+    assert isinstance(k, SquaredExponential) and k.variance == 6.0
+    k = ConstantKernel(2.0, (1e-2, 1e2)) * Matern(1.0, 0.5, nu=0.5)
+    assert isinstance(k, Matern) and k.variance == 2.0 and k.variance_bounds == (1e-2, 1e2)
+    assert isinstance(SquaredExponential() + 1.0, Sum)
+
+
+def test_unsupported_kernels_are_named():
+    with pytest.raises(ValueError, match="RationalQuadratic is not supported"):
+        as_kernel(sk.RationalQuadratic())
+    with pytest.raises(ValueError, match="nu = 0.5, 1.5 or 2.5"):
+        as_kernel(sk.Matern(nu=0.7))
+    with pytest.raises(ValueError, match="one stationary kernel"):
+        stationary_spec(SquaredExponential() + ConstantKernel(), 2, "SparseGPRegressor")
+    with pytest.raises(ValueError, match="kernel must be"):
+        as_kernel("rbf")
+    with pytest.raises(ValueError, match="lengthscale must be positive"):
+        stationary_spec(SquaredExponential(1.0, -1.0), 2, "X")
+
+
+def _toy(seed=0, n=40, d=2):
+    rng = np.random.default_rng(seed)
+    X = rng.uniform(-2, 2, size=(n, d))
+    y = np.sin(2 * X[:, 0]) * np.cos(X[:, 1]) + 0.1 * rng.normal(size=n)
+    return X, y
+
+
+@pytest.mark.parametrize("name,nu", FAMILIES)
+def test_exact_regressor_equals_sklearn_gp(name, nu):
+    """Fixed hyper-parameters, ARD: log marginal likelihood, mean and s.d. agree to 1e-8."""
+    X, y = _toy()
+    Xs = np.random.default_rng(5).uniform(-2, 2, size=(15, 2))
+    ls, s2, sn2 = np.array([0.8, 1.6]), 1.3, 0.05
+    theirs = GaussianProcessRegressor(_sklearns(name, nu, s2, ls) + sk.WhiteKernel(sn2),
+                                      alpha=0.0, optimizer=None).fit(X, y)
+    ours = SparseGPRegressor("exact", kernel=_sklearns(name, nu, s2, ls), noise_variance=sn2,
+                             optimize=False).fit(X, y)
+    assert abs(ours.log_marginal_likelihood_ - theirs.log_marginal_likelihood_value_) < 1e-8
+    m1, s1 = ours.predict(Xs, return_std=True)
+    m2, s2_ = theirs.predict(Xs, return_std=True)
+    np.testing.assert_allclose(m1, m2, rtol=0, atol=1e-8)
+    # sklearn's std includes the WhiteKernel's noise; ours is the latent f's
+    np.testing.assert_allclose(np.sqrt(s1 ** 2 + sn2), s2_, rtol=0, atol=1e-8)
+
+
+@pytest.mark.parametrize("name,nu", FAMILIES)
+@pytest.mark.parametrize("method", ["fitc", "vfe", "dtc", "pitc"])
+def test_sparse_with_z_equal_x_is_the_exact_gp(name, nu, method):
+    X, y = _toy(1, n=25)
+    kernel = _ours(name, nu, 1.1, np.array([0.9, 1.4]))
+    exact = SparseGPRegressor("exact", kernel=kernel, noise_variance=0.1, optimize=False)
+    sparse = SparseGPRegressor(method, kernel=kernel, noise_variance=0.1, optimize=False,
+                               inducing_points=X, jitter=0.0)
+    exact.fit(X, y)
+    sparse.fit(X, y)
+    assert abs(exact.log_marginal_likelihood_ - sparse.log_marginal_likelihood_) < 1e-6
+    np.testing.assert_allclose(sparse.predict(X[:5]), exact.predict(X[:5]), atol=1e-6)
+
+
+@pytest.mark.parametrize("name,nu", FAMILIES)
+@pytest.mark.parametrize("method", ["fitc", "vfe", "pitc", "exact"])
+def test_regressor_gradient_matches_central_differences(name, nu, method):
+    """d log ML / d(log θ, Z) by central differences, for every family."""
+    from sparsegp.regression import _base
+
+    X, y = _toy(2, n=30)
+    Z = X[::5].copy() + 0.05
+    ls, s2, sn2 = np.array([0.9, 1.4]), 1.2, 0.15
+    fam = _ours(name, nu, s2, ls).family
+    blocks = _base.median_split_blocks(X, 6) if method == "pitc" else None
+
+    def lml(s2_, ls_, sn2_, Z_):
+        if method == "exact":
+            return _base.exact_lml(X, y, s2_, ls_, sn2_, False, family=fam)[0]
+        return _base.sparse_lml(X, y, Z_, s2_, ls_, sn2_, method, blocks, 1e-6, False,
+                                family=fam)[0]
+
+    if method == "exact":
+        _, g, _ = _base.exact_lml(X, y, s2, ls, sn2, family=fam)
+    else:
+        _, g, _ = _base.sparse_lml(X, y, Z, s2, ls, sn2, method, blocks, 1e-6, family=fam)
+    h = 1e-6
+    num_s2 = (lml(s2 + h, ls, sn2, Z) - lml(s2 - h, ls, sn2, Z)) / (2 * h)
+    num_sn2 = (lml(s2, ls, sn2 + h, Z) - lml(s2, ls, sn2 - h, Z)) / (2 * h)
+    num_ls = _central(lambda l: lml(s2, l, sn2, Z), ls)
+    np.testing.assert_allclose(g["variance"], num_s2, rtol=1e-5, atol=1e-7)
+    np.testing.assert_allclose(g["noise_variance"], num_sn2, rtol=1e-5, atol=1e-7)
+    np.testing.assert_allclose(g["lengthscale"], num_ls, rtol=1e-5, atol=1e-7)
+    if method != "exact":
+        num_Z = _central(lambda z: lml(s2, ls, sn2, z), Z)
+        np.testing.assert_allclose(g["inducing_points"], num_Z, rtol=1e-5, atol=1e-6)
+
+
+def test_regressor_fits_sklearn_constant_times_matern():
+    X, y = _toy(3, n=60)
+    gp = SparseGPRegressor("fitc", n_inducing=10, random_state=0, max_iter=30,
+                           kernel=sk.ConstantKernel() * sk.Matern(nu=1.5)).fit(X, y)
+    assert isinstance(gp.kernel_, Matern) and gp.kernel_.nu == 1.5
+    assert gp.kernel_.variance == gp.variance_
+    assert gp.score(X, y) > 0.8
+
+
+def test_fixed_hyperparameters_stay_fixed():
+    X, y = _toy(4, n=50)
+    gp = SparseGPRegressor("vfe", n_inducing=8, random_state=0, max_iter=20,
+                           kernel=Matern(2.0, 0.7, nu=2.5, lengthscale_bounds="fixed")).fit(X, y)
+    assert gp.kernel_.lengthscale == 0.7
+    assert gp.log_marginal_likelihood(None, eval_gradient=True)[1].shape == (2,)
+
+
+def test_kernel_and_legacy_arguments_conflict():
+    X, y = _toy(5, n=20)
+    with pytest.raises(ValueError, match="either as kernel or through"):
+        SparseGPRegressor("exact", kernel=SquaredExponential(), lengthscale=2.0).fit(X, y)
