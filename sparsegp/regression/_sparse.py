@@ -68,6 +68,12 @@ class SparseGPRegressor(RegressorMixin, InducingPointEstimator):
         Initial signal variance s².
     noise_variance : float, default=0.1
         Initial Gaussian noise variance σ² (> 0).
+    normalize_y : bool, default=True
+        Centre the targets and scale them to unit variance before fitting (scikit-learn's
+        name and meaning): the starting values of ``variance``, ``noise_variance`` and the
+        kernel's variance are then relative to var(y), so the defaults suit targets in any
+        units. Fitted values, predictions and the evidence are reported in the units of y.
+        False fits a zero-mean GP to y as given.
     ard : bool, default=False
         One length-scale per input dimension.
     jitter : float, default=1e-6
@@ -101,12 +107,14 @@ class SparseGPRegressor(RegressorMixin, InducingPointEstimator):
     inducing_points_ : ndarray of shape (M, D)
         Final inducing inputs (the subset for ``"sod"``; absent for ``"exact"``).
     kernel_ : Kernel
-        The fitted covariance (a copy of ``kernel``, or of the default SE kernel).
+        The fitted covariance (a copy of ``kernel``, or of the default SE kernel), its
+        variance in the units of y².
     variance_, noise_variance_ : float
     lengthscale_ : float or ndarray of shape (D,)
-        Fitted hyper-parameters (an array with ARD).
+        Fitted hyper-parameters (an array with ARD); variances in the units of y².
     log_marginal_likelihood_ : float
-        Log evidence of the approximation (VFE: the variational lower bound) at the fit.
+        Log evidence of the approximation (VFE: the variational lower bound) at the fit, as a
+        density of y in its own units (with ``normalize_y``, the mean of y is taken as known).
     log_marginal_likelihood_gradient_ : dict
         Its gradient with respect to the natural parameters: ``"variance"`` (float),
         ``"lengthscale"`` (float, or (D,) with ARD), ``"noise_variance"`` (float) and
@@ -122,6 +130,8 @@ class SparseGPRegressor(RegressorMixin, InducingPointEstimator):
     n_features_in_ : int
     X_train_, y_train_ : ndarrays
         Copies of the training data (needed by augmentation and transduction).
+    y_mean_, y_std_ : float
+        The centre and scale taken off y (0 and 1 without ``normalize_y``).
 
     References
     ----------
@@ -142,9 +152,9 @@ class SparseGPRegressor(RegressorMixin, InducingPointEstimator):
     _inits = ("random", "kmeans", "greedy")
 
     def __init__(self, approximation="fitc", n_inducing=50, inducing_points=None, init="random",
-                 kernel=None, lengthscale=1.0, variance=1.0, noise_variance=0.1, ard=False,
-                 jitter=JITTER, optimize=True, optimizer="lbfgs", max_iter=200, n_restarts=0,
-                 blocks=None, random_state=None, verbose=False):
+                 kernel=None, lengthscale=1.0, variance=1.0, noise_variance=0.1,
+                 normalize_y=True, ard=False, jitter=JITTER, optimize=True, optimizer="lbfgs",
+                 max_iter=200, n_restarts=0, blocks=None, random_state=None, verbose=False):
         self.approximation = approximation
         self.n_inducing = n_inducing
         self.inducing_points = inducing_points
@@ -153,6 +163,7 @@ class SparseGPRegressor(RegressorMixin, InducingPointEstimator):
         self.lengthscale = lengthscale
         self.variance = variance
         self.noise_variance = noise_variance
+        self.normalize_y = normalize_y
         self.ard = ard
         self.jitter = jitter
         self.optimize = optimize
@@ -182,6 +193,8 @@ class SparseGPRegressor(RegressorMixin, InducingPointEstimator):
         N, D = X.shape
         check_option(self.approximation, "approximation", _base.APPROXIMATIONS)
         check_option(self.optimizer, "optimizer", ("lbfgs", "cg"))
+        if not isinstance(self.normalize_y, (bool, np.bool_)):
+            raise ValueError(f"normalize_y must be True or False; got {self.normalize_y!r}")
         sn2 = self._check_positive_param("noise_variance")
         spec = self._kernel_spec(X)
         s2, ls = spec.variance, spec.lengthscale
@@ -236,6 +249,10 @@ class SparseGPRegressor(RegressorMixin, InducingPointEstimator):
         N, D = X.shape
         self.X_train_ = X
         self.y_train_ = y
+        y_mean, y_std = _target_scale(y) if self.normalize_y else (0.0, 1.0)
+        if self.normalize_y:
+            y = (y - y_mean) / y_std
+        self._y_model = y                       # the targets the model sees
 
         if method == "sod":
             if Z is not None:
@@ -286,10 +303,13 @@ class SparseGPRegressor(RegressorMixin, InducingPointEstimator):
                           "optimisation (nearly coincident inducing inputs)", JitterWarning,
                           stacklevel=2)
         s2, ls, sn2 = self._unpack(theta, D)
-        self.kernel_ = spec.fitted(s2, ls)
-        self.variance_ = s2
+        self._s2, self._sn2 = s2, sn2           # model (normalised) units
+        u2 = y_std * y_std
+        self.y_mean_, self.y_std_ = float(y_mean), float(y_std)
+        self.kernel_ = spec.fitted(s2 * u2, ls)
+        self.variance_ = s2 * u2
         self.lengthscale_ = ls.copy() if spec.ard else float(ls[0])
-        self.noise_variance_ = sn2
+        self.noise_variance_ = sn2 * u2
         self.n_iter_ = n_iter
         if method in _base.SPARSE_METHODS:
             self.inducing_points_ = Z
@@ -299,7 +319,10 @@ class SparseGPRegressor(RegressorMixin, InducingPointEstimator):
                                          warn=True)
         self._post = post
         self.jitter_ = post.jitter if method in _base.SPARSE_METHODS else 0.0
-        self.log_marginal_likelihood_ = float(lml)
+        # the density of y in its own units: y = y_std * y_model + y_mean
+        self.log_marginal_likelihood_ = float(lml) - yfit.size * math.log(y_std)
+        grad["variance"] /= u2
+        grad["noise_variance"] /= u2
         if not spec.ard:
             grad["lengthscale"] = float(np.sum(grad["lengthscale"]))
         self.log_marginal_likelihood_gradient_ = grad
@@ -454,8 +477,8 @@ class SparseGPRegressor(RegressorMixin, InducingPointEstimator):
         ----------
         theta : array-like of shape (n_free,), optional
             Log hyper-parameters ``[log s², log ℓ (1 value, or D with ARD), log σ²]``, less
-            those the kernel holds fixed; the inducing inputs stay at ``inducing_points_``.
-            Default: the fitted values.
+            those the kernel holds fixed, variances in the units of y² (as ``variance_``);
+            the inducing inputs stay at ``inducing_points_``. Default: the fitted values.
         eval_gradient : bool
             Also return the gradient with respect to ``theta`` (log space).
 
@@ -468,29 +491,34 @@ class SparseGPRegressor(RegressorMixin, InducingPointEstimator):
         check_is_fitted(self)
         D = self.n_features_in_
         if theta is None:
-            s2, sn2 = self.variance_, self.noise_variance_
+            s2, sn2 = self._s2, self._sn2
             ls = np.broadcast_to(np.asarray(self.lengthscale_, dtype=float), (D,)).copy()
         else:
-            theta = np.asarray(theta, dtype=np.float64).ravel()
+            theta = np.array(theta, dtype=np.float64).ravel()
             n_th = len(self._theta_bounds())
             if theta.size != n_th or not np.all(np.isfinite(theta)):
                 raise ValueError(f"theta must hold {n_th} finite log hyper-parameters; got "
                                  f"{theta!r}")
+            log_u2 = 2.0 * math.log(self.y_std_)          # to the model's units
+            if self._spec.free_variance:
+                theta[0] -= log_u2
+            theta[-1] -= log_u2
             s2, ls, sn2 = self._unpack(theta, D)
+        X, y = self.X_train_, self._y_model
         if self.approximation == "sod":
-            X, y = self.X_train_[self.subset_indices_], self.y_train_[self.subset_indices_]
-        else:
-            X, y = self.X_train_, self.y_train_
+            X, y = X[self.subset_indices_], y[self.subset_indices_]
         Z = getattr(self, "inducing_points_", None)
         lml, grad, _ = self._evidence(X, y, s2, ls, sn2, Z, self.jitter, self._blocks_fit,
                                       eval_gradient)
+        lml = float(lml) - y.size * math.log(self.y_std_)
         if not eval_gradient:
-            return float(lml)
-        return float(lml), self._pack_grad(grad, s2, ls, sn2, False)
+            return lml
+        # log-space gradients do not change with the units
+        return lml, self._pack_grad(grad, s2, ls, sn2, False)
 
     # ------------------------------------------------------------------ prediction
     def predict(self, X, return_std=False, return_cov=False, augment=False, transduce=False):
-        """Predictive distribution of the latent function f at ``X``.
+        """Predictive distribution of the latent function f at ``X``, in the units of y.
 
         Parameters
         ----------
@@ -523,9 +551,21 @@ class SparseGPRegressor(RegressorMixin, InducingPointEstimator):
         if return_std and return_cov:
             raise ValueError("at most one of return_std and return_cov may be True")
         D = self.n_features_in_
-        method = self.approximation
-        s2, sn2 = self.variance_, self.noise_variance_
+        s2, sn2 = self._s2, self._sn2
         ls = np.broadcast_to(np.asarray(self.lengthscale_, dtype=float), (D,)).copy()
+        mean, spread = self._predict_model(Xs, s2, ls, sn2, return_cov, augment, transduce)
+        # back to the units of y
+        u = self.y_std_
+        mean = u * mean + self.y_mean_
+        if return_cov:
+            return mean, (u * u) * spread
+        if return_std:
+            return mean, u * np.sqrt(spread)
+        return mean
+
+    def _predict_model(self, Xs, s2, ls, sn2, return_cov, augment, transduce):
+        """Latent mean and variance (or covariance) at Xs in the model's units."""
+        method = self.approximation
         if augment and transduce:
             raise ValueError("augment and transduce cannot both be True")
         full = bool(return_cov)
@@ -536,13 +576,13 @@ class SparseGPRegressor(RegressorMixin, InducingPointEstimator):
             if return_cov:
                 raise ValueError("augment=True predicts each test point on its own; "
                                  "return_cov is not available")
-            mean, var = _base.augmented_predict(self.X_train_, self.y_train_,
+            mean, var = _base.augmented_predict(self.X_train_, self._y_model,
                                                 self.inducing_points_, Xs, s2, ls, sn2,
                                                 self.jitter, family=self._spec.family)
         elif transduce:
             if method not in _base.SPARSE_METHODS:
                 raise ValueError(f"transduce=True needs a sparse approximation; got {method!r}")
-            mean, cov = _base.bcm_predict(self.X_train_, self.y_train_, Xs, s2, ls, sn2,
+            mean, cov = _base.bcm_predict(self.X_train_, self._y_model, Xs, s2, ls, sn2,
                                           method, self._blocks_fit, self.jitter,
                                           self._spec.family)
             var = np.maximum(np.diag(cov), 0.0)
@@ -560,9 +600,14 @@ class SparseGPRegressor(RegressorMixin, InducingPointEstimator):
             if full:
                 return mean, var
             var = np.maximum(var, 0.0)
-        if return_std:
-            return mean, np.sqrt(var)
-        return mean
+        return mean, var
+
+
+def _target_scale(y):
+    """Mean and standard deviation of y (1 for a constant y, so nothing is divided by 0)."""
+    mean = float(np.mean(y))
+    std = float(np.std(y))
+    return mean, (std if std > 0.0 and math.isfinite(std) else 1.0)
 
 
 def _is_default(value, default):
