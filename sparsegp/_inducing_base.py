@@ -27,6 +27,8 @@ class InducingPointEstimator(SparseGPEstimator):
 
     #: accepted values of ``init``; subclasses narrow or extend it
     _inits = ("random", "kmeans")
+    #: what ``n_inducing="auto"`` asks for, capped by the number of training rows
+    _auto_inducing = 50
 
     # -- scalars ---------------------------------------------------------------------------
 
@@ -108,12 +110,21 @@ class InducingPointEstimator(SparseGPEstimator):
                 raise ValueError(f"inducing_points has {Z.shape[-2]} rows, more than the "
                                  f"{n_samples} training points")
             return np.ascontiguousarray(Z)
-        M = check_int(self.n_inducing, "n_inducing", minimum=1)
+        M = self._n_inducing(n_samples)
         check_option(self.init, "init", self._inits)
         if M > n_samples:
             raise ValueError(f"n_inducing must be <= the number of training points "
                              f"({n_samples}); got {M}")
         return None
+
+    def _n_inducing(self, n_samples):
+        """M: ``n_inducing`` as an int, ``"auto"`` meaning ``_auto_inducing`` capped at N."""
+        if isinstance(self.n_inducing, str):
+            if self.n_inducing != "auto":
+                raise ValueError(f"n_inducing must be a positive int or 'auto'; got "
+                                 f"{self.n_inducing!r}")
+            return min(self._auto_inducing, int(n_samples))
+        return check_int(self.n_inducing, "n_inducing", minimum=1)
 
     def _initial_inducing_points(self, X, rng, y_index=None, n_classes=None):
         """Draw the initial inducing inputs named by ``init`` (after the checks above).
@@ -124,7 +135,7 @@ class InducingPointEstimator(SparseGPEstimator):
         (``"kmeans"``), or M rows of that class (``"subset"``); X may be any row-sliceable
         array-like, of which only the chosen rows are read.
         """
-        M = int(self.n_inducing)
+        M = self._n_inducing(X.shape[0])
         if n_classes is None:
             return init_inducing(X, M, self.init, rng)
         N, D = X.shape

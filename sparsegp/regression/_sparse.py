@@ -43,9 +43,9 @@ class SparseGPRegressor(RegressorMixin, InducingPointEstimator):
         conditional (differs from FITC only in ``return_cov``). ``"pitc"``: block-diagonal
         correction, blocks from ``blocks``. ``"vfe"``: Titsias' variational bound, DTC
         evidence minus tr(K_ff − Q_ff)/(2σ²), DTC predictions. ``"exact"``: full GP (O(N³)).
-    n_inducing : int, default=50
-        Number of inducing inputs M (subset size for ``"sod"``); ignored when
-        ``inducing_points`` is given.
+    n_inducing : int or "auto", default="auto"
+        Number of inducing inputs M (subset size for ``"sod"``); ``"auto"`` is 50, or N
+        when there are fewer training rows. Ignored when ``inducing_points`` is given.
     inducing_points : array-like of shape (M, D), optional
         Initial inducing inputs; overrides ``n_inducing`` and ``init``.
     init : {"random", "kmeans", "greedy"}, default="random"
@@ -151,8 +151,8 @@ class SparseGPRegressor(RegressorMixin, InducingPointEstimator):
 
     _inits = ("random", "kmeans", "greedy")
 
-    def __init__(self, approximation="fitc", n_inducing=50, inducing_points=None, init="random",
-                 kernel=None, lengthscale=1.0, variance=1.0, noise_variance=0.1,
+    def __init__(self, approximation="fitc", n_inducing="auto", inducing_points=None,
+                 init="random", kernel=None, lengthscale=1.0, variance=1.0, noise_variance=0.1,
                  normalize_y=True, ard=False, jitter=JITTER, optimize=True, optimizer="lbfgs",
                  max_iter=200, n_restarts=0, blocks=None, random_state=None, verbose=False):
         self.approximation = approximation
@@ -332,7 +332,7 @@ class SparseGPRegressor(RegressorMixin, InducingPointEstimator):
 
     def _choose_subset(self, X, s2, ls, jitter, rng):
         N = X.shape[0]
-        M = self.n_inducing
+        M = self._n_inducing(N)
         if self.init == "random":
             return np.sort(rng.choice(N, size=M, replace=False))
         if self.init == "greedy":
@@ -349,7 +349,7 @@ class SparseGPRegressor(RegressorMixin, InducingPointEstimator):
         return np.sort(idx)
 
     def _init_Z(self, X, s2, ls, jitter, rng):
-        M = self.n_inducing
+        M = self._n_inducing(X.shape[0])
         if self.init == "greedy":
             return X[_base.greedy_variance_selection(X, M, s2, ls, rng, jitter,
                                                      self._spec.family)].copy()
