@@ -64,6 +64,8 @@ __all__ = [
     "theta_gradient",
     "maximize_evidence",
     "probit_proba",
+    "stationary_kernel_spec",
+    "free_log_params",
     "OPTIMIZERS",
 ]
 
@@ -336,6 +338,67 @@ class _Run:
 
 # ----------------------------------------------------------------------------------------------
 # predictions
+
+
+def stationary_kernel_spec(kernel, variance, lengthscale, ard, n_features, owner):
+    """The covariance of a classifier with a ``kernel=`` argument and legacy SE arguments.
+
+    Parameters
+    ----------
+    kernel : None or kernel
+        None builds the squared-exponential kernel from ``variance``, ``lengthscale`` and
+        ``ard`` (checked exactly as before the ``kernel`` argument existed, so default fits
+        are unchanged); otherwise one stationary kernel of :mod:`sparsegp.kernels` or
+        scikit-learn's, optionally times a constant (:func:`sparsegp.kernels.stationary_spec`).
+    variance, lengthscale, ard
+        The estimator's legacy arguments; with a ``kernel`` they must keep their defaults
+        (1.0, 1.0, False).
+    n_features : int
+    owner : str
+        Estimator name for error messages.
+
+    Returns
+    -------
+    spec : sparsegp.kernels.StationarySpec
+        A copy; the user's kernel is never modified.
+
+    Raises
+    ------
+    ValueError
+        Invalid legacy arguments, an unsupported kernel, or both a kernel and non-default
+        legacy arguments.
+    """
+    # imported here: the regression package is not otherwise needed by the classifiers
+    from ..kernels import SquaredExponential, stationary_spec
+    from ..regression._sparse import _is_default
+
+    if kernel is None:
+        if not isinstance(ard, (bool, np.bool_)):
+            raise ValueError(f"ard must be True or False; got {ard!r}")
+        ls = check_lengthscale(lengthscale, n_features, bool(ard))
+        s2 = float(check_positive(variance, "variance", allow_array=False))
+        k = SquaredExponential(s2, ls.copy() if ard else float(ls[0]))
+        spec = stationary_spec(k, n_features, owner)
+        spec.ard = bool(ard)           # ARD over one feature still reports an array
+        return spec
+    defaults = {"lengthscale": 1.0, "variance": 1.0, "ard": False}
+    values = {"lengthscale": lengthscale, "variance": variance, "ard": ard}
+    given = [name for name, d in defaults.items() if not _is_default(values[name], d)]
+    if given:
+        raise ValueError(f"give the covariance either as kernel or through {given}, not both: "
+                         f"set them inside the kernel (got kernel={kernel!r})")
+    return stationary_spec(kernel, n_features, owner)
+
+
+def free_log_params(spec, n_features):
+    """Mask over ``[log s2, log l (1 value, or D with ARD)]``: True where not held fixed.
+
+    Returns
+    -------
+    free : ndarray of shape (1 + (n_features if spec.ard else 1),), bool
+    """
+    n_ls = n_features if spec.ard else 1
+    return np.array([spec.free_variance] + [spec.free_lengthscale] * n_ls, dtype=bool)
 
 
 def probit_proba(mean, var, bias):
