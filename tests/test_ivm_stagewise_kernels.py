@@ -316,3 +316,17 @@ def test_unsupported_kernel_is_a_clear_error(cls, kw):
         cls(kernel=sk.RBF() + sk.WhiteKernel(), **kw).fit(X, y)
     with pytest.raises(ValueError, match="nu"):
         cls(kernel=sk.Matern(nu=3.5), **kw).fit(X, y)
+
+
+def test_kernel_bounds_are_kept():
+    X, y = _xor(100, seed=3)
+    k = Matern(1.0, 0.55, nu=1.5, variance_bounds=(0.8, 1.25), lengthscale_bounds=(0.5, 0.6))
+    ivm = IVMClassifier(n_active=20, kernel=k, optimize=True, max_iter=2,
+                        random_state=0).fit(X, y)
+    sw = StagewiseGPClassifier(d_max=12, kernel=k, outer_iter=3, random_state=0).fit(X, y)
+    for est in (ivm, sw):
+        assert 0.8 * (1 - 1e-12) <= est.variance_ <= 1.25 * (1 + 1e-12)
+        assert 0.5 * (1 - 1e-12) <= est.lengthscale_ <= 0.6 * (1 + 1e-12)
+        # both unconstrained optima lie far outside the box: some bound must be active
+        assert np.isclose(est.variance_, [0.8, 1.25]).any() \
+            or np.isclose(est.lengthscale_, [0.5, 0.6]).any()

@@ -25,9 +25,8 @@ Design decisions (notes §2; where the paper leaves room they are documented her
   does (notes §2.6): repeat ``max_iter`` times {select I from scratch with the current
   (s2, l); maximise the approximate marginal likelihood log N(m_I | 0, K_II + Pi_I^-1) over
   (s2, l) with I and the sites fixed}, then select once more with the final parameters.
-  Parameters a given kernel holds "fixed" are left out of the optimisation; numeric bounds of
-  a given kernel are not enforced (the L-BFGS run is unconstrained, as for the legacy
-  arguments).
+  Parameters a given kernel holds "fixed" are left out of the optimisation; its other bounds
+  constrain the L-BFGS-B run. The legacy arguments are optimised without bounds, as before.
 * ``log_evidence_`` is that approximate marginal likelihood (notes §2.6, B-form, with the
   constant -d/2 log 2 pi) at the final active set and sites: the toolbox's "approximate log
   likelihood", NOT an EP evidence. Sites with p = 0 (points classified with certainty, whose
@@ -58,6 +57,7 @@ from .. import kernels as _kernels
 from ._binary import (
     _BinaryGPClassifierMixin,
     free_log_params,
+    log_param_bounds,
     maximize_evidence,
     stationary_kernel_spec,
 )
@@ -341,6 +341,10 @@ def _fit_binary(X, y, spec, bias_variance, bias, opts, rng, label):
     # theta = [log s2, log l (1 or D)]; the optimiser sees only the free entries (all of them
     # for the legacy arguments, so that path is the unconstrained fit it always was)
     free = free_log_params(spec, D)
+    lims = log_param_bounds(spec, D)[free]
+    # a given kernel's bounds go to L-BFGS-B; the legacy arguments have none (None: the
+    # unconstrained run it always was)
+    bounds = [tuple(b) for b in lims] if np.isfinite(lims).any() else None
     n_iter = 0
     if opts["optimize"] and free.any():
         for it in range(opts["max_iter"]):
@@ -368,7 +372,8 @@ def _fit_binary(X, y, spec, bias_variance, bias, opts, rng, label):
             theta0 = full0[free]
             res = maximize_evidence(evaluate, theta0, optimizer="lbfgs", max_iter=KERNEL_ITERS,
                                     rng=rng, n_log_params=theta0.size,
-                                    verbose=opts["verbose"], label=f"{label} kernel")
+                                    verbose=opts["verbose"], label=f"{label} kernel",
+                                    bounds=bounds)
             theta = full0.copy()
             theta[free] = res.theta
             variance = float(np.exp(theta[0]))
@@ -412,8 +417,8 @@ class IVMClassifier(_BinaryGPClassifierMixin, ClassifierMixin, SparseGPEstimator
         The covariance (without ``bias_variance``): one stationary kernel of
         :mod:`sparsegp.kernels` (``SquaredExponential``, ``Matern`` with nu 0.5/1.5/2.5),
         optionally times a constant, or scikit-learn's ``ConstantKernel() * RBF()`` /
-        ``ConstantKernel() * Matern(nu=...)``. Its values start the optimisation; parameters
-        with "fixed" bounds are not optimised (other bounds are not enforced). None: the SE
+        ``ConstantKernel() * Matern(nu=...)``. Its values start the optimisation, which keeps
+        to its bounds; parameters with "fixed" bounds are not optimised. None: the SE
         kernel of ``variance``, ``lengthscale`` and ``ard``, which must then keep their
         defaults if a kernel is given. Never modified.
     lengthscale : float or array-like of shape (n_features,), default=1.0

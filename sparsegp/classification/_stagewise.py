@@ -44,6 +44,7 @@ from ..kernels import grad_contract, kernel_matrix
 from ._binary import (
     _BinaryGPClassifierMixin,
     free_log_params,
+    log_param_bounds,
     maximize_evidence,
     pack_theta,
     stationary_kernel_spec,
@@ -90,7 +91,8 @@ class StagewiseGPClassifier(_BinaryGPClassifierMixin, ClassifierMixin, SparseGPE
         (``SquaredExponential``, ``Matern`` with nu 0.5/1.5/2.5), optionally times a constant,
         or scikit-learn's ``ConstantKernel() * RBF()`` / ``ConstantKernel() * Matern(nu=...)``.
         Its values are the initial hyper-parameters; parameters with "fixed" bounds are not
-        optimised (other bounds are not enforced: the CG of Algorithm 1 is unconstrained).
+        optimised, and the others stay within their bounds (the CG of Algorithm 1 sees eq. 4
+        at the clipped point). The legacy arguments are optimised without bounds.
         None: the SE kernel of ``variance``, ``lengthscale`` and ``ard``, which must keep
         their defaults if a kernel is given. Never modified.
     lengthscale : float or array-like of shape (n_features,), default=1.0
@@ -228,6 +230,8 @@ class StagewiseGPClassifier(_BinaryGPClassifierMixin, ClassifierMixin, SparseGPE
         s2, ls = spec.variance, spec.lengthscale.copy()
         # the bias is always free; fixed kernel parameters keep their entries of theta
         free = np.append(free_log_params(spec, X.shape[1]), True)
+        lims = np.vstack([log_param_bounds(spec, X.shape[1]), [[-np.inf, np.inf]]])[free]
+        bounds = lims if np.isfinite(lims).any() else None
         n_outer = outer_iter if self.optimize else 1
         state = _adf.new_state(X.shape[0], d_max, s2)
         theta = pack_theta(s2, ls, b, ard)
@@ -239,7 +243,7 @@ class StagewiseGPClassifier(_BinaryGPClassifierMixin, ClassifierMixin, SparseGPE
                                               site_update, s2, ls, b, rng, family)
             if self.optimize:
                 theta_new, nlp = _optimise_hyper(X, y_pm, active, p, m, theta, ard, family,
-                                                 free)
+                                                 free, bounds)
             else:
                 theta_new = theta
                 nlp = nlp_eq4(theta, X, y_pm, active, p, m, ard, family=family)[0]
@@ -514,24 +518,32 @@ def nlp_eq4(theta, X, y, active, p, m, ard, gradient=False, family=SE):
     return nlp, theta_gradient(g_s2, g_ls, g_b, s2, ls, ard)
 
 
-def _optimise_hyper(X, y, active, p, m, theta0, ard, family=SE, free=None):
+def _optimise_hyper(X, y, active, p, m, theta0, ard, family=SE, free=None, bounds=None):
     """CG on the NLP of eq. 4 (Algorithm 1 step 6); returns (theta, nlp).
 
     ``free`` (bool mask over theta, default all True) selects the entries the optimiser moves;
-    the others (kernel parameters held "fixed") keep their values in ``theta0``.
+    the others (kernel parameters held "fixed") keep their values in ``theta0``. ``bounds``
+    (n_free, 2), optional, are box constraints on the free entries: CG takes none, so the
+    objective is evaluated at the clipped point (flat outside the box, zero gradient in a
+    clipped coordinate) and the result is clipped.
     """
     free = np.ones(theta0.size, dtype=bool) if free is None else free
 
     def evaluate(x, _warm):
         theta = theta0.copy()
-        theta[free] = x
+        xc = x if bounds is None else np.clip(x, bounds[:, 0], bounds[:, 1])
+        theta[free] = xc
         nlp, grad = nlp_eq4(theta, X, y, active, p, m, ard, gradient=True, family=family)
-        return -nlp, -grad[free], None
+        g = -grad[free]
+        if bounds is not None:
+            g[xc != x] = 0.0
+        return -nlp, g, None
 
     best = maximize_evidence(evaluate, theta0[free], optimizer="cg", max_iter=CG_MAXITER,
                              label="NLP eq. 4")
     theta = theta0.copy()
-    theta[free] = best.theta
+    theta[free] = (best.theta if bounds is None
+                   else np.clip(best.theta, bounds[:, 0], bounds[:, 1]))
     return theta, -best.log_evidence
 
 
