@@ -5,10 +5,11 @@ of seed 004 (notes §3), which includes sites chosen by another rule through the
 
 Model
 -----
-Prior f ~ N(0, K) with K = k_SE + v_b (the SE kernel plus the constant ``bias_variance`` v_b of
-notes §2.7); likelihood Phi(y (f + b)). After including the active set I (in order
-i_0, i_1, ..., i_{k-1}) with Gaussian sites exp(-p_i (f_i - m_i)^2 / 2) the posterior is
-N(h, A), A = (K^-1 + Pi)^-1, h = A Pi m, represented without any n x n matrix as
+Prior f ~ N(0, K) with K = s2 g(r^2) + v_b (a stationary kernel of
+:mod:`sparsegp._numba.covfuncs`, SE g = exp(-r^2/2) by default, plus the constant
+``bias_variance`` v_b of notes §2.7); likelihood Phi(y (f + b)). After including the active
+set I (in order i_0, i_1, ..., i_{k-1}) with Gaussian sites exp(-p_i (f_i - m_i)^2 / 2) the
+posterior is N(h, A), A = (K^-1 + Pi)^-1, h = A Pi m, represented without any n x n matrix as
 
     B = I + S K_II S = L L^T        (S = Pi_I^(1/2), L lower, k x k)
     M = L^-1 S K_I.                 (k x n)
@@ -48,7 +49,11 @@ Contract (for the IVM and for the stagewise classifier of seed 004)
 * Kernel parameters ``(X, variance, lengthscale, bias_variance)`` lead every kernel that
   needs kernel values: ``X`` (n, D) C-contiguous float64, ``variance`` s2 > 0,
   ``lengthscale`` (D,) float64 (isotropic models repeat one value), ``bias_variance`` v_b >= 0.
-  The kernel column k(X, x_i) + v_b is computed inside (O(n D)); nothing n x n is formed.
+  The stationary family is the trailing optional argument ``family`` (an int code of
+  :mod:`sparsegp._numba.covfuncs`: 0 SE, the default, 1/2/3 Matérn 1/2, 3/2, 5/2); it is last
+  so that calls written for the SE-only core keep their meaning. Every call on one state must
+  pass the same family. The kernel column k(X, x_i) + v_b is computed inside (O(n D));
+  nothing n x n is formed.
   Changing any kernel parameter invalidates the state: call :func:`reset_state`.
 * Site parameters are ARBITRARY: :func:`adf_include` / :func:`adf_include_column` take any
   (p_i >= 0, m_i). The moment-matched ADF values of seed 003 eq. 2 come from
@@ -87,6 +92,7 @@ import numba
 import numpy as np
 
 from ._jit import jit
+from .covfuncs import SE, unit_k
 from .probit import probit_tilted
 
 
@@ -153,27 +159,48 @@ def scaled_inputs(X, lengthscale):
     return Xs, np.einsum("ij,ij->i", Xs, Xs)
 
 
-def cov_column_blas(Xs, sq_norms, variance, bias_variance, state, i, out):
+def cov_column_blas(Xs, sq_norms, variance, bias_variance, state, i, out, family=SE):
     """BLAS fast path of :func:`adf_cov_column` for ALL n columns: ``out = A[:, i]``, (n,).
 
     Requires every column to be up to date (``state.count == state.k[0]``, as in full greedy
-    selection); ``Xs, sq_norms`` from :func:`scaled_inputs`. The kernel column uses
-    |a - b|^2 = |a|^2 + |b|^2 - 2 a.b (one gemv) and M^T M[:, i] is one gemv on the strided
-    ``Mt[:, :k]``; both run at memory bandwidth, about twice the compiled loop's speed at
-    n = 60 000. Round-off differs from the compiled path at the 1e-15 level.
+    selection); ``Xs, sq_norms`` from :func:`scaled_inputs`; ``family`` a stationary family
+    code (SE by default). For SE the kernel column uses |a - b|^2 = |a|^2 + |b|^2 - 2 a.b
+    (one gemv) and M^T M[:, i] is one gemv on the strided ``Mt[:, :k]``; both run at memory
+    bandwidth, about twice the compiled loop's speed at n = 60 000. Round-off differs from
+    the compiled path at the 1e-15 level.
+
+    The Matérn families take their kernel column from explicit differences
+    (:func:`_stationary_column`) instead: Matérn 1/2 depends on r = sqrt(q), which turns the
+    ~1e-16 cancellation error of the gemv form at (near-)coincident points into ~1e-8.
     """
     k = int(state.k[0])
-    d2 = Xs @ Xs[i]
-    d2 *= -2.0
-    d2 += sq_norms
-    d2 += sq_norms[i]
-    np.maximum(d2, 0.0, out=d2)     # cancellation can make tiny distances negative
-    d2 *= -0.5
-    np.exp(d2, out=out)
-    out *= variance
+    if family == SE:
+        d2 = Xs @ Xs[i]
+        d2 *= -2.0
+        d2 += sq_norms
+        d2 += sq_norms[i]
+        np.maximum(d2, 0.0, out=d2)     # cancellation can make tiny distances negative
+        d2 *= -0.5
+        np.exp(d2, out=out)
+        out *= variance
+    else:
+        _stationary_column(Xs, i, family, float(variance), out)
     out += bias_variance
     if k:
         out -= state.Mt[:, :k] @ state.Mt[i, :k]
+    return out
+
+
+@jit
+def _stationary_column(Xs, i, family, variance, out):
+    """``out[j] = s2 g(|Xs[j] - Xs[i]|^2)`` for every row j of the scaled inputs Xs (n, D)."""
+    D = Xs.shape[1]
+    for j in range(Xs.shape[0]):
+        q = 0.0
+        for t in range(D):
+            u = Xs[j, t] - Xs[i, t]
+            q += u * u
+        out[j] = variance * unit_k(q, family)
     return out
 
 
@@ -244,18 +271,21 @@ def _dot(a, b, n):
 
 
 @jit
-def kernel_value(X, a, b, variance, inv_ls, bias_variance):
-    """k(x_a, x_b) = s2 exp(-|(x_a - x_b) / l|^2 / 2) + v_b; ``inv_ls`` = 1 / lengthscale."""
+def kernel_value(X, a, b, family, variance, inv_ls, bias_variance):
+    """k(x_a, x_b) = s2 g(|(x_a - x_b) / l|^2) + v_b; ``inv_ls`` = 1 / lengthscale.
+
+    g is the stationary family ``family`` of :mod:`sparsegp._numba.covfuncs` (SE: exp(-q/2)).
+    """
     s = 0.0
     for t in range(X.shape[1]):
         u = (X[a, t] - X[b, t]) * inv_ls[t]
         s += u * u
-    return variance * math.exp(-0.5 * s) + bias_variance
+    return variance * unit_k(s, family) + bias_variance
 
 
 @jit
-def _catch_up_one(j, X, variance, inv_ls, bias_variance, Mt, L, diag_A, h, count, active,
-                  sqrt_p, g, k):
+def _catch_up_one(j, X, family, variance, inv_ls, bias_variance, Mt, L, diag_A, h, count,
+                  active, sqrt_p, g, k):
     """Bring column j of M (and diag_A[j], h[j]) from ``count[j]`` rows to k rows.
 
     Row r is forward substitution in L M = S K_I. (notes §2.4):
@@ -267,7 +297,7 @@ def _catch_up_one(j, X, variance, inv_ls, bias_variance, Mt, L, diag_A, h, count
     da = diag_A[j]
     hj = h[j]
     for r in range(c, k):
-        kv = kernel_value(X, j, active[r], variance, inv_ls, bias_variance)
+        kv = kernel_value(X, j, active[r], family, variance, inv_ls, bias_variance)
         mu = (sqrt_p[r] * kv - _dot(L[r], Mt[j], r)) / L[r, r]
         Mt[j, r] = mu
         da -= mu * mu
@@ -299,31 +329,31 @@ _OP_APPEND = 2
 
 
 @jit
-def _column_op(op, j, X, variance, inv_ls, bias_variance, Mt, L, diag_A, h, count, active,
-               sqrt_p, g, kk, i, vec, s_eta, g_k):
+def _column_op(op, j, X, family, variance, inv_ls, bias_variance, Mt, L, diag_A, h, count,
+               active, sqrt_p, g, kk, i, vec, s_eta, g_k):
     """The per-column work of the three passes (each column j independent of the others)."""
     if op == _OP_APPEND:
         if count[j] == kk:
             _append_entry(j, kk, s_eta * vec[j], g_k, Mt, diag_A, h, count)
         return
-    _catch_up_one(j, X, variance, inv_ls, bias_variance, Mt, L, diag_A, h, count, active,
-                  sqrt_p, g, kk)
+    _catch_up_one(j, X, family, variance, inv_ls, bias_variance, Mt, L, diag_A, h, count,
+                  active, sqrt_p, g, kk)
     if op == _OP_COV:
-        vec[j] = (kernel_value(X, j, i, variance, inv_ls, bias_variance)
+        vec[j] = (kernel_value(X, j, i, family, variance, inv_ls, bias_variance)
                   - _dot(Mt[j], Mt[i], kk))
 
 
 @jit(parallel=True)
-def _pass_parallel(op, cols, X, variance, inv_ls, bias_variance, Mt, L, diag_A, h, count,
-                   active, sqrt_p, g, kk, i, vec, s_eta, g_k):
+def _pass_parallel(op, cols, X, family, variance, inv_ls, bias_variance, Mt, L, diag_A, h,
+                   count, active, sqrt_p, g, kk, i, vec, s_eta, g_k):
     for t in numba.prange(cols.shape[0]):
-        _column_op(op, cols[t], X, variance, inv_ls, bias_variance, Mt, L, diag_A, h, count,
-                   active, sqrt_p, g, kk, i, vec, s_eta, g_k)
+        _column_op(op, cols[t], X, family, variance, inv_ls, bias_variance, Mt, L, diag_A, h,
+                   count, active, sqrt_p, g, kk, i, vec, s_eta, g_k)
 
 
 @jit
-def _column_pass(op, cols, X, variance, inv_ls, bias_variance, Mt, L, diag_A, h, count,
-                 active, sqrt_p, g, kk, i, vec, s_eta, g_k):
+def _column_pass(op, cols, X, family, variance, inv_ls, bias_variance, Mt, L, diag_A, h,
+                 count, active, sqrt_p, g, kk, i, vec, s_eta, g_k):
     """Apply ``op`` to every column in ``cols`` (unique indices), threaded if large."""
     if op == _OP_APPEND:
         work = 8 * cols.shape[0]
@@ -336,12 +366,12 @@ def _column_pass(op, cols, X, variance, inv_ls, bias_variance, Mt, L, diag_A, h,
             rows += cols.shape[0]
         work = rows * (kk + X.shape[1])
     if work >= PARALLEL_MIN_WORK:
-        _pass_parallel(op, cols, X, variance, inv_ls, bias_variance, Mt, L, diag_A, h, count,
-                       active, sqrt_p, g, kk, i, vec, s_eta, g_k)
+        _pass_parallel(op, cols, X, family, variance, inv_ls, bias_variance, Mt, L, diag_A, h,
+                       count, active, sqrt_p, g, kk, i, vec, s_eta, g_k)
         return
     for t in range(cols.shape[0]):
-        _column_op(op, cols[t], X, variance, inv_ls, bias_variance, Mt, L, diag_A, h, count,
-                   active, sqrt_p, g, kk, i, vec, s_eta, g_k)
+        _column_op(op, cols[t], X, family, variance, inv_ls, bias_variance, Mt, L, diag_A, h,
+                   count, active, sqrt_p, g, kk, i, vec, s_eta, g_k)
 
 
 # ------------------------------------------------------------------------------------------
@@ -350,20 +380,20 @@ def _column_pass(op, cols, X, variance, inv_ls, bias_variance, Mt, L, diag_A, h,
 
 @jit
 def adf_catch_up(X, variance, lengthscale, bias_variance, Mt, L, diag_A, h, count, active,
-                 sqrt_p, site_mean, g, is_active, k, cols):
+                 sqrt_p, site_mean, g, is_active, k, cols, family=SE):
     """Bring every column listed in ``cols`` (int64 (c,), unique) up to the current k.
 
     Afterwards ``diag_A[cols]`` and ``h[cols]`` are the exact current posterior marginals.
     Each (row, column) entry is computed once over a run (delayed updates, notes §2.4).
     O(sum over cols of (k - count[j]) (k + D)); multi-threaded over columns when large.
     """
-    _column_pass(_OP_CATCH_UP, cols, X, variance, 1.0 / lengthscale, bias_variance, Mt, L,
-                 diag_A, h, count, active, sqrt_p, g, k[0], 0, diag_A, 0.0, 0.0)
+    _column_pass(_OP_CATCH_UP, cols, X, family, variance, 1.0 / lengthscale, bias_variance, Mt,
+                 L, diag_A, h, count, active, sqrt_p, g, k[0], 0, diag_A, 0.0, 0.0)
 
 
 @jit
 def adf_cov_column(X, variance, lengthscale, bias_variance, Mt, L, diag_A, h, count, active,
-                   sqrt_p, site_mean, g, is_active, k, i, cols, out):
+                   sqrt_p, site_mean, g, is_active, k, i, cols, out, family=SE):
     """Posterior covariance column: ``out[j] = A[j, i]`` for every j in ``cols``.
 
     A[j, i] = K[j, i] - sum_r M[r, j] M[r, i] (= k~_{j,i} of seed 004 eq. 7); column i and
@@ -373,10 +403,10 @@ def adf_cov_column(X, variance, lengthscale, bias_variance, Mt, L, diag_A, h, co
     """
     kk = k[0]
     inv_ls = 1.0 / lengthscale
-    _catch_up_one(i, X, variance, inv_ls, bias_variance, Mt, L, diag_A, h, count, active,
-                  sqrt_p, g, kk)
-    _column_pass(_OP_COV, cols, X, variance, inv_ls, bias_variance, Mt, L, diag_A, h, count,
-                 active, sqrt_p, g, kk, i, out, 0.0, 0.0)
+    _catch_up_one(i, X, family, variance, inv_ls, bias_variance, Mt, L, diag_A, h, count,
+                  active, sqrt_p, g, kk)
+    _column_pass(_OP_COV, cols, X, family, variance, inv_ls, bias_variance, Mt, L, diag_A, h,
+                 count, active, sqrt_p, g, kk, i, out, 0.0, 0.0)
     return out
 
 
@@ -419,8 +449,8 @@ def adf_include_column(Mt, L, diag_A, h, count, active, sqrt_p, site_mean, g, is
     g[kk] = gk
     is_active[i] = True
     # the append pass touches only Mt, diag_A, h, count (X, L, ... are placeholders)
-    _column_pass(_OP_APPEND, cols, L, 0.0, L[0], 0.0, Mt, L, diag_A, h, count, active, sqrt_p,
-                 g, kk, i, acol, se, gk)
+    _column_pass(_OP_APPEND, cols, L, SE, 0.0, L[0], 0.0, Mt, L, diag_A, h, count, active,
+                 sqrt_p, g, kk, i, acol, se, gk)
     if count[i] == kk:  # i not in cols: still write its own row entry (cheap, O(1))
         _append_entry(i, kk, se * acol[i], gk, Mt, diag_A, h, count)
     k[0] = kk + 1
@@ -429,7 +459,7 @@ def adf_include_column(Mt, L, diag_A, h, count, active, sqrt_p, site_mean, g, is
 
 @jit
 def adf_include(X, variance, lengthscale, bias_variance, Mt, L, diag_A, h, count, active,
-                sqrt_p, site_mean, g, is_active, k, i, p_i, m_i, cols, work):
+                sqrt_p, site_mean, g, is_active, k, i, p_i, m_i, cols, work, family=SE):
     """Include point i with site (p_i, m_i) into the active set, updating ``cols``.
 
     :func:`adf_cov_column` into ``work`` ((n,) scratch, overwritten) followed by
@@ -447,7 +477,7 @@ def adf_include(X, variance, lengthscale, bias_variance, Mt, L, diag_A, h, count
     if is_active[i] or kk >= L.shape[0]:
         return -1.0, 0.0
     adf_cov_column(X, variance, lengthscale, bias_variance, Mt, L, diag_A, h, count, active,
-                   sqrt_p, site_mean, g, is_active, k, i, cols, work)
+                   sqrt_p, site_mean, g, is_active, k, i, cols, work, family)
     # A[i, i] itself (cols may not contain i); identical to diag_A[i] up to round-off
     work[i] = diag_A[i]
     return adf_include_column(Mt, L, diag_A, h, count, active, sqrt_p, site_mean, g,
@@ -456,7 +486,8 @@ def adf_include(X, variance, lengthscale, bias_variance, Mt, L, diag_A, h, count
 
 @jit
 def adf_include_probit(X, variance, lengthscale, bias_variance, Mt, L, diag_A, h, count,
-                       active, sqrt_p, site_mean, g, is_active, k, i, y_i, bias, cols, work):
+                       active, sqrt_p, site_mean, g, is_active, k, i, y_i, bias, cols, work,
+                       family=SE):
     """Moment-matched ADF inclusion of point i with label y_i in {-1, +1} (seed 003 eqs. 2-3).
 
     Catches up column i, computes (p, m) by :func:`probit_site` from its current marginal,
@@ -466,9 +497,9 @@ def adf_include_probit(X, variance, lengthscale, bias_variance, Mt, L, diag_A, h
     if is_active[i] or kk >= L.shape[0]:
         return -1.0, 0.0, 0.0
     inv_ls = 1.0 / lengthscale
-    _catch_up_one(i, X, variance, inv_ls, bias_variance, Mt, L, diag_A, h, count, active,
-                  sqrt_p, g, kk)
+    _catch_up_one(i, X, family, variance, inv_ls, bias_variance, Mt, L, diag_A, h, count,
+                  active, sqrt_p, g, kk)
     p, m, alpha, nu, log_z = probit_site(y_i, h[i], diag_A[i], bias)
     adf_include(X, variance, lengthscale, bias_variance, Mt, L, diag_A, h, count, active,
-                sqrt_p, site_mean, g, is_active, k, i, p, m, cols, work)
+                sqrt_p, site_mean, g, is_active, k, i, p, m, cols, work, family)
     return p, m, log_z

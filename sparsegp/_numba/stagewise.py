@@ -9,7 +9,8 @@ They read the ADF state of :mod:`sparsegp._numba.adf` (notes §2.2) and never ch
 For a candidate j the column k~_.j = A_.j = K_.j - Mt Mt[j]^T costs O(n k) (notes §3.2; computed
 by the core, ``adf.cov_column_blas`` or ``adf.adf_cov_column``, called from Python so that these
 cached kernels do not embed the core's code: numba's cache does not see changes in other
-modules), and with
+modules). Nothing here evaluates the kernel, so these kernels serve every stationary family:
+the columns arrive computed for the estimator's kernel (the core's ``family`` argument). With
 the site's eta_j = p_j / (1 + p_j A_jj), alpha~_j = eta_j (m_j - f_hat_j) the inclusion moves
 (eq. 7)
 

@@ -64,6 +64,9 @@ __all__ = [
     "theta_gradient",
     "maximize_evidence",
     "probit_proba",
+    "stationary_kernel_spec",
+    "free_log_params",
+    "log_param_bounds",
     "OPTIMIZERS",
 ]
 
@@ -199,7 +202,8 @@ class EvidenceOptimum:
 
 
 def maximize_evidence(evaluate, theta0, optimizer="cg", max_iter=20, n_restarts=0, rng=None,
-                      perturb=None, n_log_params=None, verbose=False, label="evidence"):
+                      perturb=None, n_log_params=None, verbose=False, label="evidence",
+                      bounds=None):
     """Maximise an evidence over ``theta`` with warm-started evaluations and random restarts.
 
     Parameters
@@ -231,11 +235,16 @@ def maximize_evidence(evaluate, theta0, optimizer="cg", max_iter=20, n_restarts=
         theta and best log evidence.
     label : str
         Prefix for verbose lines.
+    bounds : sequence of (low, high) pairs, optional
+        Box constraints on theta, one pair per entry (None or +-inf for no bound); only with
+        ``optimizer="lbfgs"`` (CG cannot take them). None (default): unconstrained.
 
     Returns
     -------
     EvidenceOptimum
     """
+    if bounds is not None and OPTIMIZERS[optimizer] != "L-BFGS-B":
+        raise ValueError(f"bounds need optimizer='lbfgs'; got optimizer={optimizer!r}")
     method = OPTIMIZERS[optimizer]
     rng = np.random.default_rng() if rng is None else rng
     theta0 = np.asarray(theta0, dtype=np.float64)
@@ -276,8 +285,10 @@ def maximize_evidence(evaluate, theta0, optimizer="cg", max_iter=20, n_restarts=
             with warnings.catch_warnings():
                 # the line search may probe -inf (failed) points; scipy warns about them
                 warnings.simplefilter("ignore", RuntimeWarning)
+                # bounds=None is scipy's own default: unconstrained runs are unchanged
                 res = optimize.minimize(run.fun, start, jac=True, method=method,
-                                        callback=callback, options={"maxiter": max_iter})
+                                        bounds=bounds, callback=callback,
+                                        options={"maxiter": max_iter})
             n_iter = int(res.nit)
         except _NUMERICAL_ERRORS + (ValueError,):
             n_iter = it[0]
@@ -336,6 +347,85 @@ class _Run:
 
 # ----------------------------------------------------------------------------------------------
 # predictions
+
+
+def stationary_kernel_spec(kernel, variance, lengthscale, ard, n_features, owner):
+    """The covariance of a classifier with a ``kernel=`` argument and legacy SE arguments.
+
+    Parameters
+    ----------
+    kernel : None or kernel
+        None builds the squared-exponential kernel from ``variance``, ``lengthscale`` and
+        ``ard`` (checked exactly as before the ``kernel`` argument existed, so default fits
+        are unchanged); otherwise one stationary kernel of :mod:`sparsegp.kernels` or
+        scikit-learn's, optionally times a constant (:func:`sparsegp.kernels.stationary_spec`).
+    variance, lengthscale, ard
+        The estimator's legacy arguments; with a ``kernel`` they must keep their defaults
+        (1.0, 1.0, False).
+    n_features : int
+    owner : str
+        Estimator name for error messages.
+
+    Returns
+    -------
+    spec : sparsegp.kernels.StationarySpec
+        A copy; the user's kernel is never modified. For ``kernel=None`` its log bounds are
+        (-inf, inf): the legacy parameters are optimised without bounds, as they always were.
+
+    Raises
+    ------
+    ValueError
+        Invalid legacy arguments, an unsupported kernel, or both a kernel and non-default
+        legacy arguments.
+    """
+    # imported here: the regression package is not otherwise needed by the classifiers
+    from ..kernels import SquaredExponential, stationary_spec
+    from ..regression._sparse import _is_default
+
+    if kernel is None:
+        if not isinstance(ard, (bool, np.bool_)):
+            raise ValueError(f"ard must be True or False; got {ard!r}")
+        ls = check_lengthscale(lengthscale, n_features, bool(ard))
+        s2 = float(check_positive(variance, "variance", allow_array=False))
+        k = SquaredExponential(s2, ls.copy() if ard else float(ls[0]))
+        spec = stationary_spec(k, n_features, owner)
+        spec.ard = bool(ard)           # ARD over one feature still reports an array
+        # the legacy arguments were always optimised without bounds; keep it that way
+        spec.variance_bounds = np.array([-np.inf, np.inf])
+        spec.lengthscale_bounds = np.array([-np.inf, np.inf])
+        return spec
+    defaults = {"lengthscale": 1.0, "variance": 1.0, "ard": False}
+    values = {"lengthscale": lengthscale, "variance": variance, "ard": ard}
+    given = [name for name, d in defaults.items() if not _is_default(values[name], d)]
+    if given:
+        raise ValueError(f"give the covariance either as kernel or through {given}, not both: "
+                         f"set them inside the kernel (got kernel={kernel!r})")
+    return stationary_spec(kernel, n_features, owner)
+
+
+def free_log_params(spec, n_features):
+    """Mask over ``[log s2, log l (1 value, or D with ARD)]``: True where not held fixed.
+
+    Returns
+    -------
+    free : ndarray of shape (1 + (n_features if spec.ard else 1),), bool
+    """
+    n_ls = n_features if spec.ard else 1
+    return np.array([spec.free_variance] + [spec.free_lengthscale] * n_ls, dtype=bool)
+
+
+def log_param_bounds(spec, n_features):
+    """Log bounds of ``[log s2, log l (1 value, or D with ARD)]`` from a kernel spec.
+
+    Returns
+    -------
+    bounds : ndarray of shape (1 + (n_features if spec.ard else 1), 2)
+        Rows (low, high); a fixed parameter's row is (-inf, inf) and is meant to be dropped
+        with :func:`free_log_params`.
+    """
+    n_ls = n_features if spec.ard else 1
+    return np.array([spec.variance_bounds] + [spec.lengthscale_bounds] * n_ls,
+                    dtype=np.float64)
 
 
 def probit_proba(mean, var, bias):

@@ -7,7 +7,10 @@ the probit-with-bias likelihood (seed 003 eq. 2), done in O(n d) by the in-place
 
 Design decisions (notes §2; where the paper leaves room they are documented here):
 
-* Kernel k(x, x') = s2 exp(-|(x - x') / l|^2 / 2) + v_b (``bias_variance`` v_b, notes §2.7).
+* Kernel k(x, x') = s2 g(|(x - x') / l|^2) + v_b (``bias_variance`` v_b, notes §2.7): by default
+  the SE g(q) = exp(-q/2) built from ``variance``/``lengthscale``/``ard``; ``kernel=`` takes one
+  stationary kernel (SE or Matérn 1/2, 3/2, 5/2, optionally times a constant) instead. Every
+  kernel evaluation, the compiled ADF columns included, uses that kernel's family.
 * ``bias="auto"`` is b = Phi^-1(n_+ / n), the *fraction* of positives (the paper says "ratio";
   the literal ratio n_+/n_- gives b = +inf on balanced data; the toolbox uses the fraction).
 * Randomized greedy selection (seed 003 §3, notes §2.4): ``n_random`` uniform picks, then
@@ -22,6 +25,8 @@ Design decisions (notes §2; where the paper leaves room they are documented her
   does (notes §2.6): repeat ``max_iter`` times {select I from scratch with the current
   (s2, l); maximise the approximate marginal likelihood log N(m_I | 0, K_II + Pi_I^-1) over
   (s2, l) with I and the sites fixed}, then select once more with the final parameters.
+  Parameters a given kernel holds "fixed" are left out of the optimisation; its other bounds
+  constrain the L-BFGS-B run. The legacy arguments are optimised without bounds, as before.
 * ``log_evidence_`` is that approximate marginal likelihood (notes §2.6, B-form, with the
   constant -d/2 log 2 pi) at the final active set and sites: the toolbox's "approximate log
   likelihood", NOT an EP evidence. Sites with p = 0 (points classified with certainty, whose
@@ -44,13 +49,18 @@ from .._numba import scoring as _scoring
 from .._validation import (
     check_classes,
     check_int,
-    check_lengthscale,
     check_option,
-    check_positive,
     check_random_state,
 )
+from .._numba.covfuncs import SE
 from .. import kernels as _kernels
-from ._binary import _BinaryGPClassifierMixin, maximize_evidence
+from ._binary import (
+    _BinaryGPClassifierMixin,
+    free_log_params,
+    log_param_bounds,
+    maximize_evidence,
+    stationary_kernel_spec,
+)
 
 __all__ = ["IVMClassifier"]
 
@@ -82,6 +92,8 @@ class _BinaryIVM:
     bias: float
     log_evidence: float
     n_iter: int
+    family: int = SE         # stationary family code of sparsegp._numba.covfuncs
+    kernel: object = None    # the fitted kernel object (StationarySpec.fitted)
 
     def latent(self, X):
         """(mean, var) of f* at the rows of X (eq. 5): O(d) mean, O(d^2) variance each."""
@@ -91,8 +103,8 @@ class _BinaryIVM:
         var = np.empty(n)
         for start in range(0, n, _PREDICT_BLOCK):
             stop = min(n, start + _PREDICT_BLOCK)
-            Kx = _kernels.se_kernel(self.X_active, X[start:stop], self.variance,
-                                    self.lengthscale) + self.bias_variance
+            Kx = _kernels.kernel_matrix(self.X_active, X[start:stop], self.family,
+                                        self.variance, self.lengthscale) + self.bias_variance
             mean[start:stop] = self.w @ Kx
             V = sla.solve_triangular(self.L, S[:, None] * Kx, lower=True, check_finite=False)
             var[start:stop] = self.variance + self.bias_variance - np.einsum("ij,ij->j", V, V)
@@ -136,7 +148,7 @@ def _random_fill(rng, blocked, need):
 
 def select_active_set(X, y, variance, lengthscale, bias_variance, bias, n_active,
                       selection="entropy", randomized=None, rng=None, verbose=False,
-                      label="IVM"):
+                      label="IVM", family=SE):
     """Run the IVM's forward selection and return the ADF state (notes §2.1-2.4).
 
     Parameters
@@ -155,6 +167,10 @@ def select_active_set(X, y, variance, lengthscale, bias_variance, bias, n_active
     rng : numpy.random.Generator
     verbose : bool
         Print progress about ten times per selection.
+    label : str
+        Prefix of the progress lines.
+    family : int, default=0
+        Stationary family code of :mod:`sparsegp._numba.covfuncs` (0: SE).
 
     Returns
     -------
@@ -176,12 +192,13 @@ def select_active_set(X, y, variance, lengthscale, bias_variance, bias, n_active
         if cols is all_cols:
             # every column is current: the covariance column by BLAS (two gemv)
             p, m, _, _, _ = _adf.probit_site(y[i], state.h[i], state.diag_A[i], bias)
-            _adf.cov_column_blas(Xs, sq_norms, variance, bias_variance, state, i, work)
+            _adf.cov_column_blas(Xs, sq_norms, variance, bias_variance, state, i, work,
+                                 family)
             work[i] = state.diag_A[i]
             eta, _ = _adf.adf_include_column(*state, i, p, m, work, all_cols)
         else:
             eta, _, _ = _adf.adf_include_probit(X, variance, lengthscale, bias_variance,
-                                                *state, i, y[i], bias, cols, work)
+                                                *state, i, y[i], bias, cols, work, family)
         if eta < 0:       # refused: a bug upstream, never silently continue
             raise RuntimeError(f"ADF inclusion of point {i} was refused")
         k = int(state.k[0])
@@ -224,7 +241,7 @@ def select_active_set(X, y, variance, lengthscale, bias_variance, bias, n_active
         J = np.empty(0, dtype=np.int64)
     J = np.concatenate([J, _random_fill(rng, blocked, size - J.size)])
     while state.k[0] < d:
-        _adf.adf_catch_up(X, variance, lengthscale, bias_variance, *state, J)
+        _adf.adf_catch_up(X, variance, lengthscale, bias_variance, *state, J, family)
         sc = _scoring.compute_scores(kind, y, state.h, state.diag_A, bias, J, scores[:J.size])
         t = _scoring.select_best(sc, J, state.is_active, tie_key)
         i = int(J[t])
@@ -246,7 +263,8 @@ def select_active_set(X, y, variance, lengthscale, bias_variance, bias, n_active
 # approximate marginal likelihood (notes §2.6)
 
 
-def approx_log_likelihood(X_active, p, m, variance, lengthscale, bias_variance, grad=False):
+def approx_log_likelihood(X_active, p, m, variance, lengthscale, bias_variance, grad=False,
+                          family=SE):
     """log N(m_I | 0, K_II + Pi_I^-1) in the B-form, optionally with its gradient.
 
     Parameters
@@ -258,6 +276,8 @@ def approx_log_likelihood(X_active, p, m, variance, lengthscale, bias_variance, 
     lengthscale : ndarray of shape (D,)
     bias_variance : float
     grad : bool
+    family : int, default=0
+        Stationary family code of :mod:`sparsegp._numba.covfuncs` (0: SE).
 
     Returns
     -------
@@ -270,8 +290,10 @@ def approx_log_likelihood(X_active, p, m, variance, lengthscale, bias_variance, 
     """
     d = p.size
     S = np.sqrt(p)
-    Kse = _kernels.se_kernel(X_active, None, variance, lengthscale)
-    B = np.eye(d) + S[:, None] * (Kse + bias_variance) * S[None, :]
+    X_active = np.ascontiguousarray(X_active, dtype=np.float64)
+    ls = np.ascontiguousarray(lengthscale, dtype=np.float64)
+    Ks = _kernels.kernel_matrix(X_active, X_active, family, variance, ls)
+    B = np.eye(d) + S[:, None] * (Ks + bias_variance) * S[None, :]
     L = np.linalg.cholesky(B)
     u = sla.solve_triangular(L, S * m, lower=True, check_finite=False)
     value = (-np.sum(np.log(np.diag(L))) + 0.5 * np.sum(np.log(p)) - 0.5 * u @ u
@@ -282,13 +304,13 @@ def approx_log_likelihood(X_active, p, m, variance, lengthscale, bias_variance, 
     Linv_S = sla.solve_triangular(L, np.diag(S), lower=True, check_finite=False)
     C = Linv_S.T @ Linv_S                         # S B^-1 S
     W = 0.5 * (np.outer(w, w) - C)                # dvalue/dK_II (notes §2.6)
-    g_variance = float(np.sum(W * Kse)) / variance
-    g_ls, _ = _kernels.se_grad_contract(X_active, X_active, Kse, W, lengthscale,
-                                        symmetric=True)
+    g_variance = float(np.sum(W * Ks)) / variance
+    g_ls, _ = _kernels.grad_contract(X_active, X_active, Ks, W, family, variance, ls,
+                                     symmetric=True)
     return value, g_variance, g_ls
 
 
-def _finish(X, state, variance, lengthscale, bias_variance, bias, n_iter):
+def _finish(X, state, variance, lengthscale, bias_variance, bias, n_iter, spec):
     active, p, m, L = _adf.active_sites(state)
     S = np.sqrt(p)
     u = sla.solve_triangular(L, S * m, lower=True, check_finite=False)
@@ -296,19 +318,35 @@ def _finish(X, state, variance, lengthscale, bias_variance, bias, n_iter):
     X_active = X[active].copy()
     keep = p > 0
     log_ev = float(approx_log_likelihood(X_active[keep], p[keep], m[keep], variance,
-                                         lengthscale, bias_variance)) if keep.any() else 0.0
+                                         lengthscale, bias_variance, family=spec.family)
+                   ) if keep.any() else 0.0
     return _BinaryIVM(active, X_active, p, m, L, w, float(variance), lengthscale.copy(),
-                      float(bias_variance), float(bias), log_ev, n_iter)
+                      float(bias_variance), float(bias), log_ev, n_iter, spec.family,
+                      spec.fitted(variance, lengthscale))
 
 
-def _fit_binary(X, y, variance, lengthscale, bias_variance, bias, opts, rng, label):
-    """Select (and optionally optimise) one binary IVM; ``y`` in {-1, +1}."""
+def _fit_binary(X, y, spec, bias_variance, bias, opts, rng, label):
+    """Select (and optionally optimise) one binary IVM; ``y`` in {-1, +1}.
+
+    ``spec`` (:class:`sparsegp.kernels.StationarySpec`) gives the family and the starting
+    (s2, l); its "fixed" parameters stay at their values.
+    """
+    family = spec.family
+    variance, lengthscale = spec.variance, spec.lengthscale.copy()
     select = dict(n_active=opts["n_active"], selection=opts["selection"],
-                  randomized=opts["randomized"], verbose=opts["verbose"], label=label)
+                  randomized=opts["randomized"], verbose=opts["verbose"], label=label,
+                  family=family)
     D = X.shape[1]
-    ard = opts["ard"]
+    ard = spec.ard
+    # theta = [log s2, log l (1 or D)]; the optimiser sees only the free entries (all of them
+    # for the legacy arguments, so that path is the unconstrained fit it always was)
+    free = free_log_params(spec, D)
+    lims = log_param_bounds(spec, D)[free]
+    # a given kernel's bounds go to L-BFGS-B; the legacy arguments have none (None: the
+    # unconstrained run it always was)
+    bounds = [tuple(b) for b in lims] if np.isfinite(lims).any() else None
     n_iter = 0
-    if opts["optimize"]:
+    if opts["optimize"] and free.any():
         for it in range(opts["max_iter"]):
             state = select_active_set(X, y, variance, lengthscale, bias_variance, bias,
                                       rng=rng, **select)
@@ -316,23 +354,31 @@ def _fit_binary(X, y, variance, lengthscale, bias_variance, bias, opts, rng, lab
             keep = p > 0
             Xa, pa, ma = X[active[keep]], p[keep], m[keep]
 
-            def evaluate(theta, warm, Xa=Xa, pa=pa, ma=ma):
+            full0 = np.concatenate([[np.log(variance)],
+                                    np.log(lengthscale) if ard else [np.log(lengthscale[0])]])
+
+            def evaluate(x, warm, Xa=Xa, pa=pa, ma=ma, full0=full0):
+                theta = full0.copy()
+                theta[free] = x
                 s2 = float(np.exp(theta[0]))
                 ls = np.exp(theta[1:]) if ard else np.full(D, np.exp(theta[1]))
-                v, gv, gl = approx_log_likelihood(Xa, pa, ma, s2, ls, bias_variance, True)
+                v, gv, gl = approx_log_likelihood(Xa, pa, ma, s2, ls, bias_variance, True,
+                                                  family)
                 g_log_ls = gl * ls if ard else np.array([np.sum(gl) * ls[0]])
-                return v, np.concatenate([[gv * s2], g_log_ls]), None
+                return v, np.concatenate([[gv * s2], g_log_ls])[free], None
 
-            theta0 = np.concatenate([[np.log(variance)],
-                                     np.log(lengthscale) if ard else [np.log(lengthscale[0])]])
             if pa.size == 0:
                 break
+            theta0 = full0[free]
             res = maximize_evidence(evaluate, theta0, optimizer="lbfgs", max_iter=KERNEL_ITERS,
                                     rng=rng, n_log_params=theta0.size,
-                                    verbose=opts["verbose"], label=f"{label} kernel")
-            variance = float(np.exp(res.theta[0]))
-            lengthscale = (np.exp(res.theta[1:]) if ard
-                           else np.full(D, np.exp(res.theta[1])))
+                                    verbose=opts["verbose"], label=f"{label} kernel",
+                                    bounds=bounds)
+            theta = full0.copy()
+            theta[free] = res.theta
+            variance = float(np.exp(theta[0]))
+            lengthscale = (np.exp(theta[1:]) if ard
+                           else np.full(D, np.exp(theta[1])))
             n_iter = it + 1
             if opts["verbose"]:
                 print(f"[{label}] round {it + 1}/{opts['max_iter']}: approx. log likelihood "
@@ -340,7 +386,7 @@ def _fit_binary(X, y, variance, lengthscale, bias_variance, bias, opts, rng, lab
                       f"{np.array2string(lengthscale[:4], precision=4)}")
     state = select_active_set(X, y, variance, lengthscale, bias_variance, bias, rng=rng,
                               **select)
-    return _finish(X, state, variance, lengthscale, bias_variance, bias, n_iter)
+    return _finish(X, state, variance, lengthscale, bias_variance, bias, n_iter, spec)
 
 
 # ------------------------------------------------------------------------------------------
@@ -367,12 +413,21 @@ class IVMClassifier(_BinaryGPClassifierMixin, ClassifierMixin, SparseGPEstimator
         True: the randomized greedy scheme of seed 003 §3 with its MNIST settings
         ``{"n_random": 2, "n_greedy": 198, "size": 500, "retain": 0.5}``; a dict overrides any
         of these keys. Ignored for ``selection="random"``.
+    kernel : None or kernel object, default=None
+        The covariance (without ``bias_variance``): one stationary kernel of
+        :mod:`sparsegp.kernels` (``SquaredExponential``, ``Matern`` with nu 0.5/1.5/2.5),
+        optionally times a constant, or scikit-learn's ``ConstantKernel() * RBF()`` /
+        ``ConstantKernel() * Matern(nu=...)``. Its values start the optimisation, which keeps
+        to its bounds; parameters with "fixed" bounds are not optimised. None: the SE
+        kernel of ``variance``, ``lengthscale`` and ``ard``, which must then keep their
+        defaults if a kernel is given. Never modified.
     lengthscale : float or array-like of shape (n_features,), default=1.0
-        SE length-scale(s) l (one per feature requires ``ard=True``).
+        SE length-scale(s) l (one per feature requires ``ard=True``); only with
+        ``kernel=None``.
     variance : float, default=1.0
-        SE signal variance s2.
+        SE signal variance s2; only with ``kernel=None``.
     ard : bool, default=False
-        One length-scale per input dimension.
+        One length-scale per input dimension; only with ``kernel=None``.
     bias : float or "auto", default=0.0
         Probit bias b; "auto" = Phi^-1(fraction of positive training labels) per binary task
         (seed 003 §4, notes §2.7).
@@ -404,6 +459,12 @@ class IVMClassifier(_BinaryGPClassifierMixin, ClassifierMixin, SparseGPEstimator
         active set; NOT an EP evidence (see seed 000 §4 for why it is not a proper one).
     lengthscale_ : float, ndarray of shape (n_features,), or per class (n_classes, ...)
     variance_ : float or ndarray of shape (n_classes,)
+    kernel_ : kernel object or list of kernel objects
+        The covariance at the fitted (s2, l) (``bias_variance`` not included), of the same
+        type as ``kernel`` (our SquaredExponential for ``kernel=None``; scikit-learn kernels
+        come back as their :mod:`sparsegp.kernels` equivalent). For more than two classes a
+        list of n_classes kernels, entry c that of the IVM of classes_[c] against the rest
+        (each task fits its own (s2, l)).
     bias_ : float or ndarray of shape (n_classes,)
         The bias b used (after "auto").
     n_iter_ : int or ndarray of shape (n_classes,)
@@ -436,12 +497,13 @@ class IVMClassifier(_BinaryGPClassifierMixin, ClassifierMixin, SparseGPEstimator
         tags.classifier_tags.multi_class = True     # one IVM per class against the rest
         return tags
 
-    def __init__(self, n_active=100, selection="entropy", randomized=None, lengthscale=1.0,
-                 variance=1.0, ard=False, bias=0.0, bias_variance=0.0, optimize=False,
-                 max_iter=8, random_state=None, verbose=False):
+    def __init__(self, n_active=100, selection="entropy", randomized=None, kernel=None,
+                 lengthscale=1.0, variance=1.0, ard=False, bias=0.0, bias_variance=0.0,
+                 optimize=False, max_iter=8, random_state=None, verbose=False):
         self.n_active = n_active
         self.selection = selection
         self.randomized = randomized
+        self.kernel = kernel
         self.lengthscale = lengthscale
         self.variance = variance
         self.ard = ard
@@ -468,10 +530,8 @@ class IVMClassifier(_BinaryGPClassifierMixin, ClassifierMixin, SparseGPEstimator
             )
         selection = check_option(self.selection, "selection", ("entropy", "infogain", "random"))
         randomized = self._check_randomized()
-        if not isinstance(self.ard, (bool, np.bool_)):
-            raise ValueError(f"ard must be True or False; got {self.ard!r}")
-        lengthscale = check_lengthscale(self.lengthscale, D, bool(self.ard))
-        variance = float(check_positive(self.variance, "variance", allow_array=False))
+        spec = stationary_kernel_spec(self.kernel, self.variance, self.lengthscale, self.ard,
+                                      D, type(self).__name__)
         bias = self.bias
         if isinstance(bias, str):
             if bias != "auto":
@@ -490,9 +550,9 @@ class IVMClassifier(_BinaryGPClassifierMixin, ClassifierMixin, SparseGPEstimator
             raise ValueError(f"verbose must be a bool; got {self.verbose!r}")
         rng = check_random_state(self.random_state)
         opts = dict(n_active=int(self.n_active), selection=selection, randomized=randomized,
-                    ard=bool(self.ard), optimize=bool(self.optimize), max_iter=max_iter,
+                    optimize=bool(self.optimize), max_iter=max_iter,
                     verbose=bool(self.verbose))
-        return X, classes, y_index, lengthscale, variance, float(vb), opts, rng
+        return X, classes, y_index, spec, float(vb), opts, rng
 
     def _check_randomized(self):
         r = self.randomized
@@ -534,7 +594,7 @@ class IVMClassifier(_BinaryGPClassifierMixin, ClassifierMixin, SparseGPEstimator
         -------
         self : IVMClassifier
         """
-        X, classes, y_index, lengthscale, variance, vb, opts, rng = self._validate(X, y)
+        X, classes, y_index, spec, vb, opts, rng = self._validate(X, y)
         self.classes_ = classes
         tasks = [1] if classes.size == 2 else list(range(classes.size))
         models = []
@@ -545,9 +605,9 @@ class IVMClassifier(_BinaryGPClassifierMixin, ClassifierMixin, SparseGPEstimator
             else:
                 bias = float(self.bias)
             label = "IVM" if len(tasks) == 1 else f"IVM {classes[c]!r} vs rest"
-            models.append(_fit_binary(X, y_pm, variance, lengthscale.copy(), vb, bias, opts,
-                                      rng, label))
+            models.append(_fit_binary(X, y_pm, spec, vb, bias, opts, rng, label))
         self.models_ = models
+        self._ard = bool(spec.ard)
         self._set_attributes()
         return self
 
@@ -555,7 +615,7 @@ class IVMClassifier(_BinaryGPClassifierMixin, ClassifierMixin, SparseGPEstimator
         ms = self.models_
 
         def ls_of(mod):
-            return mod.lengthscale.copy() if self.ard else float(mod.lengthscale[0])
+            return mod.lengthscale.copy() if self._ard else float(mod.lengthscale[0])
 
         if len(ms) == 1:
             mod = ms[0]
@@ -565,6 +625,7 @@ class IVMClassifier(_BinaryGPClassifierMixin, ClassifierMixin, SparseGPEstimator
             self.log_evidence_ = mod.log_evidence
             self.lengthscale_ = ls_of(mod)
             self.variance_ = mod.variance
+            self.kernel_ = mod.kernel
             self.bias_ = mod.bias
             self.n_iter_ = mod.n_iter
         else:
@@ -574,6 +635,7 @@ class IVMClassifier(_BinaryGPClassifierMixin, ClassifierMixin, SparseGPEstimator
             self.log_evidence_ = np.array([mod.log_evidence for mod in ms])
             self.lengthscale_ = np.array([ls_of(mod) for mod in ms])
             self.variance_ = np.array([mod.variance for mod in ms])
+            self.kernel_ = [mod.kernel for mod in ms]
             self.bias_ = np.array([mod.bias for mod in ms])
             self.n_iter_ = np.array([mod.n_iter for mod in ms])
 

@@ -14,6 +14,12 @@ and setting its site either by moment matching (eq. 2) or by minimising the sele
 the site parameters (notes §3.4). The outer loop re-estimates the hyper-parameters by conjugate
 gradients on the NLP of eq. 4 with the active set and the sites fixed (gradient in O(n d^2),
 notes §3.7) and keeps the best model by NLP.
+
+The covariance is one stationary kernel k = s2 g(|(x - x') / l|^2): by default the SE kernel of
+``variance``/``lengthscale``/``ard``, or any kernel given as ``kernel=`` (SE, Matérn 1/2, 3/2,
+5/2, optionally times a constant). Its family code (:mod:`sparsegp._numba.covfuncs`) reaches
+every kernel evaluation: the ADF columns of the inner loop, eq. 4 and its gradient, and the
+predictions.
 """
 import math
 
@@ -25,21 +31,23 @@ from sklearn.base import ClassifierMixin
 from .._base import SparseGPEstimator
 from .._validation import (
     check_int,
-    check_lengthscale,
     check_option,
-    check_positive,
     check_random_state,
 )
 from .._validation import check_binary_labels
 from .._numba import adf as _adf
 from .._numba import scoring as _scoring
 from .._numba import stagewise as _sw
+from .._numba.covfuncs import SE
 from .._numba.probit import inv_mills_vec, log_ndtr_vec
-from ..kernels import se_grad_contract, se_kernel
+from ..kernels import grad_contract, kernel_matrix
 from ._binary import (
     _BinaryGPClassifierMixin,
+    free_log_params,
+    log_param_bounds,
     maximize_evidence,
     pack_theta,
+    stationary_kernel_spec,
     theta_gradient,
     unpack_theta,
 )
@@ -78,12 +86,21 @@ class StagewiseGPClassifier(_BinaryGPClassifierMixin, ClassifierMixin, SparseGPE
         over (alpha~_j, tau_j = log p_j) subject to eta_j <= eta~_j (notes §3.4); for the
         working-set rules every member of J is optimised before the choice (paper §3), for
         the other rules only the chosen point.
+    kernel : None or kernel object, default=None
+        The covariance: one stationary kernel of :mod:`sparsegp.kernels`
+        (``SquaredExponential``, ``Matern`` with nu 0.5/1.5/2.5), optionally times a constant,
+        or scikit-learn's ``ConstantKernel() * RBF()`` / ``ConstantKernel() * Matern(nu=...)``.
+        Its values are the initial hyper-parameters; parameters with "fixed" bounds are not
+        optimised, and the others stay within their bounds (the CG of Algorithm 1 sees eq. 4
+        at the clipped point). The legacy arguments are optimised without bounds.
+        None: the SE kernel of ``variance``, ``lengthscale`` and ``ard``, which must keep
+        their defaults if a kernel is given. Never modified.
     lengthscale : float or array-like of shape (n_features,), default=1.0
-        Initial SE length-scale(s).
+        Initial SE length-scale(s); only with ``kernel=None``.
     variance : float, default=1.0
-        Initial signal variance s2.
+        Initial signal variance s2; only with ``kernel=None``.
     ard : bool, default=False
-        One length-scale per input dimension.
+        One length-scale per input dimension; only with ``kernel=None``.
     bias : float, default=0.0
         Initial probit bias b: p(y = +1 | f) = Phi(f + b).
     outer_iter : int, default=20
@@ -112,6 +129,10 @@ class StagewiseGPClassifier(_BinaryGPClassifierMixin, ClassifierMixin, SparseGPE
         m_j of the basis vectors.
     variance_, lengthscale_, bias_ : float, float or ndarray, float
         Hyper-parameters of the kept model.
+    kernel_ : kernel object
+        The covariance at the kept (s2, l), of the same type as ``kernel`` (our
+        SquaredExponential for ``kernel=None``; scikit-learn kernels come back as their
+        :mod:`sparsegp.kernels` equivalent).
     nlp_history_ : list of float
         NLP of eq. 4 after every outer iteration (the kept model has the smallest).
     inner_nlp_ : ndarray of shape (d_max,)
@@ -131,12 +152,13 @@ class StagewiseGPClassifier(_BinaryGPClassifierMixin, ClassifierMixin, SparseGPE
     """
 
     def __init__(self, d_max=80, selection="adaptive", kappa=None, site_update="moment",
-                 lengthscale=1.0, variance=1.0, ard=False, bias=0.0, outer_iter=20, tol=1e-4,
-                 optimize=True, random_state=None, verbose=False):
+                 kernel=None, lengthscale=1.0, variance=1.0, ard=False, bias=0.0,
+                 outer_iter=20, tol=1e-4, optimize=True, random_state=None, verbose=False):
         self.d_max = d_max
         self.selection = selection
         self.kappa = kappa
         self.site_update = site_update
+        self.kernel = kernel
         self.lengthscale = lengthscale
         self.variance = variance
         self.ard = ard
@@ -167,10 +189,8 @@ class StagewiseGPClassifier(_BinaryGPClassifierMixin, ClassifierMixin, SparseGPE
         else:
             kappa = check_int(self.kappa, "kappa", minimum=1)
         site_update = check_option(self.site_update, "site_update", SITE_UPDATES)
-        if not isinstance(self.ard, (bool, np.bool_)):
-            raise ValueError(f"ard must be True or False; got {self.ard!r}")
-        lengthscale = check_lengthscale(self.lengthscale, D, bool(self.ard))
-        variance = float(check_positive(self.variance, "variance", allow_array=False))
+        spec = stationary_kernel_spec(self.kernel, self.variance, self.lengthscale, self.ard,
+                                      D, type(self).__name__)
         bias = self.bias
         if isinstance(bias, (bool, np.bool_)) or not np.isscalar(bias) \
                 or not np.isfinite(float(bias)):
@@ -183,8 +203,8 @@ class StagewiseGPClassifier(_BinaryGPClassifierMixin, ClassifierMixin, SparseGPE
         if not isinstance(self.optimize, (bool, np.bool_)):
             raise ValueError(f"optimize must be True or False; got {self.optimize!r}")
         rng = check_random_state(self.random_state)
-        return (X, y_pm, classes, d_max, selection, kappa, site_update, lengthscale, variance,
-                float(bias), outer_iter, float(tol), rng)
+        return (X, y_pm, classes, d_max, selection, kappa, site_update, spec, float(bias),
+                outer_iter, float(tol), rng)
 
     # ------------------------------------------------------------------------------------
     # fit
@@ -202,10 +222,16 @@ class StagewiseGPClassifier(_BinaryGPClassifierMixin, ClassifierMixin, SparseGPE
         -------
         self
         """
-        (X, y_pm, classes, d_max, selection, kappa, site_update, ls, s2, b, outer_iter, tol,
+        (X, y_pm, classes, d_max, selection, kappa, site_update, spec, b, outer_iter, tol,
          rng) = self._validate(X, y)
         self.classes_ = classes
-        ard = bool(self.ard)
+        ard = bool(spec.ard)
+        family = spec.family
+        s2, ls = spec.variance, spec.lengthscale.copy()
+        # the bias is always free; fixed kernel parameters keep their entries of theta
+        free = np.append(free_log_params(spec, X.shape[1]), True)
+        lims = np.vstack([log_param_bounds(spec, X.shape[1]), [[-np.inf, np.inf]]])[free]
+        bounds = lims if np.isfinite(lims).any() else None
         n_outer = outer_iter if self.optimize else 1
         state = _adf.new_state(X.shape[0], d_max, s2)
         theta = pack_theta(s2, ls, b, ard)
@@ -214,12 +240,13 @@ class StagewiseGPClassifier(_BinaryGPClassifierMixin, ClassifierMixin, SparseGPE
         for it in range(n_outer):
             s2, ls, b, _ = unpack_theta(theta, X.shape[1], ard)
             active, p, m, trace = _inner_loop(X, y_pm, state, d_max, selection, kappa,
-                                              site_update, s2, ls, b, rng)
+                                              site_update, s2, ls, b, rng, family)
             if self.optimize:
-                theta_new, nlp = _optimise_hyper(X, y_pm, active, p, m, theta, ard)
+                theta_new, nlp = _optimise_hyper(X, y_pm, active, p, m, theta, ard, family,
+                                                 free, bounds)
             else:
                 theta_new = theta
-                nlp = nlp_eq4(theta, X, y_pm, active, p, m, ard)[0]
+                nlp = nlp_eq4(theta, X, y_pm, active, p, m, ard, family=family)[0]
             history.append(nlp)
             if self.verbose:
                 print(f"[StagewiseGPClassifier] outer {it + 1}: NLP (eq. 4) {nlp:.6f}")
@@ -230,7 +257,12 @@ class StagewiseGPClassifier(_BinaryGPClassifierMixin, ClassifierMixin, SparseGPE
                 break
         _, theta, active, p, m, trace = best
         s2, ls, b, _ = unpack_theta(theta, X.shape[1], ard)
-        self._set_hyper_attributes(s2, ls, b)
+        self._family = family
+        # not the mixin's _set_hyper_attributes: ARD comes from the kernel, not self.ard
+        self.variance_ = float(s2)
+        self.lengthscale_ = ls.copy() if ard else float(ls[0])
+        self.bias_ = float(b)
+        self.kernel_ = spec.fitted(s2, ls)
         self.active_set_ = active
         self.basis_vectors_ = X[active].copy()
         self.site_precision_ = p
@@ -238,7 +270,7 @@ class StagewiseGPClassifier(_BinaryGPClassifierMixin, ClassifierMixin, SparseGPE
         self.inner_nlp_ = trace
         self.n_iter_ = len(history)
         self.cholesky_, self.predictive_weights_ = _predictor(self.basis_vectors_, p, m, s2,
-                                                             ls)
+                                                             ls, family)
         self.nlp_history_ = history
         return self
 
@@ -248,7 +280,8 @@ class StagewiseGPClassifier(_BinaryGPClassifierMixin, ClassifierMixin, SparseGPE
     def _latent_parts(self, X):
         ls = np.broadcast_to(np.asarray(self.lengthscale_, dtype=np.float64),
                              (self.n_features_in_,))
-        Kus = se_kernel(self.basis_vectors_, X, self.variance_, ls)       # (d, n*)
+        Kus = kernel_matrix(self.basis_vectors_, X, self._family, self.variance_,
+                            np.ascontiguousarray(ls))                       # (d, n*)
         S = np.sqrt(self.site_precision_)
         V = sla.solve_triangular(self.cholesky_, S[:, None] * Kus, lower=True)
         return Kus, V
@@ -292,8 +325,13 @@ class StagewiseGPClassifier(_BinaryGPClassifierMixin, ClassifierMixin, SparseGPE
 # inner loop (Algorithm 1, steps 2-5)
 
 
-def _inner_loop(X, y, state, d_max, selection, kappa, site_update, s2, ls, b, rng):
-    """One inner loop from the prior; returns (active, p, m, NLP_a after each inclusion)."""
+def _inner_loop(X, y, state, d_max, selection, kappa, site_update, s2, ls, b, rng,
+                family=SE):
+    """One inner loop from the prior; returns (active, p, m, NLP_a after each inclusion).
+
+    ``family`` is the stationary family code of :mod:`sparsegp._numba.covfuncs` (0: SE) of
+    the kernel s2 g(q) whose ADF columns the loop computes.
+    """
     n = X.shape[0]
     _adf.reset_state(state, s2, 0.0)
     cols = np.arange(n, dtype=np.int64)
@@ -325,7 +363,7 @@ def _inner_loop(X, y, state, d_max, selection, kappa, site_update, s2, ls, b, rn
             found = _sw.smallest_keys(keys, min(kappa, n_free), J)
             Jc = J[:found]
             for c in range(found):
-                _adf.cov_column_blas(Xs, sq_norms, s2, 0.0, state, Jc[c], kt[c])
+                _adf.cov_column_blas(Xs, sq_norms, s2, 0.0, state, Jc[c], kt[c], family)
             _sw.lookahead_moment(Jc, kt, state.diag_A, state.h, y, b, weights, validation,
                                  nlp, alpha, nu)
             losses = nlp[:found] / norm
@@ -347,7 +385,7 @@ def _inner_loop(X, y, state, d_max, selection, kappa, site_update, s2, ls, b, rn
             c = _scoring.select_best(scores, cols, state.is_active, rng.random(n))
             j = int(cols[c])
             col = kt[0]
-            _adf.cov_column_blas(Xs, sq_norms, s2, 0.0, state, j, col)
+            _adf.cov_column_blas(Xs, sq_norms, s2, 0.0, state, j, col, family)
             if site_update == "optimize":
                 p_j, m_j, _ = _optimise_site(state, y, b, weights, norm, col, j, -1)
             else:
@@ -409,7 +447,7 @@ def _optimise_site(state, y, b, weights, norm, col, j, skip):
 # outer loop: NLP of eq. 4 and its gradient with u and the sites fixed (notes §3.7)
 
 
-def nlp_eq4(theta, X, y, active, p, m, ard, gradient=False):
+def nlp_eq4(theta, X, y, active, p, m, ard, gradient=False, family=SE):
     """NLP of eq. 4 over the non-active points, and optionally d NLP / d theta.
 
     Parameters
@@ -424,6 +462,8 @@ def nlp_eq4(theta, X, y, active, p, m, ard, gradient=False):
         Fixed site parameters of the active points.
     ard : bool
     gradient : bool
+    family : int, default=0
+        Stationary family code of :mod:`sparsegp._numba.covfuncs` (0: SE).
 
     Returns
     -------
@@ -439,8 +479,8 @@ def nlp_eq4(theta, X, y, active, p, m, ard, gradient=False):
     mask[active] = False
     Xu, Xc, yc = X[active], X[mask], y[mask]
     nc = yc.shape[0]
-    Kuu = se_kernel(Xu, None, s2, ls)
-    Kcu = se_kernel(Xc, Xu, s2, ls)
+    Kuu = kernel_matrix(Xu, Xu, family, s2, ls)
+    Kcu = kernel_matrix(Xc, Xu, family, s2, ls)
     S = np.sqrt(p)
     B = np.eye(len(active)) + S[:, None] * Kuu * S[None, :]
     L = np.linalg.cholesky(B)
@@ -471,28 +511,45 @@ def nlp_eq4(theta, X, y, active, p, m, ard, gradient=False):
     G_cu += np.outer(g, w)
     scale = -1.0 / nc
     g_s2 = scale * ((np.vdot(G_cu, Kcu) + np.vdot(G_uu, Kuu)) / s2 + np.sum(q))
-    gl_cu, _ = se_grad_contract(Xc, Xu, Kcu, G_cu, ls)
-    gl_uu, _ = se_grad_contract(Xu, Xu, Kuu, G_uu, ls, symmetric=True)
+    gl_cu, _ = grad_contract(Xc, Xu, Kcu, G_cu, family, s2, ls)
+    gl_uu, _ = grad_contract(Xu, Xu, Kuu, G_uu, family, s2, ls, symmetric=True)
     g_ls = scale * (gl_cu + gl_uu)
     g_b = scale * np.sum(g)
     return nlp, theta_gradient(g_s2, g_ls, g_b, s2, ls, ard)
 
 
-def _optimise_hyper(X, y, active, p, m, theta0, ard):
-    """CG on the NLP of eq. 4 (Algorithm 1 step 6); returns (theta, nlp)."""
+def _optimise_hyper(X, y, active, p, m, theta0, ard, family=SE, free=None, bounds=None):
+    """CG on the NLP of eq. 4 (Algorithm 1 step 6); returns (theta, nlp).
 
-    def evaluate(theta, _warm):
-        nlp, grad = nlp_eq4(theta, X, y, active, p, m, ard, gradient=True)
-        return -nlp, -grad, None
+    ``free`` (bool mask over theta, default all True) selects the entries the optimiser moves;
+    the others (kernel parameters held "fixed") keep their values in ``theta0``. ``bounds``
+    (n_free, 2), optional, are box constraints on the free entries: CG takes none, so the
+    objective is evaluated at the clipped point (flat outside the box, zero gradient in a
+    clipped coordinate) and the result is clipped.
+    """
+    free = np.ones(theta0.size, dtype=bool) if free is None else free
 
-    best = maximize_evidence(evaluate, theta0, optimizer="cg", max_iter=CG_MAXITER,
+    def evaluate(x, _warm):
+        theta = theta0.copy()
+        xc = x if bounds is None else np.clip(x, bounds[:, 0], bounds[:, 1])
+        theta[free] = xc
+        nlp, grad = nlp_eq4(theta, X, y, active, p, m, ard, gradient=True, family=family)
+        g = -grad[free]
+        if bounds is not None:
+            g[xc != x] = 0.0
+        return -nlp, g, None
+
+    best = maximize_evidence(evaluate, theta0[free], optimizer="cg", max_iter=CG_MAXITER,
                              label="NLP eq. 4")
-    return best.theta, -best.log_evidence
+    theta = theta0.copy()
+    theta[free] = (best.theta if bounds is None
+                   else np.clip(best.theta, bounds[:, 0], bounds[:, 1]))
+    return theta, -best.log_evidence
 
 
-def _predictor(Xu, p, m, s2, ls):
+def _predictor(Xu, p, m, s2, ls, family=SE):
     """(L, w) with L L^T = I + S K_uu S and w = S B^-1 S m (notes §2.5)."""
-    Kuu = se_kernel(Xu, None, s2, ls)
+    Kuu = kernel_matrix(Xu, Xu, family, s2, np.ascontiguousarray(ls))
     S = np.sqrt(p)
     L = np.linalg.cholesky(np.eye(len(p)) + S[:, None] * Kuu * S[None, :])
     w = S * sla.cho_solve((L, True), S * m)

@@ -92,9 +92,13 @@ def adf_sequence(K, y, order, bias):
     return np.array(p), np.array(m), h, A
 
 
-def nlp_eq4(X, y, active, p, m, variance, lengthscale, bias):
-    """NLP of eq. 4 (non-active points only) at the given hyper-parameters, sites fixed."""
-    K = se_dense(X, X, variance, lengthscale)
+def nlp_eq4(X, y, active, p, m, variance, lengthscale, bias, K=None):
+    """NLP of eq. 4 (non-active points only) at the given hyper-parameters, sites fixed.
+
+    ``K`` (n, n), when given, is the prior covariance to use instead of the SE kernel of
+    ``variance`` and ``lengthscale`` (which are then ignored)."""
+    if K is None:
+        K = se_dense(X, X, variance, lengthscale)
     h, A = dense_posterior(K, active, p, m)
     mask = np.ones(len(y), dtype=bool)
     mask[np.asarray(active, dtype=int)] = False
