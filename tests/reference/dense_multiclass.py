@@ -109,8 +109,11 @@ def dense_ep(X, y, variance, lengthscale, noise, Z, noise_in_kuu=True, jitter=1e
 
 
 def brute_force_log_evidence(X, y, variance, lengthscale, noise, Z, noise_in_kuu=True,
-                             jitter=1e-10, n_samples=400_000, seed=0):
-    """Monte Carlo log E_{p(u)}[prod_{i, k != y_i} phi_ik(u)] and its standard error (in log)."""
+                             jitter=1e-10, n_samples=400_000, seed=0, kernel=se):
+    """Monte Carlo log E_{p(u)}[prod_{i, k != y_i} phi_ik(u)] and its standard error (in log).
+
+    ``kernel(A, B, variance, lengthscale)`` is the signal covariance (SE by default).
+    """
     C, M, _ = Z.shape
     rng = np.random.default_rng(seed)
     log_w = np.zeros(n_samples)
