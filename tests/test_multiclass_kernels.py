@@ -236,3 +236,111 @@ def test_unsupported_kernels_are_value_errors():
                    K.Matern(nu=3.5)):
         with pytest.raises(ValueError):
             MultiClassEPClassifier(kernel=kernel, max_iter=2).fit(X, y)
+
+
+# ------------------------------------------------------------------------------------------
+# the baselines: VI (SVGP) and GFITC share _Hyper and _ClassKernel
+# ------------------------------------------------------------------------------------------
+def _baseline_problem(seed, family, N=8, D=2, C=3, M=2):
+    from sparsegp.classification._multiclass_gfitc import _Hyper
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(N, D))
+    y = rng.permutation(np.arange(N) % C).astype(np.int64)
+    hyp = _Hyper(np.log(rng.uniform(0.6, 1.6, C)), np.log(rng.uniform(0.1, 0.6, C)),
+                 np.log(rng.uniform(0.6, 2.0, (C, D))), rng.normal(size=(C, M, D)), family)
+    return X, y, hyp
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_svgp_elbo_gradient_matches_finite_differences_for_every_family(family):
+    from sparsegp.classification._multiclass_gfitc import _Hyper
+    from sparsegp.classification._multiclass_svgp import _Variational, gauss_hermite, svgp_elbo
+    X, y, hyp = _baseline_problem(1, family, N=9, M=3)
+    C, M, D = hyp.Z.shape
+    rng = np.random.default_rng(2)
+    L = np.tril(rng.normal(size=(C, M, M)) * 0.3)
+    L[:, np.arange(M), np.arange(M)] = rng.uniform(0.3, 1.0, (C, M))
+    q = _Variational(rng.normal(size=(C, M)) * 0.5, L)
+    x, w = gauss_hermite(60)
+    _, gh, gq = svgp_elbo(X, y, hyp, q, 1e-3, 1e-10, True, x, w)
+    vec = np.concatenate([hyp.pack(), q.pack()])
+    g = np.concatenate([gh.pack(), gq.pack()])
+    nh = hyp.pack().size
+    h = 1e-5
+    fd = np.empty_like(vec)
+    for j in range(vec.size):
+        vals = []
+        for sgn in (1.0, -1.0):
+            v = vec.copy()
+            v[j] += sgn * h
+            vals.append(svgp_elbo(X, y, _Hyper.unpack(v[:nh], C, M, D, family),
+                                  _Variational.unpack(v[nh:], C, M), 1e-3, 1e-10, True, x, w,
+                                  with_grad=False)[0])
+        fd[j] = (vals[0] - vals[1]) / (2 * h)
+    err = np.abs(g - fd) / np.maximum(np.abs(fd), 1e-2)
+    assert err.max() < 1e-6, (err.max(), np.argmax(err))
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_gfitc_evidence_gradient_matches_finite_differences_for_every_family(family):
+    from sparsegp.classification._multiclass_gfitc import (
+        _GFITCState, _Hyper, _Sites, gfitc_gradient, gfitc_log_evidence, gfitc_run_ep,
+    )
+
+    def converged(hyp, sites):
+        state = _GFITCState(X, hyp, 1e-10, True)
+        _, ok, _ = gfitc_run_ep(y, state, sites, 1e-13, 5000)
+        assert ok
+        return state, sites
+
+    X, y, hyp = _baseline_problem(3, family)
+    C, M, D = hyp.Z.shape
+    state, sites = converged(hyp, _Sites(X.shape[0], C))
+    g = gfitc_gradient(X, y, hyp, state, sites).pack()
+    theta = hyp.pack()
+    h = 1e-5
+    fd = np.empty_like(theta)
+    for j in range(theta.size):
+        vals = []
+        for sgn in (1.0, -1.0):
+            t2 = theta.copy()
+            t2[j] += sgn * h
+            st2, s2 = converged(_Hyper.unpack(t2, C, M, D, family), sites.copy())
+            vals.append(gfitc_log_evidence(y, st2, s2))
+        fd[j] = (vals[0] - vals[1]) / (2 * h)
+    err = np.abs(g - fd) / np.maximum(np.abs(fd), 1e-2)
+    assert err.max() < 1e-6, (err.max(), np.argmax(err))
+
+
+@pytest.mark.parametrize("name", ["MultiClassSVGPClassifier", "MultiClassGFITCClassifier"])
+def test_baselines_fit_a_sklearn_matern_kernel(name):
+    import sparsegp
+    from sklearn.gaussian_process.kernels import ConstantKernel, Matern
+    X, y = _data()
+    kernel = ConstantKernel() * Matern(nu=1.5)
+    est = getattr(sparsegp, name)(kernel=kernel, n_inducing=6, max_iter=15,
+                                  random_state=0).fit(X, y)
+    assert est.kernel is kernel
+    assert est._kernel_family() == cf.MATERN32
+    fitted = est.kernel_
+    assert len(fitted) == 3 and all(isinstance(k, K.Matern) and k.nu == 1.5 for k in fitted)
+    # isotropic: one length-scale per class, shared by the features
+    np.testing.assert_allclose(est.lengthscale_, est.lengthscale_[:, :1].repeat(2, axis=1),
+                               rtol=1e-12)
+    for c, k in enumerate(fitted):
+        assert k.variance == pytest.approx(est.variance_[c], rel=1e-12)
+        assert k.lengthscale == pytest.approx(est.lengthscale_[c, 0], rel=1e-12)
+    assert est.score(X, y) > 0.8
+    with pytest.raises(ValueError, match="either as kernel"):
+        getattr(sparsegp, name)(kernel=kernel, lengthscale=1.0, max_iter=1).fit(X, y)
+
+
+def test_svgp_minibatch_with_fixed_variance():
+    from sparsegp import MultiClassSVGPClassifier
+    X, y = _data(seed=5)
+    est = MultiClassSVGPClassifier(kernel=K.Matern(0.8, [1.0, 1.5], nu=2.5,
+                                                   variance_bounds="fixed"),
+                                   n_inducing=5, batch_size=50, max_iter=3, learning_rate=0.05,
+                                   random_state=0).fit(X, y)
+    np.testing.assert_array_equal(est.variance_, 0.8)
+    assert all(np.shape(k.lengthscale) == (2,) for k in est.kernel_)
