@@ -2,9 +2,10 @@
 Hernández-Lobato 2017, seed 002; derivations in ../shared/notes/multiclass_ep.md).
 
 Model (notes §1): C independent latent functions with per-class stationary kernels (SE-ARD
-by default; amplitude, length-scales, additive noise), M inducing points per class whose values u_c are *kept* in the
-model (not marginalised), the FITC conditional p(f_ic | u_c) = N(v_ic^T u_c, d_ic) and the
-pairwise-probit approximation (eq. 6) of the likelihood factor: N (C - 1) factors
+by default; amplitude, length-scales, additive noise), M inducing points per class whose
+values u_c are *kept* in the model (not marginalised), the FITC conditional
+p(f_ic | u_c) = N(v_ic^T u_c, d_ic) and the pairwise-probit approximation (eq. 6) of the
+likelihood factor: N (C - 1) factors
 phi_ik = Phi((v_{i,y_i}^T u_{y_i} - v_ik^T u_k) / sqrt(d_{i,y_i} + d_ik)).
 
 Sites (notes §2.1) are rank-one along each factor's FITC direction. Their u-space totals are
@@ -606,11 +607,11 @@ def _scaled_step(optimiser, theta, grad, scale):
 class MultiClassEPClassifier(_mc.MultiClassGPClassifier):
     """Multi-class GP classifier with inducing points trained by EP or stochastic EP.
 
-    Implements Villacampa-Calvo & Hernández-Lobato (2017): per-class stationary kernels
-    (SE-ARD by default) with amplitude, length-scales and additive noise; M inducing points per class whose values are
-    kept in the model; the pairwise-probit approximation of the likelihood factor (eq. 6);
-    EP-inner training, i.e. one parallel refinement of the factors followed by one step on the
-    hyper-parameters and inducing inputs per iteration.
+    Implements Villacampa-Calvo & Hernández-Lobato (2017): per-class stationary kernels (SE-ARD
+    by default) with amplitude, length-scales and additive noise; M inducing points per class
+    whose values are kept in the model; the pairwise-probit approximation of the likelihood
+    factor (eq. 6); EP-inner training, i.e. one parallel refinement of the factors followed by
+    one step on the hyper-parameters and inducing inputs per iteration.
 
     Parameters
     ----------

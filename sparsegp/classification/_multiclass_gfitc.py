@@ -517,12 +517,12 @@ class MultiClassGFITCClassifier(_mc.MultiClassGPClassifier):
     """Multi-class GP classifier with FITC priors and EP on the exact likelihood (GFITC).
 
     The "GFITC" baseline of Villacampa-Calvo & Hernández-Lobato (2017): one latent function per
-    class with a stationary covariance, SE-ARD by default (amplitude, length-scales, additive noise) and M inducing
-    inputs per class, u marginalised (FITC prior), likelihood prod_{k != y} Theta(f_y - f_k)
-    (eq. 1). EP is run to convergence (sequential or parallel updates, O(C N M^2) each) at every
-    evaluation of L-BFGS-B, which maximises the EP estimate log Z_EP over the log
-    hyper-parameters (box [-10, 10]) and the inducing inputs; EP is warm-started from the
-    previous sites, with a cold start as fallback (notes §7.1).
+    class with a stationary covariance, SE-ARD by default (amplitude, length-scales, additive
+    noise) and M inducing inputs per class, u marginalised (FITC prior), likelihood
+    prod_{k != y} Theta(f_y - f_k) (eq. 1). EP is run to convergence (sequential or parallel
+    updates, O(C N M^2) each) at every evaluation of L-BFGS-B, which maximises the EP estimate
+    log Z_EP over the log hyper-parameters (box [-10, 10]) and the inducing inputs; EP is
+    warm-started from the previous sites, with a cold start as fallback (notes §7.1).
 
     Parameters
     ----------
@@ -627,10 +627,10 @@ class MultiClassGFITCClassifier(_mc.MultiClassGPClassifier):
     """
 
     def __init__(self, n_inducing=20, inducing_points=None, init="random", kernel=None,
-                 lengthscale=None, variance=1.0, noise=1.0, max_iter=250, learn_hyperparameters=True,
-                 noise_in_kuu=True, jitter=_mc.DEFAULT_JITTER, ep_schedule="auto",
-                 ep_damping=1.0, ep_tol=None, ep_max_sweeps=1000, random_state=None,
-                 verbose=False, callback=None):
+                 lengthscale=None, variance=1.0, noise=1.0, max_iter=250,
+                 learn_hyperparameters=True, noise_in_kuu=True, jitter=_mc.DEFAULT_JITTER,
+                 ep_schedule="auto", ep_damping=1.0, ep_tol=None, ep_max_sweeps=1000,
+                 random_state=None, verbose=False, callback=None):
         self.n_inducing = n_inducing
         self.inducing_points = inducing_points
         self.init = init

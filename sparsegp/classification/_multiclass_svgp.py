@@ -192,12 +192,12 @@ class MultiClassSVGPClassifier(_mc.MultiClassGPClassifier):
 
     The VI baseline of Villacampa-Calvo & Hernández-Lobato (2017), after Hensman et al.
     (2015b): per class a stationary covariance (SE-ARD by default; amplitude, length-scales,
-    additive noise), M inducing inputs and a full-covariance Gaussian q(u_c) = N(m_c, L_c L_c^T) (not whitened,
-    initialised at the prior as in the R code); likelihood (1 - eps) for the argmax class and
-    eps / (C - 1) otherwise. The ELBO is computed with 1-D Gauss-Hermite quadrature and
-    maximised with analytic gradients by L-BFGS-B on the full data (``batch_size=None``, box
-    [-10, 10] on the log hyper-parameters) or by ADAM on minibatches with the data term scaled
-    by N / |B|.
+    additive noise), M inducing inputs and a full-covariance Gaussian
+    q(u_c) = N(m_c, L_c L_c^T) (not whitened, initialised at the prior as in the R code);
+    likelihood (1 - eps) for the argmax class and eps / (C - 1) otherwise. The ELBO is
+    computed with 1-D Gauss-Hermite quadrature and maximised with analytic gradients by
+    L-BFGS-B on the full data (``batch_size=None``, box [-10, 10] on the log
+    hyper-parameters) or by ADAM on minibatches with the data term scaled by N / |B|.
 
     Parameters
     ----------
@@ -281,10 +281,10 @@ class MultiClassSVGPClassifier(_mc.MultiClassGPClassifier):
     """
 
     def __init__(self, n_inducing=20, inducing_points=None, init="random", kernel=None,
-                 lengthscale=None, variance=1.0, noise=1.0, batch_size=None, max_iter=250, learning_rate=1e-3,
-                 learn_hyperparameters=True, noise_in_kuu=True, jitter=_mc.DEFAULT_JITTER,
-                 epsilon=1e-3, n_quadrature=100, random_state=None, verbose=False,
-                 callback=None):
+                 lengthscale=None, variance=1.0, noise=1.0, batch_size=None, max_iter=250,
+                 learning_rate=1e-3, learn_hyperparameters=True, noise_in_kuu=True,
+                 jitter=_mc.DEFAULT_JITTER, epsilon=1e-3, n_quadrature=100, random_state=None,
+                 verbose=False, callback=None):
         self.n_inducing = n_inducing
         self.inducing_points = inducing_points
         self.init = init

@@ -21,7 +21,8 @@ def fitc_terms(X, Z, variance, lengthscale, noise, noise_in_kuu, jitter, kernel=
 
     ``kernel(A, B, variance, lengthscale)`` is the signal covariance (SE by default).
     """
-    K = kernel(Z, Z, variance, lengthscale) + ((noise if noise_in_kuu else 0.0) + jitter) * np.eye(len(Z))
+    K = (kernel(Z, Z, variance, lengthscale)
+         + ((noise if noise_in_kuu else 0.0) + jitter) * np.eye(len(Z)))
     Kfu = kernel(X, Z, variance, lengthscale)
     V = np.linalg.solve(K, Kfu.T).T
     d = variance + noise - np.sum(Kfu * V, axis=1)
