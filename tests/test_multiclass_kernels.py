@@ -344,3 +344,23 @@ def test_svgp_minibatch_with_fixed_variance():
                                    random_state=0).fit(X, y)
     np.testing.assert_array_equal(est.variance_, 0.8)
     assert all(np.shape(k.lengthscale) == (2,) for k in est.kernel_)
+
+
+@pytest.mark.parametrize("method", ["ep", "sep"])
+def test_dask_fit_with_a_matern_kernel_equals_the_in_memory_fit(method):
+    """The workers evaluate the kernel from the Hyper they receive, family included."""
+    da = pytest.importorskip("dask.array")
+    distributed = pytest.importorskip("distributed")
+    X, y = _data(n=200, seed=6)
+    kw = dict(method=method, kernel=K.Matern(nu=2.5, lengthscale=[1.0, 1.4]), n_inducing=5,
+              max_iter=4, random_state=0)
+    ref = MultiClassEPClassifier(**kw).fit(X, y)
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=False,
+                                  dashboard_address=":0") as cluster, \
+            distributed.Client(cluster, set_as_default=False) as client, client.as_current():
+        est = MultiClassEPClassifier(**kw).fit(da.from_array(X, chunks=(50, 2)), y)
+    np.testing.assert_allclose(est.evidence_history_, ref.evidence_history_, rtol=1e-10,
+                               atol=1e-10)
+    np.testing.assert_allclose(est.lengthscale_, ref.lengthscale_, rtol=1e-10)
+    np.testing.assert_allclose(est.predict_proba(X), ref.predict_proba(X), atol=1e-10)
+    assert all(isinstance(k, K.Matern) for k in est.kernel_)
