@@ -1,10 +1,11 @@
 """Scalable multi-class GP classification by EP and stochastic EP (Villacampa-Calvo &
 Hernández-Lobato 2017, seed 002; derivations in ../shared/notes/multiclass_ep.md).
 
-Model (notes §1): C independent latent functions with per-class SE-ARD kernels (amplitude,
-length-scales, additive noise), M inducing points per class whose values u_c are *kept* in the
-model (not marginalised), the FITC conditional p(f_ic | u_c) = N(v_ic^T u_c, d_ic) and the
-pairwise-probit approximation (eq. 6) of the likelihood factor: N (C - 1) factors
+Model (notes §1): C independent latent functions with per-class stationary kernels (SE-ARD
+by default; amplitude, length-scales, additive noise), M inducing points per class whose
+values u_c are *kept* in the model (not marginalised), the FITC conditional
+p(f_ic | u_c) = N(v_ic^T u_c, d_ic) and the pairwise-probit approximation (eq. 6) of the
+likelihood factor: N (C - 1) factors
 phi_ik = Phi((v_{i,y_i}^T u_{y_i} - v_ik^T u_k) / sqrt(d_{i,y_i} + d_ik)).
 
 Sites (notes §2.1) are rank-one along each factor's FITC direction. Their u-space totals are
@@ -29,6 +30,7 @@ import numba
 import numpy as np
 from scipy import linalg as sla
 
+from .._numba import covfuncs as _cf
 from .._numba import multiclass as _nbmc
 from .._validation import check_int, check_option, check_positive
 from ..exceptions import ConvergenceWarning
@@ -75,18 +77,36 @@ def _matmul_tn(A, B):
 # Hyper-parameters and prior / data quantities
 # --------------------------------------------------------------------------------------------
 class Hyper:
-    """Per-class hyper-parameters in the optimiser's coordinates.
+    """Per-class hyper-parameters in the optimiser's coordinates, and their covariance family.
 
-    Attributes: ``log_variance`` (C,), ``log_noise`` (C,), ``log_lengthscale`` (C, D),
-    ``Z`` (C, M, D). ``pack``/``from_vector`` map to and from one vector (see
-    :func:`_multiclass_common.pack_params`).
+    Parameters
+    ----------
+    log_variance, log_noise : array-like of shape (C,)
+    log_lengthscale : array-like of shape (C, D)
+    Z : array-like of shape (C, M, D)
+    family : int, default=SE
+        Stationary family code of :mod:`sparsegp._numba.covfuncs`; every kernel evaluation
+        and gradient made from this object uses it (so do Dask workers, which receive it).
+    isotropic : bool, default=False
+        Each class's D length-scales are one parameter: :meth:`advance` moves them together.
+    log_bounds : tuple of two ndarrays, optional
+        (lo, hi) of the packed vector, applied by :meth:`advance`; None: unbounded.
+
+    Notes
+    -----
+    ``pack``/``from_vector`` map to and from one vector (see
+    :func:`_multiclass_common.pack_params`); :meth:`like` keeps the settings.
     """
 
-    def __init__(self, log_variance, log_noise, log_lengthscale, Z):
+    def __init__(self, log_variance, log_noise, log_lengthscale, Z, family=_cf.SE,
+                 isotropic=False, log_bounds=None):
         self.log_variance = np.array(log_variance, dtype=np.float64)
         self.log_noise = np.array(log_noise, dtype=np.float64)
         self.log_lengthscale = np.array(log_lengthscale, dtype=np.float64)
         self.Z = np.ascontiguousarray(Z, dtype=np.float64)
+        self.family = int(family)
+        self.isotropic = bool(isotropic)
+        self.log_bounds = log_bounds
 
     @property
     def shape(self):
@@ -97,11 +117,32 @@ class Hyper:
         return _mc.pack_params(self.log_variance, self.log_noise, self.log_lengthscale, self.Z)
 
     @classmethod
-    def from_vector(cls, theta, C, M, D):
-        return cls(*_mc.unpack_params(theta, C, M, D))
+    def from_vector(cls, theta, C, M, D, family=_cf.SE, isotropic=False, log_bounds=None):
+        return cls(*_mc.unpack_params(theta, C, M, D), family, isotropic, log_bounds)
+
+    def like(self, theta):
+        """A Hyper at packed values ``theta`` with this one's family, tying and bounds."""
+        return Hyper.from_vector(theta, *self.shape, self.family, self.isotropic,
+                                 self.log_bounds)
 
     def copy(self):
-        return Hyper(self.log_variance, self.log_noise, self.log_lengthscale, self.Z)
+        return Hyper(self.log_variance, self.log_noise, self.log_lengthscale, self.Z,
+                     self.family, self.isotropic, self.log_bounds)
+
+    def advance(self, optimiser, grad, scale):
+        """One ascent step of ``optimiser`` on ``grad`` (see :func:`_scaled_step`).
+
+        An isotropic kernel's length-scales get the tied gradient
+        (:func:`_multiclass_common.tie_lengthscales`), and the kernel's log bounds clip the
+        result; neither applies to the default covariance, whose steps are unchanged.
+        """
+        C, M, D = self.shape
+        if self.isotropic:
+            grad = _mc.tie_lengthscales(grad, C, D)
+        theta = _scaled_step(optimiser, self.pack(), grad, scale)
+        if self.log_bounds is not None:
+            theta = np.clip(theta, *self.log_bounds)
+        return self.like(theta)
 
 
 class _Prior:
@@ -113,6 +154,7 @@ class _Prior:
         self.noise = np.exp(hyp.log_noise)
         self.lengthscale = np.exp(hyp.log_lengthscale)
         self.kappa = _mc.kernel_kappa(self.variance, self.noise)
+        self.family = hyp.family
         self.K = np.empty((C, M, M))
         self.K_se = np.empty((C, M, M))
         self.L = np.empty((C, M, M))
@@ -121,7 +163,7 @@ class _Prior:
         for c in range(C):
             self.K[c], self.K_se[c] = _mc.kernel_kuu(hyp.Z[c], self.variance[c],
                                                      self.lengthscale[c], self.noise[c],
-                                                     noise_in_kuu, jitter)
+                                                     noise_in_kuu, jitter, hyp.family)
             self.L[c] = sla.cholesky(self.K[c], lower=True, check_finite=False)
             # LAPACK potrs/trtrs are slow here (see tri_solve); two BLAS trsm products instead
             Li = _mc.tri_solve(self.L[c], eye)
@@ -135,7 +177,8 @@ def _data_terms(X, hyp, prior):
     """
     C, M, D = hyp.shape
     B = X.shape[0]
-    if B * M * D * C >= _PARALLEL_GEMM and D >= _mc.GEMM_MIN_D:
+    # the stacked GEMM distances are for SE only (why: _multiclass_common._stationary)
+    if B * M * D * C >= _PARALLEL_GEMM and D >= _mc.GEMM_MIN_D and hyp.family == _cf.SE:
         # every class at once: |a - b|^2 = |a|^2 + |b|^2 - 2 a.b with one stacked GEMM
         Xs = X[None, :, :] / prior.lengthscale[:, None, :]
         Zs = hyp.Z / prior.lengthscale[:, None, :]
@@ -145,7 +188,8 @@ def _data_terms(X, hyp, prior):
     else:
         Kfu = np.empty((C, B, M))
         for c in range(C):
-            Kfu[c] = _mc.kernel_kfu(X, hyp.Z[c], prior.variance[c], prior.lengthscale[c])
+            Kfu[c] = _mc.kernel_kfu(X, hyp.Z[c], prior.variance[c], prior.lengthscale[c],
+                                    hyp.family)
     V = _matmul(Kfu, prior.A)
     # rounding can make kappa - k^T K^{-1} k slightly negative (notes §8.1)
     d = np.maximum(prior.kappa[None, :] - np.einsum("cij,cij->ic", Kfu, V), 0.0)
@@ -279,7 +323,7 @@ def _row_gradient(X, hyp, prior, Kfu, V, res, scale, noise_in_kuu):
     for c in range(C):
         g_lv[c], g_ln[c], g_ll[c], g_Z[c] = _mc.kernel_grads(
             X, hyp.Z[c], prior.variance[c], prior.lengthscale[c], prior.noise[c],
-            prior.K_se[c], Kfu[c], zero, W_fu[c], wsum[:, c], noise_in_kuu)
+            prior.K_se[c], Kfu[c], zero, W_fu[c], wsum[:, c], noise_in_kuu, hyp.family)
     return _mc.pack_params(g_lv, g_ln, g_ll, g_Z), GVtV
 
 
@@ -294,7 +338,7 @@ def _prior_gradient(hyp, prior, q, GVtV, noise_in_kuu):
         W_uu = _grad_prior_part(prior, q, c) - prior.A[c] @ GVtV[c]
         g_lv[c], g_ln[c], g_ll[c], g_Z[c] = _mc.kernel_grads(
             None, hyp.Z[c], prior.variance[c], prior.lengthscale[c], prior.noise[c],
-            prior.K_se[c], None, W_uu, None, 0.0, noise_in_kuu)
+            prior.K_se[c], None, W_uu, None, 0.0, noise_in_kuu, hyp.family)
     return _mc.pack_params(g_lv, g_ln, g_ll, g_Z)
 
 
@@ -563,11 +607,11 @@ def _scaled_step(optimiser, theta, grad, scale):
 class MultiClassEPClassifier(_mc.MultiClassGPClassifier):
     """Multi-class GP classifier with inducing points trained by EP or stochastic EP.
 
-    Implements Villacampa-Calvo & Hernández-Lobato (2017): per-class SE-ARD kernels with
-    amplitude, length-scales and additive noise; M inducing points per class whose values are
-    kept in the model; the pairwise-probit approximation of the likelihood factor (eq. 6);
-    EP-inner training, i.e. one parallel refinement of the factors followed by one step on the
-    hyper-parameters and inducing inputs per iteration.
+    Implements Villacampa-Calvo & Hernández-Lobato (2017): per-class stationary kernels (SE-ARD
+    by default) with amplitude, length-scales and additive noise; M inducing points per class
+    whose values are kept in the model; the pairwise-probit approximation of the likelihood
+    factor (eq. 6); EP-inner training, i.e. one parallel refinement of the factors followed by
+    one step on the hyper-parameters and inducing inputs per iteration.
 
     Parameters
     ----------
@@ -582,6 +626,16 @@ class MultiClassEPClassifier(_mc.MultiClassGPClassifier):
         Initial Z_c: M random training rows drawn independently per class (the paper), k-means
         centres started from them, or M random rows *of class c* (requires M <= every class
         size).
+    kernel : Kernel, optional
+        The signal covariance of every class: a :mod:`sparsegp.kernels` stationary kernel
+        (``SquaredExponential``, ``Matern`` with nu = 1/2, 3/2, 5/2), optionally times a
+        constant, or the same built from scikit-learn's ``ConstantKernel``, ``RBF`` and
+        ``Matern``. It gives the family and every class's starting variance and
+        length-scales (each class then learns its own); an isotropic length-scale stays
+        isotropic per class, an array one per feature is ARD. Its log bounds bound the
+        search, "fixed" holds a parameter. Default: the SE-ARD kernel from ``variance`` and
+        ``lengthscale``, unbounded; give either ``kernel`` or those two. ``noise`` is
+        separate either way.
     lengthscale : float, ndarray of shape (D,) or (C, D), optional
         Initial length-scales; default sqrt(median pairwise distance) of up to 1000 training
         rows (the R code's squared length-scale is the median distance, notes §5.3).
@@ -624,6 +678,10 @@ class MultiClassEPClassifier(_mc.MultiClassGPClassifier):
     inducing_points_ : ndarray of shape (C, M, D)
     variance_, noise_ : ndarray of shape (C,)
     lengthscale_ : ndarray of shape (C, D)
+    kernel_ : list of Kernel
+        The C fitted signal covariances, one per class (see
+        :attr:`MultiClassGPClassifier.kernel_`): copies of ``kernel`` at ``variance_[c]``,
+        ``lengthscale_[c]``, or SE-ARD kernels without one.
     log_evidence_ : float
         log Z_EP at the final iteration (a minibatch estimate in minibatch mode).
     evidence_history_ : ndarray of shape (n_iter_,)
@@ -645,7 +703,8 @@ class MultiClassEPClassifier(_mc.MultiClassGPClassifier):
     """
 
     def __init__(self, method="ep", n_inducing=20, inducing_points=None, init="random",
-                 lengthscale=None, variance=1.0, noise=1.0, batch_size=None, max_iter=250,
+                 kernel=None, lengthscale=None, variance=1.0, noise=1.0, batch_size=None,
+                 max_iter=250,
                  learning_rate=None, damping=0.5, learn_hyperparameters=True,
                  noise_in_kuu=True, jitter=_mc.DEFAULT_JITTER, random_state=None,
                  verbose=False, callback=None):
@@ -653,6 +712,7 @@ class MultiClassEPClassifier(_mc.MultiClassGPClassifier):
         self.n_inducing = n_inducing
         self.inducing_points = inducing_points
         self.init = init
+        self.kernel = kernel
         self.lengthscale = lengthscale
         self.variance = variance
         self.noise = noise
@@ -720,7 +780,8 @@ class MultiClassEPClassifier(_mc.MultiClassGPClassifier):
         C, D = classes.size, X.shape[1]
         rng = self._check_random_state()
         var, noise, ls, Z = self._initial_parameters(X, y_idx, C, rng)
-        hyp = Hyper(np.log(var), np.log(noise), np.log(ls), Z)
+        family, isotropic, log_bounds, frozen = self._kernel_settings(C, Z.shape[1], D)
+        hyp = Hyper(np.log(var), np.log(noise), np.log(ls), Z, family, isotropic, log_bounds)
         self.classes_ = classes
         self._nik = (bool(self.noise_in_kuu), jitter)
         n_factors = _mc.class_counts_factors(y_idx, C)
@@ -731,6 +792,7 @@ class MultiClassEPClassifier(_mc.MultiClassGPClassifier):
         mask[2 * C:2 * C + C * D] = 0.5
         if not self.learn_hyperparameters:
             mask[:2 * C + C * D] = 0.0
+        mask[frozen] = 0.0        # a kernel's "fixed" bounds
         return hyp, n_factors, mask, rng
 
     def _fit_batch(self, rows, hyp, n_factors, max_iter, damping, lr, mask, verbose):
@@ -777,7 +839,7 @@ class MultiClassEPClassifier(_mc.MultiClassGPClassifier):
             it += 1
             if it < max_iter:
                 last_hyp = hyp.copy()
-                hyp = Hyper.from_vector(_scaled_step(stepper, hyp.pack(), grad, mask), C, M, D)
+                hyp = hyp.advance(stepper, grad, mask)
                 damping *= 0.99
 
     def _fit_minibatch(self, X, y, N, hyp, n_factors, max_iter, batch_size, lr, mask,
@@ -801,7 +863,7 @@ class MultiClassEPClassifier(_mc.MultiClassGPClassifier):
                 log_z, grad, q = self._minibatch_update(Xb, yb, idx, hyp, state, prior, data,
                                                         scale)
                 epoch_log_z.append(log_z)
-                hyp = Hyper.from_vector(_scaled_step(adam, hyp.pack(), grad, mask), C, M, D)
+                hyp = hyp.advance(adam, grad, mask)
                 step += 1
                 if self.callback is not None:
                     prior_new = _Prior(hyp, nik, jitter)
@@ -885,7 +947,7 @@ class MultiClassEPClassifier(_mc.MultiClassGPClassifier):
         var = np.empty((X.shape[0], C))
         for c in range(C):
             Ks = _mc.kernel_kfu(X, self.inducing_points_[c], self.variance_[c],
-                                self.lengthscale_[c])
+                                self.lengthscale_[c], self._kernel_family())
             a = _mc.tri_solve(self._L[c], Ks.T)
             b = _mc.tri_solve(self._R[c], a)
             mean[:, c] = Ks @ self._Am[c]

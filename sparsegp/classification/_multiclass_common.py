@@ -5,14 +5,16 @@ the three estimators (``_multiclass.py``, ``_multiclass_gfitc.py``, ``_multiclas
 
 Kernel (notes multiclass_ep.md §1.1)
 ------------------------------------
-Each class c has its own squared-exponential ARD kernel with amplitude ``variance`` (sigma_c,
-a variance), per-dimension ``lengthscale`` l_{c,d} (a *length*, not its square: the R code's
-squared length-scale is l^2) and additive Gaussian ``noise`` (sigma0_c, a variance):
+Each class c has its own stationary ARD kernel (squared exponential by default; any family
+code of :mod:`sparsegp._numba.covfuncs` through ``family``) with amplitude ``variance``
+(sigma_c, a variance), per-dimension ``lengthscale`` l_{c,d} (a *length*, not its square: the
+R code's squared length-scale is l^2) and additive Gaussian ``noise`` (sigma0_c, a variance):
 
-    k_c(x, x') = sigma_c exp(-0.5 sum_d (x_d - x'_d)^2 / l_{c,d}^2)          (signal, K_fu)
+    k_c(x, x') = sigma_c g(sum_d (x_d - x'_d)^2 / l_{c,d}^2)                (signal, K_fu)
     kappa_c    = sigma_c + sigma0_c                                         (prior var of f_ic)
     K_c        = k_c(Z_c, Z_c) + sigma0_c I [if noise_in_kuu] + jitter I    (inducing prior)
 
+with g(q) = exp(-q/2) for SE and the Matérn forms of :mod:`sparsegp._numba.covfuncs` otherwise.
 ``noise_in_kuu=True`` is the R nugget convention used by the paper; ``False`` gives noise-free
 inducing values, under which Z_c = X removes the FITC error (notes §1.1, §8 item 7).
 
@@ -32,10 +34,12 @@ from scipy.linalg import blas as _blas
 from sklearn.base import ClassifierMixin
 
 from .. import kernels as _kernels
+from .._numba import covfuncs as _cf
 from .._numba import multiclass as _nbmc
 from .._inducing_base import InducingPointEstimator, median_lengthscale, take_rows  # noqa: F401
 from .._validation import check_classes, check_int
 from ..exceptions import ConvergenceWarning
+from ..regression._sparse import _is_default
 
 #: Default absolute jitter on K_c's diagonal (the R code's 1e-10 nugget).
 DEFAULT_JITTER = 1e-10
@@ -44,7 +48,7 @@ DEFAULT_JITTER = 1e-10
 # --------------------------------------------------------------------------------------------
 # kernel
 # --------------------------------------------------------------------------------------------
-def kernel_kfu(X, Z, variance, lengthscale):
+def kernel_kfu(X, Z, variance, lengthscale, family=_cf.SE):
     """Signal cross-covariance k_c(X, Z) of one class, without noise.
 
     Parameters
@@ -53,24 +57,38 @@ def kernel_kfu(X, Z, variance, lengthscale):
     Z : ndarray of shape (M, D)
     variance : float
     lengthscale : ndarray of shape (D,)
+    family : int, default=SE
+        Stationary family code of :mod:`sparsegp._numba.covfuncs`.
 
     Returns
     -------
     K : ndarray of shape (N, M)
     """
-    return _se(X, Z, variance, lengthscale)
+    return _stationary(X, Z, variance, lengthscale, family)
 
 
-def kernel_kuu(Z, variance, lengthscale, noise, noise_in_kuu=True, jitter=DEFAULT_JITTER):
+def kernel_kuu(Z, variance, lengthscale, noise, noise_in_kuu=True, jitter=DEFAULT_JITTER,
+               family=_cf.SE):
     """Inducing prior covariance K_c = k_c(Z, Z) [+ noise I] + jitter I, shape (M, M).
+
+    Parameters
+    ----------
+    Z : ndarray of shape (M, D)
+    variance, noise : float
+    lengthscale : ndarray of shape (D,)
+    noise_in_kuu : bool, default=True
+    jitter : float, default=1e-10
+    family : int, default=SE
+        Stationary family code of :mod:`sparsegp._numba.covfuncs`.
 
     Returns
     -------
     K : ndarray of shape (M, M)
     K_se : ndarray of shape (M, M)
-        The signal part k_c(Z, Z) alone (needed by :func:`kernel_grads`).
+        The signal part k_c(Z, Z) alone (needed by :func:`kernel_grads`; the name predates
+        the other families).
     """
-    K_se = _se(Z, Z, variance, lengthscale)
+    K_se = _stationary(Z, Z, variance, lengthscale, family)
     K = K_se.copy()
     K[np.diag_indices_from(K)] += (noise if noise_in_kuu else 0.0) + jitter
     return K, K_se
@@ -92,6 +110,21 @@ DEGENERATE_EXPONENT = 20.0
 _JUDGED_ITERATIONS = 10
 _JUDGED_ROWS = 100
 _JUDGED_SAMPLE = 300
+
+
+def _stationary(X, Z, variance, lengthscale, family):
+    """k(X, Z) of one family: SE by the paths below, the others by the compiled loop.
+
+    The other families are never formed from GEMM distances: |a|^2 + |b|^2 - 2 a.b carries an
+    absolute rounding error ~1e-16 |a|^2 / l^2, which the square root in the Matérn forms turns
+    into ~1e-8 near coincident points (Z drawn from the training rows), where SE's exp(-q/2)
+    keeps it at 1e-16.
+    """
+    if family == _cf.SE:
+        return _se(X, Z, variance, lengthscale)
+    return _kernels.kernel_matrix(np.ascontiguousarray(X, dtype=np.float64),
+                                  np.ascontiguousarray(Z, dtype=np.float64), family,
+                                  variance, lengthscale)
 
 
 def _se(X, Z, variance, lengthscale):
@@ -134,13 +167,26 @@ def _se_grad_contract(X, Z, K, W, lengthscale, symmetric=False):
     return g_ls, g_Z
 
 
+def _grad_contract(X, Z, K, W, lengthscale, family, variance, symmetric=False):
+    """dL/dl (D,) and dL/dZ (M, D) of L = sum(W * K), K = k(X, Z) of family ``family``.
+
+    SE keeps its own paths (:func:`_se_grad_contract`, K is its own derivative factor); the
+    other families compute their factor s2 G(q) and contract in the compiled loop (exact
+    differences, for the reason given in :func:`_stationary`).
+    """
+    if family == _cf.SE:
+        return _se_grad_contract(X, Z, K, W, lengthscale, symmetric=symmetric)
+    return _kernels.grad_contract(X, Z, K, W, family, variance, lengthscale,
+                                  symmetric=symmetric)
+
+
 def kernel_kappa(variance, noise):
     """Prior variance kappa_c = sigma_c + sigma0_c of a noisy latent f_ic."""
     return variance + noise
 
 
 def kernel_grads(X, Z, variance, lengthscale, noise, K_se, Kfu, W_uu, W_fu, w_kappa,
-                 noise_in_kuu=True):
+                 noise_in_kuu=True, family=_cf.SE):
     """Gradient of <W_uu, K_c> + <W_fu, K_fu> + sum(w_kappa) * kappa_c for one class.
 
     Parameters
@@ -159,6 +205,8 @@ def kernel_grads(X, Z, variance, lengthscale, noise, K_se, Kfu, W_uu, W_fu, w_ka
     w_kappa : float or ndarray of shape (N,)
         Weights of kappa (summed).
     noise_in_kuu : bool
+    family : int, default=SE
+        Stationary family code of :mod:`sparsegp._numba.covfuncs`.
 
     Returns
     -------
@@ -173,10 +221,12 @@ def kernel_grads(X, Z, variance, lengthscale, noise, K_se, Kfu, W_uu, W_fu, w_ka
     g_noise = wk * noise
     if noise_in_kuu:
         g_noise += float(np.trace(W_uu)) * noise
-    g_ls, g_Z = _se_grad_contract(Z, Z, K_se, W_uu, lengthscale, symmetric=True)
+    # every family is s2 g(q): d/dlog s2 of sum(W K) is sum(W K) whatever g is
+    g_ls, g_Z = _grad_contract(Z, Z, K_se, W_uu, lengthscale, family, variance, symmetric=True)
     if W_fu is not None:
         g_var += float(np.sum(W_fu * Kfu))
-        gl2, gZ2 = _se_grad_contract(np.asarray(X, dtype=np.float64), Z, Kfu, W_fu, lengthscale)
+        gl2, gZ2 = _grad_contract(np.asarray(X, dtype=np.float64), Z, Kfu, W_fu, lengthscale,
+                                  family, variance)
         g_ls = g_ls + gl2
         g_Z = g_Z + gZ2
     return g_var, g_noise, g_ls * lengthscale, g_Z
@@ -199,6 +249,19 @@ def unpack_params(theta, C, M, D):
     if i != theta.size:
         raise ValueError(f"parameter vector has length {theta.size}; expected {i}")
     return lv, ln, ll, Z
+
+
+def tie_lengthscales(grad, C, D):
+    """``grad`` projected onto equal length-scales within each class (a new array).
+
+    For an isotropic kernel each class's D log length-scales are one parameter stored D
+    times; each of their gradient entries becomes the mean of the D, so that every optimiser
+    moves them together, and the directional derivative along a step is the true one.
+    """
+    out = np.array(grad, dtype=np.float64)
+    block = out[2 * C:2 * C + C * D].reshape(C, D)
+    block[:] = block.mean(axis=1, keepdims=True)
+    return out
 
 
 def chol_jitter(A, jitter0=0.0, max_tries=8):
@@ -304,17 +367,100 @@ class MultiClassGPClassifier(ClassifierMixin, InducingPointEstimator):
 
         Every multi-class estimator draws them in the same order from the same arguments, so
         that the baselines and ``MultiClassEPClassifier`` given one ``random_state`` start
-        from the same point, as in the paper's experiments.
+        from the same point, as in the paper's experiments. A ``kernel`` gives every class
+        its variance and length-scales (an isotropic value repeated over the D features);
+        without one, ``variance`` and ``lengthscale`` do (the median heuristic for None).
+        Sets ``_spec`` (:meth:`_kernel_spec`), which the fit and ``kernel_`` read.
         """
-        variance = self._check_positive_param("variance", n_classes)
+        spec = self._kernel_spec(X.shape[1])
+        self._spec = spec
+        if spec is None:
+            variance = self._check_positive_param("variance", n_classes)
+        else:
+            variance = np.full(n_classes, spec.variance)
         noise = self._check_positive_param("noise", n_classes)
-        lengthscale = self._check_lengthscale(X, rng, n_classes)
+        if spec is None:
+            lengthscale = self._check_lengthscale(X, rng, n_classes)
+        else:
+            lengthscale = np.tile(spec.lengthscale, (n_classes, 1))
         Z = self._check_inducing_points(X.shape[0], X.shape[1], n_classes)
         if Z is None:
             Z = self._initial_inducing_points(X, rng, y_index, n_classes)
-        if self.lengthscale is not None:
+        # a kernel's length-scales are given ones too: the same rescue applies to them
+        if self.lengthscale is not None or spec is not None:
             lengthscale = self._rescue_degenerate_lengthscale(X, Z, lengthscale, rng)
         return variance, noise, lengthscale, Z
+
+    # -- the covariance given as ``kernel`` ------------------------------------------------
+
+    def _kernel_spec(self, n_features):
+        """The :class:`~sparsegp.kernels.StationarySpec` of ``kernel``; None without one.
+
+        Raises
+        ------
+        ValueError
+            When ``kernel`` is given together with a non-default ``lengthscale`` or
+            ``variance`` (the covariance must come from one place), or is not a single
+            stationary kernel optionally times a constant.
+        """
+        kernel = getattr(self, "kernel", None)
+        if kernel is None:
+            return None
+        given = [name for name, default in (("lengthscale", None), ("variance", 1.0))
+                 if not (getattr(self, name) is None if default is None
+                         else _is_default(getattr(self, name), default))]
+        if given:
+            raise ValueError(f"give the covariance either as kernel or through {given}, not "
+                             f"both: set them inside the kernel (got kernel={kernel!r})")
+        return _kernels.stationary_spec(kernel, n_features, type(self).__name__)
+
+    def _kernel_family(self):
+        """Stationary family code of the fitted covariance (SE without a ``kernel``)."""
+        spec = getattr(self, "_spec", None)
+        return _cf.SE if spec is None else spec.family
+
+    def _kernel_settings(self, C, M, D):
+        """``(family, isotropic, log_bounds, frozen)`` for a packed vector of C classes.
+
+        ``log_bounds`` is None without a ``kernel`` (the default covariance is unbounded, as
+        it always was); otherwise (lo, hi) arrays the size of :func:`pack_params`' vector,
+        the kernel's log bounds on log sigma_c and log l_{c,d}, unbounded elsewhere.
+        ``frozen`` (boolean, same size) marks the coordinates a "fixed" bound holds.
+        """
+        n = 2 * C + C * D + C * M * D
+        frozen = np.zeros(n, dtype=bool)
+        spec = getattr(self, "_spec", None)
+        if spec is None:
+            return _cf.SE, False, None, frozen
+        lo = np.full(n, -np.inf)
+        hi = np.full(n, np.inf)
+        if spec.free_variance:
+            lo[:C], hi[:C] = spec.variance_bounds
+        else:
+            frozen[:C] = True
+        ls = slice(2 * C, 2 * C + C * D)
+        if spec.free_lengthscale:
+            lo[ls], hi[ls] = spec.lengthscale_bounds
+        else:
+            frozen[ls] = True
+        return spec.family, not spec.ard, (lo, hi), frozen
+
+    @property
+    def kernel_(self):
+        """The fitted covariances: a list of C kernels, one per class (``classes_`` order).
+
+        Each is a copy of ``kernel`` at that class's fitted ``variance_[c]`` and
+        ``lengthscale_[c]`` (a single length-scale when ``kernel`` is isotropic), or, without
+        a ``kernel``, ``SquaredExponential(variance_[c], lengthscale_[c])`` with ARD
+        length-scales. The additive noise ``noise_`` is not part of them.
+        """
+        variance = self.variance_          # AttributeError before fit, as for any fitted value
+        lengthscale = np.atleast_2d(self.lengthscale_)
+        spec = getattr(self, "_spec", None)
+        if spec is None:
+            return [_kernels.SquaredExponential(float(v), np.array(ls, dtype=np.float64))
+                    for v, ls in zip(variance, lengthscale)]
+        return [spec.fitted(float(v), ls) for v, ls in zip(variance, lengthscale)]
 
     def _rescue_degenerate_lengthscale(self, X, Z, lengthscale, rng):
         """Scale given length-scales up when the kernel between the data and Z vanishes.

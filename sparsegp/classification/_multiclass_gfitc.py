@@ -27,6 +27,7 @@ import scipy.linalg as sla
 from scipy.optimize import minimize
 
 from . import _multiclass_common as _mc
+from .._numba import covfuncs as _cf
 from .._numba import multiclass_gfitc as _nb
 from .._numba.probit import log_ndtr_vec
 from .._threads import map_threads
@@ -54,7 +55,8 @@ _LOG_BOUND = 10.0  # box bounds on the log hyper-parameters for L-BFGS-B (notes 
 # hyper-parameters shared by both baselines (kernel maths in _multiclass_common)
 # --------------------------------------------------------------------------------------------
 class _Hyper:
-    """Per-class SE-ARD hyper-parameters in log space plus inducing inputs.
+    """Per-class stationary (SE-ARD by default) hyper-parameters in log space plus inducing
+    inputs.
 
     Attributes
     ----------
@@ -62,32 +64,60 @@ class _Hyper:
     log_noise : ndarray of shape (C,)          log additive latent noise variance sigma0_c
     log_lengthscale : ndarray of shape (C, D)  log length-scales l_cd (not squared)
     Z : ndarray of shape (C, M, D)             inducing inputs
+    family : int                               stationary family code (covfuncs), SE default
+    isotropic : bool                           each class's D length-scales are one parameter
+    log_bounds : tuple of two ndarrays or None (lo, hi) of the packed vector from a kernel
+
+    Notes
+    -----
+    With ``isotropic`` each class's log length-scales are replaced by their mean on
+    construction: an optimiser's point is then a function of the shared value alone, whose
+    gradient is :func:`_multiclass_common.tie_lengthscales` of the per-feature one.
     """
 
-    def __init__(self, log_variance, log_noise, log_lengthscale, Z):
+    def __init__(self, log_variance, log_noise, log_lengthscale, Z, family=_cf.SE,
+                 isotropic=False, log_bounds=None):
         self.log_variance = np.array(log_variance, dtype=np.float64)
         self.log_noise = np.array(log_noise, dtype=np.float64)
         self.log_lengthscale = np.array(log_lengthscale, dtype=np.float64)
         self.Z = np.ascontiguousarray(Z, dtype=np.float64).copy()
+        self.family = int(family)
+        self.isotropic = bool(isotropic)
+        self.log_bounds = log_bounds
+        if self.isotropic:
+            self.log_lengthscale[:] = self.log_lengthscale.mean(axis=1, keepdims=True)
+
+    def settings(self):
+        """``(family, isotropic, log_bounds)``, to build another _Hyper of the same kind."""
+        return self.family, self.isotropic, self.log_bounds
 
     def pack(self):
         return _mc.pack_params(self.log_variance, self.log_noise, self.log_lengthscale, self.Z)
 
     @classmethod
-    def unpack(cls, theta, C, M, D):
-        return cls(*_mc.unpack_params(theta, C, M, D))
+    def unpack(cls, theta, C, M, D, family=_cf.SE, isotropic=False, log_bounds=None):
+        return cls(*_mc.unpack_params(theta, C, M, D), family, isotropic, log_bounds)
 
     @classmethod
     def zeros(cls, C, M, D):
         return cls(np.zeros(C), np.zeros(C), np.zeros((C, D)), np.zeros((C, M, D)))
 
     def bounds(self):
+        """L-BFGS-B bounds of the packed vector: the box [-10, 10] on the log parameters,
+        narrowed to a kernel's log bounds when there is one; Z unbounded."""
         C, M, D = self.Z.shape
         n_log = 2 * C + C * D
-        return [(-_LOG_BOUND, _LOG_BOUND)] * n_log + [(None, None)] * (C * M * D)
+        out = [(-_LOG_BOUND, _LOG_BOUND)] * n_log + [(None, None)] * (C * M * D)
+        if self.log_bounds is not None:
+            lo, hi = self.log_bounds
+            for j in range(n_log):
+                out[j] = (max(-_LOG_BOUND, min(float(lo[j]), _LOG_BOUND)),
+                          min(_LOG_BOUND, max(float(hi[j]), -_LOG_BOUND)))
+        return out
 
     def copy(self):
-        return _Hyper(self.log_variance, self.log_noise, self.log_lengthscale, self.Z)
+        return _Hyper(self.log_variance, self.log_noise, self.log_lengthscale, self.Z,
+                      *self.settings())
 
 
 class _ClassKernel:
@@ -98,21 +128,23 @@ class _ClassKernel:
         self.noise = float(np.exp(hyp.log_noise[c]))
         self.lengthscale = np.exp(hyp.log_lengthscale[c])
         self.Z = hyp.Z[c]
+        self.family = hyp.family
         self.noise_in_kuu = noise_in_kuu
         self.K, self.K_se = _mc.kernel_kuu(self.Z, self.variance, self.lengthscale, self.noise,
-                                           noise_in_kuu, jitter)
+                                           noise_in_kuu, jitter, self.family)
         self.LK, added = _mc.chol_jitter(self.K)
         if added:
             self.K[np.diag_indices_from(self.K)] += added
         self.P = None if X is None else _mc.kernel_kfu(X, self.Z, self.variance,
-                                                       self.lengthscale)
+                                                       self.lengthscale, self.family)
         self.kappa = _mc.kernel_kappa(self.variance, self.noise)
 
     def grads(self, X, W_uu, W_fu, w_kappa):
         """(g_log_variance, g_log_noise, g_log_lengthscale (D,), g_Z (M, D)) of
         <W_uu, K> + <W_fu, K_fu> + sum(w_kappa) kappa."""
         return _mc.kernel_grads(X, self.Z, self.variance, self.lengthscale, self.noise,
-                                self.K_se, self.P, W_uu, W_fu, w_kappa, self.noise_in_kuu)
+                                self.K_se, self.P, W_uu, W_fu, w_kappa, self.noise_in_kuu,
+                                self.family)
 
 
 # --------------------------------------------------------------------------------------------
@@ -449,7 +481,7 @@ def gfitc_predict_latent(Xt, state, tau_bar, nu_bar):
         R = sla.cholesky(B, lower=True, check_finite=False)
         h = U.T @ (nu_bar[c] * s)
         kc = state.kernels[c]
-        Ps = _mc.kernel_kfu(Xt, kc.Z, kc.variance, kc.lengthscale)
+        Ps = _mc.kernel_kfu(Xt, kc.Z, kc.variance, kc.lengthscale, kc.family)
         Us = sla.solve_triangular(kc.LK, Ps.T, lower=True, check_finite=False)
         Rs = sla.solve_triangular(R, Us, lower=True, check_finite=False)
         mean[:, c] = Rs.T @ sla.solve_triangular(R, h, lower=True, check_finite=False)
@@ -485,12 +517,12 @@ class MultiClassGFITCClassifier(_mc.MultiClassGPClassifier):
     """Multi-class GP classifier with FITC priors and EP on the exact likelihood (GFITC).
 
     The "GFITC" baseline of Villacampa-Calvo & Hernández-Lobato (2017): one latent function per
-    class with an SE-ARD covariance (amplitude, length-scales, additive noise) and M inducing
-    inputs per class, u marginalised (FITC prior), likelihood prod_{k != y} Theta(f_y - f_k)
-    (eq. 1). EP is run to convergence (sequential or parallel updates, O(C N M^2) each) at every
-    evaluation of L-BFGS-B, which maximises the EP estimate log Z_EP over the log
-    hyper-parameters (box [-10, 10]) and the inducing inputs; EP is warm-started from the
-    previous sites, with a cold start as fallback (notes §7.1).
+    class with a stationary covariance, SE-ARD by default (amplitude, length-scales, additive
+    noise) and M inducing inputs per class, u marginalised (FITC prior), likelihood
+    prod_{k != y} Theta(f_y - f_k) (eq. 1). EP is run to convergence (sequential or parallel
+    updates, O(C N M^2) each) at every evaluation of L-BFGS-B, which maximises the EP estimate
+    log Z_EP over the log hyper-parameters (box [-10, 10]) and the inducing inputs; EP is
+    warm-started from the previous sites, with a cold start as fallback (notes §7.1).
 
     Parameters
     ----------
@@ -501,6 +533,16 @@ class MultiClassGFITCClassifier(_mc.MultiClassGPClassifier):
     init : {"random", "kmeans", "subset"}, default="random"
         Initial Z_c: M random training rows drawn independently per class (the paper), k-means
         centres started from them, or M random rows of class c (requires M <= every class size).
+    kernel : Kernel, optional
+        The signal covariance of every class: a :mod:`sparsegp.kernels` stationary kernel
+        (``SquaredExponential``, ``Matern`` with nu = 1/2, 3/2, 5/2), optionally times a
+        constant, or the same built from scikit-learn's ``ConstantKernel``, ``RBF`` and
+        ``Matern``. It gives the family and every class's starting variance and
+        length-scales (each class then learns its own); an isotropic length-scale stays
+        isotropic per class, an array one per feature is ARD. Its log bounds (within the box
+        [-10, 10]) bound the search, "fixed" holds a parameter. Default: the SE-ARD kernel
+        from ``variance`` and ``lengthscale``; give either ``kernel`` or those two. ``noise``
+        is separate either way.
     lengthscale : float, ndarray of shape (D,) or (C, D), optional
         Initial length-scales; default sqrt(median pairwise distance) (notes §5.3).
     variance : float or ndarray of shape (C,), default=1.0
@@ -557,6 +599,10 @@ class MultiClassGFITCClassifier(_mc.MultiClassGPClassifier):
     inducing_points_ : ndarray of shape (C, M, D)
     variance_, noise_ : ndarray of shape (C,)
     lengthscale_ : ndarray of shape (C, D)
+    kernel_ : list of Kernel
+        The C fitted signal covariances, one per class (see
+        :attr:`MultiClassGPClassifier.kernel_`): copies of ``kernel`` at ``variance_[c]``,
+        ``lengthscale_[c]``, or SE-ARD kernels without one.
     log_evidence_ : float
         log Z_EP at the final hyper-parameters (EP converged).
     evidence_history_ : ndarray of shape (n_iter_ + 1,)
@@ -580,14 +626,15 @@ class MultiClassGFITCClassifier(_mc.MultiClassGPClassifier):
     A. Naish-Guzman and S. Holden. The generalized FITC approximation. NIPS 2008.
     """
 
-    def __init__(self, n_inducing=20, inducing_points=None, init="random", lengthscale=None,
-                 variance=1.0, noise=1.0, max_iter=250, learn_hyperparameters=True,
-                 noise_in_kuu=True, jitter=_mc.DEFAULT_JITTER, ep_schedule="auto",
-                 ep_damping=1.0, ep_tol=None, ep_max_sweeps=1000, random_state=None,
-                 verbose=False, callback=None):
+    def __init__(self, n_inducing=20, inducing_points=None, init="random", kernel=None,
+                 lengthscale=None, variance=1.0, noise=1.0, max_iter=250,
+                 learn_hyperparameters=True, noise_in_kuu=True, jitter=_mc.DEFAULT_JITTER,
+                 ep_schedule="auto", ep_damping=1.0, ep_tol=None, ep_max_sweeps=1000,
+                 random_state=None, verbose=False, callback=None):
         self.n_inducing = n_inducing
         self.inducing_points = inducing_points
         self.init = init
+        self.kernel = kernel
         self.lengthscale = lengthscale
         self.variance = variance
         self.noise = noise
@@ -614,8 +661,9 @@ class MultiClassGFITCClassifier(_mc.MultiClassGPClassifier):
         rng = self._check_random_state()
         C = classes.size
         var, noise, ls, Z = self._initial_parameters(X, y_idx, C, rng)
-        hyp0 = _Hyper(np.log(var), np.log(noise), np.log(ls), Z)
-        M = hyp0.Z.shape[1]
+        M = Z.shape[1]
+        family, isotropic, log_bounds, frozen = self._kernel_settings(C, M, D)
+        hyp0 = _Hyper(np.log(var), np.log(noise), np.log(ls), Z, family, isotropic, log_bounds)
         schedule = self.ep_schedule
         if schedule == "auto":
             schedule = "sequential" if N * C * M * M <= _AUTO_SEQUENTIAL_WORK else "parallel"
@@ -627,7 +675,10 @@ class MultiClassGFITCClassifier(_mc.MultiClassGPClassifier):
         self.classes_ = classes
         # with learn_hyperparameters=False only Z moves: the optimiser sees the Z block only
         n_hyp = 2 * C + C * D
-        free = slice(0 if self.learn_hyperparameters else n_hyp, None)
+        free = np.ones(hyp0.pack().size, dtype=bool)
+        if not self.learn_hyperparameters:
+            free[:n_hyp] = False
+        free[frozen] = False                        # a kernel's "fixed" bounds
         full0 = hyp0.pack()
         warm = {"sites": _Sites(N, C)}
         sweeps = []  # EP sweeps of every evaluation, cold restarts included
@@ -639,7 +690,7 @@ class MultiClassGFITCClassifier(_mc.MultiClassGPClassifier):
                 return cache[key]
             full = full0.copy()
             full[free] = theta
-            hyp = _Hyper.unpack(full, C, M, D)
+            hyp = _Hyper.unpack(full, C, M, D, *hyp0.settings())
             out = (np.inf, np.zeros_like(theta), None)
             try:
                 state = _GFITCState(X, hyp, jitter, nik)
@@ -653,7 +704,11 @@ class MultiClassGFITCClassifier(_mc.MultiClassGPClassifier):
                 lz, parts = gfitc_log_evidence(y_idx, state, sites, return_parts=True,
                                                posterior=posterior)
                 if np.isfinite(lz):
-                    grad = gfitc_gradient(X, y_idx, hyp, state, sites, parts).pack()[free]
+                    grad = gfitc_gradient(X, y_idx, hyp, state, sites, parts).pack()
+                    if hyp.isotropic:
+                        # the point depends on each class's mean log length-scale (_Hyper)
+                        grad = _mc.tie_lengthscales(grad, C, D)
+                    grad = grad[free]
                     if np.all(np.isfinite(grad)):
                         warm["sites"] = sites
                         out = (-lz, -grad, (hyp, state, sites, ok, lz))
@@ -689,7 +744,7 @@ class MultiClassGFITCClassifier(_mc.MultiClassGPClassifier):
 
         self.evidence_history_ = np.array(history)
         if max_iter > 0:
-            bounds = hyp0.bounds()[free]
+            bounds = [b for b, f in zip(hyp0.bounds(), free) if f]
             res = minimize(lambda th: evaluate(th)[:2], theta0, jac=True, method="L-BFGS-B",
                            bounds=bounds, callback=on_iteration, options={"maxiter": max_iter})
             _, _, info = evaluate(res.x)

@@ -191,13 +191,13 @@ class MultiClassSVGPClassifier(_mc.MultiClassGPClassifier):
     """Multi-class sparse variational GP classifier with the robust-max likelihood ("VI").
 
     The VI baseline of Villacampa-Calvo & Hernández-Lobato (2017), after Hensman et al.
-    (2015b): per class an SE-ARD covariance (amplitude, length-scales, additive noise), M
-    inducing inputs and a full-covariance Gaussian q(u_c) = N(m_c, L_c L_c^T) (not whitened,
-    initialised at the prior as in the R code); likelihood (1 - eps) for the argmax class and
-    eps / (C - 1) otherwise. The ELBO is computed with 1-D Gauss-Hermite quadrature and
-    maximised with analytic gradients by L-BFGS-B on the full data (``batch_size=None``, box
-    [-10, 10] on the log hyper-parameters) or by ADAM on minibatches with the data term scaled
-    by N / |B|.
+    (2015b): per class a stationary covariance (SE-ARD by default; amplitude, length-scales,
+    additive noise), M inducing inputs and a full-covariance Gaussian
+    q(u_c) = N(m_c, L_c L_c^T) (not whitened, initialised at the prior as in the R code);
+    likelihood (1 - eps) for the argmax class and eps / (C - 1) otherwise. The ELBO is
+    computed with 1-D Gauss-Hermite quadrature and maximised with analytic gradients by
+    L-BFGS-B on the full data (``batch_size=None``, box [-10, 10] on the log
+    hyper-parameters) or by ADAM on minibatches with the data term scaled by N / |B|.
 
     Parameters
     ----------
@@ -208,6 +208,16 @@ class MultiClassSVGPClassifier(_mc.MultiClassGPClassifier):
     init : {"random", "kmeans", "subset"}, default="random"
         Initial Z_c: M random training rows drawn independently per class (the paper), k-means
         centres started from them, or M random rows of class c (requires M <= every class size).
+    kernel : Kernel, optional
+        The signal covariance of every class: a :mod:`sparsegp.kernels` stationary kernel
+        (``SquaredExponential``, ``Matern`` with nu = 1/2, 3/2, 5/2), optionally times a
+        constant, or the same built from scikit-learn's ``ConstantKernel``, ``RBF`` and
+        ``Matern``. It gives the family and every class's starting variance and
+        length-scales (each class then learns its own); an isotropic length-scale stays
+        isotropic per class, an array one per feature is ARD. Its log bounds (within the box
+        [-10, 10]) bound the search, "fixed" holds a parameter. Default: the SE-ARD kernel
+        from ``variance`` and ``lengthscale``; give either ``kernel`` or those two. ``noise``
+        is separate either way.
     lengthscale : float, ndarray of shape (D,) or (C, D), optional
         Initial length-scales; default sqrt(median pairwise distance) (notes §5.3).
     variance : float or ndarray of shape (C,), default=1.0
@@ -248,6 +258,10 @@ class MultiClassSVGPClassifier(_mc.MultiClassGPClassifier):
     inducing_points_ : ndarray of shape (C, M, D)
     variance_, noise_ : ndarray of shape (C,)
     lengthscale_ : ndarray of shape (C, D)
+    kernel_ : list of Kernel
+        The C fitted signal covariances, one per class (see
+        :attr:`MultiClassGPClassifier.kernel_`): copies of ``kernel`` at ``variance_[c]``,
+        ``lengthscale_[c]``, or SE-ARD kernels without one.
     q_mean_ : ndarray of shape (C, M)
     q_sqrt_ : ndarray of shape (C, M, M)
         Lower-triangular factors L_c of the variational covariances.
@@ -266,14 +280,15 @@ class MultiClassSVGPClassifier(_mc.MultiClassGPClassifier):
     classification using expectation propagation. ICML 2017.
     """
 
-    def __init__(self, n_inducing=20, inducing_points=None, init="random", lengthscale=None,
-                 variance=1.0, noise=1.0, batch_size=None, max_iter=250, learning_rate=1e-3,
-                 learn_hyperparameters=True, noise_in_kuu=True, jitter=_mc.DEFAULT_JITTER,
-                 epsilon=1e-3, n_quadrature=100, random_state=None, verbose=False,
-                 callback=None):
+    def __init__(self, n_inducing=20, inducing_points=None, init="random", kernel=None,
+                 lengthscale=None, variance=1.0, noise=1.0, batch_size=None, max_iter=250,
+                 learning_rate=1e-3, learn_hyperparameters=True, noise_in_kuu=True,
+                 jitter=_mc.DEFAULT_JITTER, epsilon=1e-3, n_quadrature=100, random_state=None,
+                 verbose=False, callback=None):
         self.n_inducing = n_inducing
         self.inducing_points = inducing_points
         self.init = init
+        self.kernel = kernel
         self.lengthscale = lengthscale
         self.variance = variance
         self.noise = noise
@@ -305,8 +320,10 @@ class MultiClassSVGPClassifier(_mc.MultiClassGPClassifier):
         rng = self._check_random_state()
         C = classes.size
         var, noise, ls, Z = self._initial_parameters(X, y_idx, C, rng)
-        hyp = _Hyper(np.log(var), np.log(noise), np.log(ls), Z)
-        M = hyp.Z.shape[1]
+        M = Z.shape[1]
+        family, isotropic, log_bounds, frozen = self._kernel_settings(C, M, D)
+        self._hyp_settings = (family, isotropic, log_bounds)
+        hyp = _Hyper(np.log(var), np.log(noise), np.log(ls), Z, *self._hyp_settings)
         self.classes_ = classes
         self._nik = (bool(self.noise_in_kuu), jitter)
         self._gh = gauss_hermite(n_quad)
@@ -318,6 +335,7 @@ class MultiClassSVGPClassifier(_mc.MultiClassGPClassifier):
         free = np.ones(hyp.pack().size + _Variational.size(C, M), dtype=bool)
         if not self.learn_hyperparameters:
             free[:n_hyp] = False
+        free[:frozen.size][frozen] = False          # a kernel's "fixed" bounds
         vec0 = np.concatenate([hyp.pack(), q.pack()])
         verbose = self._print_every()
         if batch_size is None:
@@ -331,7 +349,8 @@ class MultiClassSVGPClassifier(_mc.MultiClassGPClassifier):
     def _split(self, vec, shape):
         C, M, D = shape
         nh = 2 * C + C * D + C * M * D
-        return _Hyper.unpack(vec[:nh], C, M, D), _Variational.unpack(vec[nh:], C, M)
+        hyp = _Hyper.unpack(vec[:nh], C, M, D, *self._hyp_settings)
+        return hyp, _Variational.unpack(vec[nh:], C, M)
 
     def _objective(self, vec, Xb, yb, shape, scale):
         hyp, q = self._split(vec, shape)
@@ -342,6 +361,9 @@ class MultiClassSVGPClassifier(_mc.MultiClassGPClassifier):
         except (np.linalg.LinAlgError, sla.LinAlgError):
             return -np.inf, None
         grad = np.concatenate([gh.pack(), gq.pack()])
+        if hyp.isotropic:
+            # the point depends on each class's mean log length-scale only (see _Hyper)
+            grad = _mc.tie_lengthscales(grad, shape[0], shape[2])
         if not (np.isfinite(elbo) and np.all(np.isfinite(grad))):
             return -np.inf, None
         return elbo, grad
@@ -386,7 +408,7 @@ class MultiClassSVGPClassifier(_mc.MultiClassGPClassifier):
 
         if max_iter > 0:
             C, M, D = shape
-            bounds = (_Hyper.zeros(C, M, D).bounds()
+            bounds = (self._split(vec0, shape)[0].bounds()
                       + [(None, None)] * _Variational.size(C, M))
             bounds = [b for b, f in zip(bounds, free) if f]
             res = minimize(fun, theta0, jac=True, method="L-BFGS-B", bounds=bounds,
@@ -423,6 +445,10 @@ class MultiClassSVGPClassifier(_mc.MultiClassGPClassifier):
                 total += elbo
                 n_b += 1
                 vec[free] = adam.step(vec[free], grad[free])
+                if self._hyp_settings[2] is not None:
+                    # a kernel's log bounds (the default covariance has none here)
+                    lo, hi = self._hyp_settings[2]
+                    vec[:lo.size] = np.clip(vec[:lo.size], lo, hi)
                 step += 1
                 if self.callback is not None:
                     self._store(vec, shape, elbo, history)

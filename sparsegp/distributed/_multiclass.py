@@ -395,8 +395,7 @@ def _fit_minibatch(estimator, rows, hyp, n_factors, max_iter, batch_size, lr, ma
             prior = _mce._Prior(hyp, nik, jitter)
             log_z, grad, _ = rows.minibatch_step(hyp, prior, state, chunks, picks)
             epoch_log_z.append(log_z)
-            hyp = _mce.Hyper.from_vector(_mce._scaled_step(adam, hyp.pack(), grad, mask),
-                                         C, M, D)
+            hyp = hyp.advance(adam, grad, mask)   # keeps the kernel family and its bounds
             step += 1
             if estimator.callback is not None:
                 prior_new = _mce._Prior(hyp, nik, jitter)

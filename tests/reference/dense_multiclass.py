@@ -16,10 +16,14 @@ def se(X, Z, variance, lengthscale):
     return variance * np.exp(-0.5 * np.sum(diff * diff, axis=2))
 
 
-def fitc_terms(X, Z, variance, lengthscale, noise, noise_in_kuu, jitter):
-    """K_c, directions V = K_fu K_c^{-1} (N, M) and FITC variances d (N,) of one class."""
-    K = se(Z, Z, variance, lengthscale) + ((noise if noise_in_kuu else 0.0) + jitter) * np.eye(len(Z))
-    Kfu = se(X, Z, variance, lengthscale)
+def fitc_terms(X, Z, variance, lengthscale, noise, noise_in_kuu, jitter, kernel=se):
+    """K_c, directions V = K_fu K_c^{-1} (N, M) and FITC variances d (N,) of one class.
+
+    ``kernel(A, B, variance, lengthscale)`` is the signal covariance (SE by default).
+    """
+    K = (kernel(Z, Z, variance, lengthscale)
+         + ((noise if noise_in_kuu else 0.0) + jitter) * np.eye(len(Z)))
+    Kfu = kernel(X, Z, variance, lengthscale)
     V = np.linalg.solve(K, Kfu.T).T
     d = variance + noise - np.sum(Kfu * V, axis=1)
     return K, V, np.maximum(d, 0.0)
@@ -32,17 +36,18 @@ def _G(Lam, h):
 
 
 def dense_ep(X, y, variance, lengthscale, noise, Z, noise_in_kuu=True, jitter=1e-10,
-             tol=1e-12, max_sweeps=500):
+             tol=1e-12, max_sweeps=500, kernel=se):
     """Sequential EP with full-matrix sites; returns (log Z_EP, means (C, M), covs (C, M, M)).
 
-    Parameters are natural (variance (C,), lengthscale (C, D), noise (C,), Z (C, M, D)).
+    Parameters are natural (variance (C,), lengthscale (C, D), noise (C,), Z (C, M, D));
+    ``kernel(A, B, variance, lengthscale)`` is the signal covariance (SE by default).
     """
     C, M, _ = Z.shape
     N = X.shape[0]
     Ks, Vs, ds = [], [], []
     for c in range(C):
         K, V, d = fitc_terms(X, Z[c], variance[c], lengthscale[c], noise[c], noise_in_kuu,
-                             jitter)
+                             jitter, kernel)
         Ks.append(K)
         Vs.append(V)
         ds.append(d)
@@ -105,15 +110,18 @@ def dense_ep(X, y, variance, lengthscale, noise, Z, noise_in_kuu=True, jitter=1e
 
 
 def brute_force_log_evidence(X, y, variance, lengthscale, noise, Z, noise_in_kuu=True,
-                             jitter=1e-10, n_samples=400_000, seed=0):
-    """Monte Carlo log E_{p(u)}[prod_{i, k != y_i} phi_ik(u)] and its standard error (in log)."""
+                             jitter=1e-10, n_samples=400_000, seed=0, kernel=se):
+    """Monte Carlo log E_{p(u)}[prod_{i, k != y_i} phi_ik(u)] and its standard error (in log).
+
+    ``kernel(A, B, variance, lengthscale)`` is the signal covariance (SE by default).
+    """
     C, M, _ = Z.shape
     rng = np.random.default_rng(seed)
     log_w = np.zeros(n_samples)
     proj = []
     for c in range(C):
         K, V, d = fitc_terms(X, Z[c], variance[c], lengthscale[c], noise[c], noise_in_kuu,
-                             jitter)
+                             jitter, kernel)
         u = rng.standard_normal((n_samples, M)) @ np.linalg.cholesky(K).T
         proj.append((u @ V.T, d))
     for i in range(X.shape[0]):
