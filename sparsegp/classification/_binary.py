@@ -5,16 +5,22 @@ What lives here, and how a classifier uses it:
 ``_BinaryGPClassifierMixin``
     Mix into a :class:`sparsegp._base.BaseEstimator` subclass whose constructor has the shared
     arguments ``lengthscale, variance, bias, ard, jitter, optimize, optimizer, max_iter,
-    n_restarts, ep_tol, max_sweeps, damping, random_state, verbose``.  It provides
+    n_restarts, ep_tol, max_sweeps, damping, random_state, verbose`` (and optionally
+    ``kernel``).  It provides
 
     * ``_validate_binary_fit(X, y)`` -> ``(X, y_pm, hyper)``: call first thing in ``fit``.  Checks
       X/y and every shared constructor argument (clear ``ValueError`` naming the argument), sets
       ``classes_`` and ``n_features_in_``, maps labels to y_pm in {-1, +1} with ``classes_[1]`` ->
       +1, and returns a :class:`HyperParams` (``variance`` float, ``lengthscale`` ndarray (D,) —
-      isotropic models repeat one value —, ``bias``, ``ard``, ``rng`` the estimator's Generator).
-    * ``_set_hyper_attributes(variance, lengthscale, bias)``: sets ``variance_``, ``bias_`` and
-      ``lengthscale_`` (a float when ``ard=False``, an ndarray (D,) when ``ard=True``).
-    * ``_gradient_dict(g_variance, g_lengthscale, g_bias, **extra)``: the
+      isotropic models repeat one value —, ``bias``, ``ard``, ``rng`` the estimator's Generator,
+      ``spec`` the covariance as a :class:`sparsegp.kernels.StationarySpec`).  The covariance
+      is the ``kernel`` argument when the estimator has one and it is not None, otherwise the
+      squared exponential of ``variance``, ``lengthscale`` and ``ard`` with unbounded
+      log-parameters (the search these classifiers have always done).
+    * ``_set_hyper_attributes(variance, lengthscale, bias, spec=None)``: sets ``variance_``,
+      ``bias_`` and ``lengthscale_`` (a float for an isotropic kernel, an ndarray (D,) with
+      ARD); with ``spec`` also ``kernel_``, the fitted copy of the kernel.
+    * ``_gradient_dict(g_variance, g_lengthscale, g_bias, ard=None, **extra)``: the
       ``log_evidence_gradient_`` dict in natural parameters; ``g_lengthscale`` (D,) is summed for
       isotropic models; extra keys (e.g. ``inducing_points=...``) are added as given.
     * ``_warn_ep_not_converged(n_sweeps, max_change)``: the ``ConvergenceWarning`` text.
@@ -26,7 +32,11 @@ What lives here, and how a classifier uses it:
 Parameter packing (log space for the optimiser): ``theta = [log s2, log l (1 value, or D with
 ARD), bias, *extra]`` where ``extra`` is an optional flat block (GFITC: the inducing inputs
 ``Z.ravel()``).  ``pack_theta``, ``unpack_theta`` and ``theta_gradient`` (chain rule from the
-natural-parameter gradient: d/dlog p = p d/dp) convert between the two.
+natural-parameter gradient: d/dlog p = p d/dp) convert between the two.  Given a ``spec``, a
+hyper-parameter the kernel holds fixed is left out of theta (and its value comes from the
+spec); ``n_log_params(spec, D)`` counts the leading log entries and ``theta_bounds`` gives the
+matching L-BFGS-B box (None where unbounded).  The probit bias is a likelihood parameter, not
+part of the kernel: it is always in theta and never bounded.
 
 Optimiser driver: ``maximize_evidence(evaluate, theta0, ...)`` runs scipy's ``CG`` (default,
 ``max_iter`` iterations as in seed 000 §5) or ``L-BFGS-B`` on ``-log Z``, passes the state of
@@ -54,6 +64,8 @@ from .._validation import (
     check_random_state,
 )
 from ..exceptions import ConvergenceWarning
+from ..kernels import SquaredExponential, StationarySpec, stationary_spec
+from ..regression._sparse import _is_default
 
 __all__ = [
     "HyperParams",
@@ -62,6 +74,8 @@ __all__ = [
     "pack_theta",
     "unpack_theta",
     "theta_gradient",
+    "n_log_params",
+    "theta_bounds",
     "maximize_evidence",
     "probit_proba",
     "stationary_kernel_spec",
@@ -72,6 +86,11 @@ __all__ = [
 
 #: Accepted values of the ``optimizer`` argument and the scipy method each maps to.
 OPTIMIZERS = {"cg": "CG", "lbfgs": "L-BFGS-B", "l-bfgs-b": "L-BFGS-B"}
+
+#: Natural-value box given to the default SE kernel built from the legacy arguments.  Its
+#: search is unbounded (see ``_binary_kernel_spec``); the box only makes ``kernel_`` a valid
+#: kernel to pass back in, and at log +-690.8 it is wider than any usable value.
+_LEGACY_BOUNDS = (1e-300, 1e300)
 
 #: Standard deviation of the log-parameter perturbation for random restarts.
 RESTART_SCALE = 1.0
@@ -98,13 +117,14 @@ class HyperParams:
     max_sweeps: int
     damping: float
     rng: np.random.Generator
+    spec: StationarySpec = None  # the covariance; None only for callers that bypass validation
 
 
 # ----------------------------------------------------------------------------------------------
 # parameter packing
 
 
-def pack_theta(variance, lengthscale, bias, ard, extra=None):
+def pack_theta(variance, lengthscale, bias, ard, extra=None, spec=None):
     """Log-space parameter vector ``[log s2, log l..., bias, *extra]``.
 
     Parameters
@@ -116,21 +136,38 @@ def pack_theta(variance, lengthscale, bias, ard, extra=None):
     ard : bool
     extra : ndarray, optional
         Unconstrained block appended as is (flattened).
+    spec : StationarySpec, optional
+        Leaves out ``log s2`` when ``spec.free_variance`` is False and the length-scale block
+        when ``spec.free_lengthscale`` is False.  Default: both free.
 
     Returns
     -------
-    theta : ndarray of shape (2 + (D if ard else 1) + extra.size,)
+    theta : ndarray of shape (n_log + 1 + extra.size,)
+        ``n_log`` = :func:`n_log_params` (1 + (D if ard else 1) without a spec).
     """
+    free_var, free_ls = _free_masks(spec)
     ls = np.atleast_1d(np.asarray(lengthscale, dtype=np.float64))
-    log_ls = np.log(ls) if ard else np.log(ls[:1])
-    parts = [[np.log(variance)], log_ls, [bias]]
+    parts = []
+    if free_var:
+        parts.append([np.log(variance)])
+    if free_ls:
+        parts.append(np.log(ls) if ard else np.log(ls[:1]))
+    parts.append([bias])
     if extra is not None:
         parts.append(np.asarray(extra, dtype=np.float64).ravel())
     return np.concatenate(parts).astype(np.float64)
 
 
-def unpack_theta(theta, n_features, ard):
+def unpack_theta(theta, n_features, ard, spec=None):
     """Inverse of :func:`pack_theta`.
+
+    Parameters
+    ----------
+    theta : ndarray
+    n_features : int
+    ard : bool
+    spec : StationarySpec, optional
+        The same spec as given to :func:`pack_theta`; fixed hyper-parameters take its values.
 
     Returns
     -------
@@ -141,32 +178,96 @@ def unpack_theta(theta, n_features, ard):
     extra : ndarray
         The remaining (flat) entries, possibly empty; reshape it yourself.
     """
+    free_var, free_ls = _free_masks(spec)
     theta = np.asarray(theta, dtype=np.float64)
-    n_ls = n_features if ard else 1
-    variance = float(np.exp(theta[0]))
-    ls = np.exp(theta[1:1 + n_ls])
-    lengthscale = ls.copy() if ard else np.full(n_features, ls[0])
-    bias = float(theta[1 + n_ls])
-    extra = theta[2 + n_ls:].copy()
+    i = 0
+    if free_var:
+        variance = float(np.exp(theta[0]))
+        i = 1
+    else:
+        variance = float(spec.variance)
+    if free_ls:
+        n_ls = n_features if ard else 1
+        ls = np.exp(theta[i:i + n_ls])
+        lengthscale = ls.copy() if ard else np.full(n_features, ls[0])
+        i += n_ls
+    else:
+        lengthscale = np.array(spec.lengthscale, dtype=np.float64)
+    bias = float(theta[i])
+    extra = theta[i + 1:].copy()
     return variance, lengthscale, bias, extra
 
 
-def theta_gradient(g_variance, g_lengthscale, g_bias, variance, lengthscale, ard, g_extra=None):
+def theta_gradient(g_variance, g_lengthscale, g_bias, variance, lengthscale, ard, g_extra=None,
+                   spec=None):
     """Gradient w.r.t. :func:`pack_theta`'s vector from natural-parameter derivatives.
 
     ``g_lengthscale`` is the per-dimension derivative (D,) (summed here for isotropic models,
-    whose single l is shared by every dimension); log parameters get p * d/dp.
+    whose single l is shared by every dimension); log parameters get p * d/dp.  With ``spec``,
+    the entries of fixed hyper-parameters are left out, as in :func:`pack_theta`.
     """
+    free_var, free_ls = _free_masks(spec)
     g_ls = np.asarray(g_lengthscale, dtype=np.float64)
     ls = np.asarray(lengthscale, dtype=np.float64)
-    if ard:
-        g_log_ls = g_ls * ls
-    else:
-        g_log_ls = np.array([np.sum(g_ls) * ls[0]])
-    parts = [[g_variance * variance], g_log_ls, [g_bias]]
+    parts = []
+    if free_var:
+        parts.append([g_variance * variance])
+    if free_ls:
+        if ard:
+            parts.append(g_ls * ls)
+        else:
+            parts.append(np.array([np.sum(g_ls) * ls[0]]))
+    parts.append([g_bias])
     if g_extra is not None:
         parts.append(np.asarray(g_extra, dtype=np.float64).ravel())
     return np.concatenate(parts).astype(np.float64)
+
+
+def n_log_params(spec, n_features):
+    """Number of leading log hyper-parameters of :func:`pack_theta`'s vector for ``spec``.
+
+    ``spec=None`` means the free squared exponential with one length-scale per feature when
+    ARD is meant; pass the spec whenever there is one.
+    """
+    free_var, free_ls = _free_masks(spec)
+    n_ls = (n_features if spec is not None and spec.ard else 1) if free_ls else 0
+    return int(free_var) + n_ls
+
+
+def theta_bounds(spec, n_features, n_extra=0):
+    """L-BFGS-B bounds matching :func:`pack_theta` with ``spec``, or None when unbounded.
+
+    Log bounds of the free kernel hyper-parameters from the spec; the bias and the extra block
+    (GFITC's inducing inputs) are unbounded.  Infinite log bounds become None, and when no
+    entry is bounded at all the result is None, so that such a search runs exactly as an
+    unconstrained one.
+
+    Returns
+    -------
+    bounds : list of (low, high) pairs of length len(theta), or None
+    """
+    if spec is None:
+        return None
+    rows = []
+    if spec.free_variance:
+        rows.append(_finite_pair(spec.variance_bounds))
+    if spec.free_lengthscale:
+        rows += [_finite_pair(spec.lengthscale_bounds)] * (n_features if spec.ard else 1)
+    if all(r == (None, None) for r in rows):
+        return None
+    return rows + [(None, None)] * (1 + int(n_extra))
+
+
+def _finite_pair(log_bounds):
+    lo, hi = (float(v) for v in np.ravel(log_bounds)[:2])
+    return (lo if np.isfinite(lo) else None, hi if np.isfinite(hi) else None)
+
+
+def _free_masks(spec):
+    """(free variance, free length-scale) of ``spec``; both free without one."""
+    if spec is None:
+        return True, True
+    return bool(spec.free_variance), bool(spec.free_lengthscale)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -235,16 +336,14 @@ def maximize_evidence(evaluate, theta0, optimizer="cg", max_iter=20, n_restarts=
         theta and best log evidence.
     label : str
         Prefix for verbose lines.
-    bounds : sequence of (low, high) pairs, optional
-        Box constraints on theta, one pair per entry (None or +-inf for no bound); only with
-        ``optimizer="lbfgs"`` (CG cannot take them). None (default): unconstrained.
+    bounds : list of (low, high) pairs, optional
+        Box for ``L-BFGS-B`` (None entries are unbounded; see :func:`theta_bounds`); every
+        start is clipped into it.  ``CG`` has no constraints and ignores it.
 
     Returns
     -------
     EvidenceOptimum
     """
-    if bounds is not None and OPTIMIZERS[optimizer] != "L-BFGS-B":
-        raise ValueError(f"bounds need optimizer='lbfgs'; got optimizer={optimizer!r}")
     method = OPTIMIZERS[optimizer]
     rng = np.random.default_rng() if rng is None else rng
     theta0 = np.asarray(theta0, dtype=np.float64)
@@ -257,6 +356,13 @@ def maximize_evidence(evaluate, theta0, optimizer="cg", max_iter=20, n_restarts=
             start = theta0.copy()
             start[:n_log] += RESTART_SCALE * rng.standard_normal(n_log)
             starts.append(start)
+    if bounds is not None and method == "L-BFGS-B":
+        # a restart drawn outside the kernel's box starts on its face instead
+        lo = np.array([-np.inf if b[0] is None else b[0] for b in bounds])
+        hi = np.array([np.inf if b[1] is None else b[1] for b in bounds])
+        starts = [np.clip(start, lo, hi) for start in starts]
+    else:
+        bounds = None
 
     best = None
     n_evals = 0
@@ -451,11 +557,7 @@ class _BinaryGPClassifierMixin:
         """Check X, y and the shared constructor arguments; return ``(X, y_pm, HyperParams)``."""
         X, y = self._validate_fit_data(X, y, classifier=True)
         classes, y_pm = check_binary_labels(y)
-        D = X.shape[1]
-        variance = float(check_positive(self.variance, "variance", allow_array=False))
-        if not isinstance(self.ard, (bool, np.bool_)):
-            raise ValueError(f"ard must be True or False; got {self.ard!r}")
-        lengthscale = check_lengthscale(self.lengthscale, D, bool(self.ard))
+        spec = self._binary_kernel_spec(X.shape[1])
         bias = self.bias
         if isinstance(bias, (bool, np.bool_)) or not np.isscalar(bias) \
                 or not np.isfinite(float(bias)):
@@ -477,24 +579,69 @@ class _BinaryGPClassifierMixin:
             raise ValueError(f"damping must be a number in (0, 1]; got {damping!r}")
         rng = check_random_state(self.random_state)
         self.classes_ = classes
-        hyper = HyperParams(variance, lengthscale, float(bias), bool(self.ard), float(jitter),
-                            bool(self.optimize), optimizer, max_iter, n_restarts, ep_tol,
-                            max_sweeps, float(damping), rng)
+        hyper = HyperParams(spec.variance, spec.lengthscale.copy(), float(bias), bool(spec.ard),
+                            float(jitter), bool(self.optimize), optimizer, max_iter, n_restarts,
+                            ep_tol, max_sweeps, float(damping), rng, spec)
         return X, y_pm, hyper
 
-    def _set_hyper_attributes(self, variance, lengthscale, bias):
-        """Set ``variance_``, ``lengthscale_`` (float if isotropic, (D,) if ARD) and ``bias_``."""
+    def _binary_kernel_spec(self, n_features):
+        """The covariance as a :class:`~sparsegp.kernels.StationarySpec`.
+
+        ``kernel`` (when the estimator has the argument and it is not None) with its own
+        values, bounds and fixed parts; the legacy ``variance``, ``lengthscale`` and ``ard``
+        must then keep their defaults.  Otherwise the squared exponential built from those
+        three, searched without bounds exactly as before ``kernel`` existed.
+        """
+        kernel = getattr(self, "kernel", None)
+        owner = type(self).__name__
+        if kernel is None:
+            variance = float(check_positive(self.variance, "variance", allow_array=False))
+            if not isinstance(self.ard, (bool, np.bool_)):
+                raise ValueError(f"ard must be True or False; got {self.ard!r}")
+            ard = bool(self.ard)
+            lengthscale = check_lengthscale(self.lengthscale, n_features, ard)
+            k = SquaredExponential(variance, lengthscale.copy() if ard else float(lengthscale[0]),
+                                   _LEGACY_BOUNDS, _LEGACY_BOUNDS)
+            spec = stationary_spec(k, n_features, owner)
+            # ard=True over one feature still packs and reports an array
+            spec.ard = ard
+            # the legacy arguments have always been searched without bounds; an infinite box
+            # keeps every such fit (CG or L-BFGS-B) exactly as it was
+            spec.variance_bounds = np.array([-np.inf, np.inf])
+            spec.lengthscale_bounds = np.array([-np.inf, np.inf])
+            return spec
+        defaults = {"lengthscale": 1.0, "variance": 1.0, "ard": False}
+        given = [n for n, d in defaults.items() if not _is_default(getattr(self, n), d)]
+        if given:
+            raise ValueError(f"give the covariance either as kernel or through {given}, not "
+                             f"both: set them inside the kernel (got kernel={kernel!r})")
+        return stationary_spec(kernel, n_features, owner)
+
+    def _set_hyper_attributes(self, variance, lengthscale, bias, spec=None):
+        """Set ``variance_``, ``lengthscale_`` (float if isotropic, (D,) if ARD) and ``bias_``.
+
+        With ``spec`` (a :class:`~sparsegp.kernels.StationarySpec`) ARD is the spec's and
+        ``kernel_`` is set to the fitted copy of its kernel; without, ARD is ``self.ard``.
+        """
+        ard = bool(self.ard) if spec is None else bool(spec.ard)
         self.variance_ = float(variance)
         ls = np.asarray(lengthscale, dtype=np.float64)
-        self.lengthscale_ = ls.copy() if self.ard else float(ls.ravel()[0])
+        self.lengthscale_ = ls.copy() if ard else float(ls.ravel()[0])
         self.bias_ = float(bias)
+        if spec is not None:
+            self.kernel_ = spec.fitted(variance, ls)
 
-    def _gradient_dict(self, g_variance, g_lengthscale, g_bias, **extra):
-        """``log_evidence_gradient_`` in natural parameters (isotropic l: summed over dims)."""
+    def _gradient_dict(self, g_variance, g_lengthscale, g_bias, ard=None, **extra):
+        """``log_evidence_gradient_`` in natural parameters (isotropic l: summed over dims).
+
+        ``ard`` defaults to ``self.ard``; pass the spec's when the covariance is a kernel.
+        Fixed hyper-parameters are reported too: the derivative exists even if it is not used.
+        """
+        ard = bool(self.ard) if ard is None else bool(ard)
         g_ls = np.asarray(g_lengthscale, dtype=np.float64)
         out = {
             "variance": float(g_variance),
-            "lengthscale": g_ls.copy() if self.ard else float(np.sum(g_ls)),
+            "lengthscale": g_ls.copy() if ard else float(np.sum(g_ls)),
             "bias": float(g_bias),
         }
         out.update(extra)

@@ -1,7 +1,8 @@
 """Full (dense, O(N^3)) Gaussian-process classifier with expectation propagation.
 
 The "GPC" column of seed 000's Table 1 and the model that GFITC approaches as M -> N.  Prior
-f ~ N(0, K), K = k(X, X) + jitter * variance * I (squared-exponential k), likelihood
+f ~ N(0, K), K = k(X, X) + jitter * variance * I (k stationary: squared exponential by
+default, Matérn through ``kernel``), likelihood
 p(y | f) = Phi(y (f + bias)).  EP follows Rasmussen & Williams (2006), Algorithms 3.5/3.6 and 5.2
 (RW below): sequential sweeps with rank-one covariance updates (one compiled kernel per sweep,
 :func:`sparsegp._numba.ep_dense.ep_dense_sweep`), and after every sweep the covariance is
@@ -16,13 +17,14 @@ from sklearn.utils.validation import check_is_fitted
 from .._base import SparseGPEstimator
 from .._numba.ep_dense import ep_dense_sweep, probit_cavity_terms
 from .._numba.probit import log_ndtr_vec
-from ..kernels import se_grad_contract, se_kernel
+from ..kernels import grad_contract, kernel_matrix
 from .._validation import check_random_state
 from ._binary import (
     HyperParams,
     _BinaryGPClassifierMixin,
     maximize_evidence,
     pack_theta,
+    theta_bounds,
     theta_gradient,
     unpack_theta,
 )
@@ -122,8 +124,10 @@ def _run_ep(K, y, bias, tau0, nu0, tol, max_sweeps, damping, rng):
     return _evidence_terms(fit, y, bias)
 
 
-def _gradients(fit, X, K_se, variance, lengthscale):
+def _gradients(fit, X, K_se, variance, lengthscale, family):
     """d log Z_EP / d (variance, lengthscale_j (D,), bias) at an EP fixed point.
+
+    ``K_se`` is k(X, X) without jitter for the stationary ``family`` (the name is historical).
 
     At the fixed point the site parameters may be held fixed (notes §1.9 step 0), so for a
     parameter of the prior d log Z_EP = 1/2 tr((b b^T - R) dK) with R = (K + S^-1)^-1 =
@@ -145,7 +149,7 @@ def _gradients(fit, X, K_se, variance, lengthscale):
     W *= 0.5
     # K = K_se + jitter * variance * I is proportional to the variance
     g_var = float(np.sum(W * fit.K)) / variance
-    g_ls, _ = se_grad_contract(X, X, K_se, W, lengthscale, symmetric=True)
+    g_ls, _ = grad_contract(X, X, K_se, W, family, variance, lengthscale, symmetric=True)
     g_bias = float(np.sum(fit.alpha))
     return g_var, g_ls, g_bias
 
@@ -153,7 +157,8 @@ def _gradients(fit, X, K_se, variance, lengthscale):
 class EPClassifier(_BinaryGPClassifierMixin, ClassifierMixin, SparseGPEstimator):
     """Binary Gaussian-process classifier with full (dense) expectation propagation.
 
-    Squared-exponential covariance (isotropic or ARD), probit likelihood with a bias,
+    Stationary covariance (squared exponential by default, or Matérn ν = 1/2, 3/2, 5/2
+    through ``kernel``; isotropic or ARD), probit likelihood with a bias,
     p(y = classes_[1] | f) = Phi(f + bias).  EP runs to convergence on the dense N x N posterior
     (O(N^3) per sweep); the hyper-parameters maximise the EP evidence by conjugate gradients in
     log space (bias unconstrained), EP warm-started from the previous site parameters.  The
@@ -162,23 +167,35 @@ class EPClassifier(_BinaryGPClassifierMixin, ClassifierMixin, SparseGPEstimator)
 
     Parameters
     ----------
+    kernel : Kernel, optional
+        The covariance: a :mod:`sparsegp.kernels` stationary kernel (``SquaredExponential``,
+        ``Matern`` with ν = 1/2, 3/2, 5/2; ARD when its length-scale is an array), optionally
+        times a constant, or the same built from scikit-learn's ``ConstantKernel``, ``RBF``
+        and ``Matern``. Its values are the start; hyper-parameters it holds "fixed" are not
+        learnt (and not in ``theta_``), and its bounds box the search with
+        ``optimizer="lbfgs"`` (``"cg"`` is unconstrained). Never modified; the fitted copy is
+        ``kernel_``. Default: the squared exponential from ``variance``, ``lengthscale`` and
+        ``ard`` below, searched without bounds; give either ``kernel`` or those three.
     lengthscale : float or array-like of shape (n_features,), default=1.0
-        Initial SE length-scale(s); an array needs ``ard=True`` unless all entries are equal.
+        Initial SE length-scale(s) (only without ``kernel``); an array needs ``ard=True``
+        unless all entries are equal.
     variance : float, default=1.0
-        Initial signal variance s2.
+        Initial signal variance s2 (only without ``kernel``).
     bias : float, default=0.0
         Initial probit bias.
     ard : bool, default=False
-        One length-scale per input dimension.
+        One length-scale per input dimension (only without ``kernel``: a kernel is ARD when
+        its length-scale is an array).
     jitter : float, default=1e-6
         ``jitter * variance`` is added to the diagonal of K (the same convention as GFITC's
         K_uu).  EP here never inverts K, so ``jitter=0`` is allowed (compare with GFITC at
         Z = X with ``jitter=0``: its FITC prior equals k(X, X) up to O(jitter^2)).
     optimize : bool, default=True
-        Maximise the EP evidence over variance, length-scale(s) and bias; otherwise run EP at
-        the given values only.
+        Maximise the EP evidence over variance, length-scale(s) (those the kernel does not
+        hold fixed) and bias; otherwise run EP at the given values only.
     optimizer : {"cg", "lbfgs"}, default="cg"
-        scipy ``CG`` (seed 000 uses 20 CG iterations) or ``L-BFGS-B``.
+        scipy ``CG`` (seed 000 uses 20 CG iterations) or ``L-BFGS-B`` (log kernel parameters
+        within the kernel's bounds, bias unbounded).
     max_iter : int, default=20
         Optimiser iterations per start.
     n_restarts : int, default=0
@@ -203,18 +220,22 @@ class EPClassifier(_BinaryGPClassifierMixin, ClassifierMixin, SparseGPEstimator)
     X_train_ : ndarray of shape (n_samples, n_features)
     y_train_ : ndarray of shape (n_samples,)
         Training labels mapped to -1/+1.
+    kernel_ : Kernel
+        The fitted covariance (a copy of ``kernel``, or of the default SE kernel) at
+        ``variance_`` and ``lengthscale_``.
     variance_ : float
     lengthscale_ : float or ndarray of shape (n_features,)
-        A float when ``ard=False``.
+        A float for an isotropic kernel.
     bias_ : float
-    theta_ : ndarray
-        ``[log variance, log lengthscale(s), bias]``, the vector of
-        :meth:`log_marginal_likelihood`.
+    theta_ : ndarray of shape (n_free + 1,)
+        ``[log variance, log lengthscale(s), bias]`` without the kernel's fixed
+        hyper-parameters, the vector of :meth:`log_marginal_likelihood`.
     log_evidence_ : float
         EP log evidence log Z_EP at the fitted state.
     log_evidence_gradient_ : dict
         Derivatives of ``log_evidence_`` w.r.t. the natural parameters: ``"variance"`` (float),
-        ``"lengthscale"`` (float, or (n_features,) with ARD), ``"bias"`` (float).
+        ``"lengthscale"`` (float, or (n_features,) with ARD), ``"bias"`` (float); fixed
+        kernel parameters included.
     site_precision_ : ndarray of shape (n_samples,)
         Site precisions tau~.
     site_nu_ : ndarray of shape (n_samples,)
@@ -245,9 +266,10 @@ class EPClassifier(_BinaryGPClassifierMixin, ClassifierMixin, SparseGPEstimator)
     # against the sweep: at N = 600 on 2 cores a fit took 5.3 s with threaded BLAS and 3.5 s
     # with one thread, so BLAS keeps one thread here (the default pool)
 
-    def __init__(self, lengthscale=1.0, variance=1.0, bias=0.0, ard=False, jitter=1e-6,
-                 optimize=True, optimizer="cg", max_iter=20, n_restarts=0, ep_tol=1e-6,
-                 max_sweeps=200, damping=1.0, random_state=None, verbose=False):
+    def __init__(self, kernel=None, lengthscale=1.0, variance=1.0, bias=0.0, ard=False,
+                 jitter=1e-6, optimize=True, optimizer="cg", max_iter=20, n_restarts=0,
+                 ep_tol=1e-6, max_sweeps=200, damping=1.0, random_state=None, verbose=False):
+        self.kernel = kernel
         self.lengthscale = lengthscale
         self.variance = variance
         self.bias = bias
@@ -265,14 +287,15 @@ class EPClassifier(_BinaryGPClassifierMixin, ClassifierMixin, SparseGPEstimator)
 
     # ------------------------------------------------------------------------------------------
 
-    def _covariance(self, X, variance, lengthscale, jitter):
-        K_se = se_kernel(X, None, variance, lengthscale)
+    def _covariance(self, X, variance, lengthscale, jitter, family):
+        """k(X, X) of the stationary ``family`` and K = k(X, X) + jitter * variance * I."""
+        K_se = kernel_matrix(X, X, family, variance, lengthscale)
         K = K_se.copy()
         K[np.diag_indices_from(K)] += jitter * variance
         return K_se, K
 
     def _ep_at(self, X, y, variance, lengthscale, bias, hyper, warm):
-        K_se, K = self._covariance(X, variance, lengthscale, hyper.jitter)
+        K_se, K = self._covariance(X, variance, lengthscale, hyper.jitter, hyper.spec.family)
         tau0, nu0 = (None, None) if warm is None else warm
         fit = _run_ep(K, y, bias, tau0, nu0, hyper.ep_tol, hyper.max_sweeps, hyper.damping,
                       hyper.rng)
@@ -293,20 +316,23 @@ class EPClassifier(_BinaryGPClassifierMixin, ClassifierMixin, SparseGPEstimator)
         """
         X, y, hyper = self._validate_binary_fit(X, y)
         D = X.shape[1]
-        theta0 = pack_theta(hyper.variance, hyper.lengthscale, hyper.bias, hyper.ard)
+        spec = hyper.spec
+        theta0 = pack_theta(hyper.variance, hyper.lengthscale, hyper.bias, hyper.ard, spec=spec)
         warm = None
         n_iter = 0
         if hyper.optimize and hyper.max_iter > 0:
             def evaluate(theta, state):
-                variance, lengthscale, bias, _ = unpack_theta(theta, D, hyper.ard)
+                variance, lengthscale, bias, _ = unpack_theta(theta, D, hyper.ard, spec)
                 fit, K_se = self._ep_at(X, y, variance, lengthscale, bias, hyper, state)
-                g = _gradients(fit, X, K_se, variance, lengthscale)
-                grad = theta_gradient(*g, variance, lengthscale, hyper.ard)
+                g = _gradients(fit, X, K_se, variance, lengthscale, spec.family)
+                grad = theta_gradient(*g, variance, lengthscale, hyper.ard, spec=spec)
                 return fit.log_evidence, grad, (fit.tau, fit.nu)
 
             best = maximize_evidence(evaluate, theta0, optimizer=hyper.optimizer,
                                      max_iter=hyper.max_iter, n_restarts=hyper.n_restarts,
-                                     rng=hyper.rng, verbose=self.verbose, label="EPClassifier")
+                                     rng=hyper.rng, n_log_params=theta0.size - 1,
+                                     verbose=self.verbose, label="EPClassifier",
+                                     bounds=theta_bounds(spec, D))
             if not np.isfinite(best.log_evidence):
                 raise ValueError(
                     "EP failed at every hyper-parameter value tried (Cholesky failure or "
@@ -314,7 +340,7 @@ class EPClassifier(_BinaryGPClassifierMixin, ClassifierMixin, SparseGPEstimator)
                     "lengthscale and variance"
                 )
             theta0, warm, n_iter = best.theta, best.state, best.n_iter
-        variance, lengthscale, bias, _ = unpack_theta(theta0, D, hyper.ard)
+        variance, lengthscale, bias, _ = unpack_theta(theta0, D, hyper.ard, spec)
         try:
             fit, K_se = self._ep_at(X, y, variance, lengthscale, bias, hyper, warm)
         except np.linalg.LinAlgError as exc:
@@ -324,17 +350,20 @@ class EPClassifier(_BinaryGPClassifierMixin, ClassifierMixin, SparseGPEstimator)
             ) from exc
         if not fit.converged:
             self._warn_ep_not_converged(fit.n_sweeps, fit.max_change)
-        g_var, g_ls, g_bias = _gradients(fit, X, K_se, variance, lengthscale)
-        self._store(fit, X, y, variance, lengthscale, bias, hyper.ard, n_iter)
-        self.log_evidence_gradient_ = self._gradient_dict(g_var, g_ls, g_bias)
+        g_var, g_ls, g_bias = _gradients(fit, X, K_se, variance, lengthscale, spec.family)
+        self._store(fit, X, y, variance, lengthscale, bias, spec, n_iter)
+        self.log_evidence_gradient_ = self._gradient_dict(g_var, g_ls, g_bias, ard=spec.ard)
         if self.verbose:
             print(f"[EPClassifier] final EP: {fit.n_sweeps} sweeps, log evidence "
                   f"{fit.log_evidence:.6f}")
         return self
 
-    def _store(self, fit, X, y, variance, lengthscale, bias, ard, n_iter):
-        self._set_hyper_attributes(variance, lengthscale, bias)
-        self.theta_ = pack_theta(variance, lengthscale, bias, ard)
+    def _store(self, fit, X, y, variance, lengthscale, bias, spec, n_iter):
+        self._set_hyper_attributes(variance, lengthscale, bias, spec)
+        # predictions and log_marginal_likelihood(theta) need the covariance's family, the
+        # fixed values and the free/fixed layout of theta
+        self._spec = spec
+        self.theta_ = pack_theta(variance, lengthscale, bias, spec.ard, spec=spec)
         self.X_train_ = X
         self.y_train_ = y
         self.site_precision_ = fit.tau
@@ -362,7 +391,8 @@ class EPClassifier(_BinaryGPClassifierMixin, ClassifierMixin, SparseGPEstimator)
         var = np.empty(X.shape[0])
         for start in range(0, X.shape[0], _PREDICT_BATCH):
             stop = min(start + _PREDICT_BATCH, X.shape[0])
-            Ks = se_kernel(self.X_train_, X[start:stop], self.variance_, ls)
+            Ks = kernel_matrix(self.X_train_, np.ascontiguousarray(X[start:stop]),
+                               self._spec.family, self.variance_, ls)
             mean[start:stop] = Ks.T @ self.alpha_
             V = sla.solve_triangular(self.L_, sq[:, None] * Ks, lower=True, check_finite=False)
             var[start:stop] = self.variance_ - np.einsum("ij,ij->j", V, V)
@@ -373,9 +403,10 @@ class EPClassifier(_BinaryGPClassifierMixin, ClassifierMixin, SparseGPEstimator)
 
         Parameters
         ----------
-        theta : ndarray of shape (2 + n_lengthscales,), optional
-            ``[log variance, log lengthscale(s), bias]`` as in ``theta_``; None returns the
-            fitted ``log_evidence_``.  EP is warm-started from the fitted sites.
+        theta : ndarray of the shape of ``theta_``, optional
+            ``[log variance, log lengthscale(s), bias]`` less the kernel's fixed
+            hyper-parameters, as in ``theta_``; None returns the fitted ``log_evidence_``.  EP
+            is warm-started from the fitted sites.
         eval_gradient : bool, default=False
             Also return d log Z_EP / d theta (log-space chain rule applied).
 
@@ -385,7 +416,8 @@ class EPClassifier(_BinaryGPClassifierMixin, ClassifierMixin, SparseGPEstimator)
         gradient : ndarray of the shape of ``theta``, only if ``eval_gradient``
         """
         check_is_fitted(self)
-        ard = bool(self.ard)
+        spec = self._spec
+        ard = bool(spec.ard)
         if theta is None:
             if not eval_gradient:
                 return self.log_evidence_
@@ -393,16 +425,20 @@ class EPClassifier(_BinaryGPClassifierMixin, ClassifierMixin, SparseGPEstimator)
             ls_now = np.atleast_1d(self.lengthscale_)
             return self.log_evidence_, theta_gradient(
                 g["variance"], np.atleast_1d(g["lengthscale"]), g["bias"], self.variance_,
-                ls_now, ard)
+                ls_now, ard, spec=spec)
+        theta = np.asarray(theta, dtype=np.float64).ravel()
+        if theta.size != self.theta_.size:
+            raise ValueError(f"theta must have {self.theta_.size} entries (the shape of "
+                             f"theta_); got {theta.size}")
         X, y = self.X_train_, self.y_train_
         # the options were validated by fit; only the sweep order needs a fresh generator
         hyper = HyperParams(self.variance_, None, self.bias_, ard, float(self.jitter), False,
                             self.optimizer, 0, 0, float(self.ep_tol), int(self.max_sweeps),
-                            float(self.damping), check_random_state(self.random_state))
-        variance, lengthscale, bias, _ = unpack_theta(theta, self.n_features_in_, ard)
+                            float(self.damping), check_random_state(self.random_state), spec)
+        variance, lengthscale, bias, _ = unpack_theta(theta, self.n_features_in_, ard, spec)
         fit, K_se = self._ep_at(X, y, variance, lengthscale, bias, hyper,
                                 (self.site_precision_, self.site_nu_))
         if not eval_gradient:
             return fit.log_evidence
-        g = _gradients(fit, X, K_se, variance, lengthscale)
-        return fit.log_evidence, theta_gradient(*g, variance, lengthscale, ard)
+        g = _gradients(fit, X, K_se, variance, lengthscale, spec.family)
+        return fit.log_evidence, theta_gradient(*g, variance, lengthscale, ard, spec=spec)

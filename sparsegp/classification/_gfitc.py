@@ -24,10 +24,11 @@ from .._numba.probit import log_ndtr_vec
 from .._threads import single_threaded_blas
 from .._validation import check_option
 from ..exceptions import ConvergenceWarning, JitterWarning
-from ..kernels import se_grad_contract, se_kernel
+from .._numba.covfuncs import SE
+from ..kernels import grad_contract, kernel_matrix
 from ._binary import (
-    RESTART_SCALE, _BinaryGPClassifierMixin, maximize_evidence, pack_theta, theta_gradient,
-    unpack_theta,
+    RESTART_SCALE, _BinaryGPClassifierMixin, maximize_evidence, n_log_params, pack_theta,
+    theta_bounds, theta_gradient, unpack_theta,
 )
 
 __all__ = ["GFITCClassifier"]
@@ -43,19 +44,37 @@ ROW_BLOCK = 1024
 # FITC prior and the EP posterior
 # --------------------------------------------------------------------------------------------
 class _FITCPrior:
-    """Whitened FITC prior pieces for fixed (X, Z, s2, l, jitter).
+    """Whitened FITC prior pieces for fixed (X, Z, s2, l, jitter) and a stationary family.
 
-    Attributes: ``Kfu`` (N, M) k(X, Z); ``Kuu`` (M, M) with jitter; ``Lu`` lower Cholesky of
-    Kuu; ``Vt`` (N, M) C-contiguous, ``Vt = K_fu L_u^{-T}`` so that ``Q_ff = Vt Vt^T``;
-    ``d0`` (N,) diag(K_ff - Q_ff) >= 0; ``jitter`` the jitter actually used.
+    Parameters
+    ----------
+    X : ndarray of shape (N, D)
+    Z : ndarray of shape (M, D)
+    variance : float
+    lengthscale : ndarray of shape (D,)
+    jitter : float
+        ``jitter * variance`` is added to the diagonal of K_uu.
+    escalate : bool
+        Grow the jitter tenfold (with a ``JitterWarning``) until K_uu factorises.
+    family : int
+        Stationary family code of :mod:`sparsegp._numba.covfuncs` (default SE).
+
+    Attributes: ``Kfu`` (N, M) k(X, Z); ``Kzz`` (M, M) k(Z, Z); ``Kuu`` (M, M) with jitter;
+    ``Lu`` lower Cholesky of Kuu; ``Vt`` (N, M) C-contiguous, ``Vt = K_fu L_u^{-T}`` so that
+    ``Q_ff = Vt Vt^T``; ``d0`` (N,) diag(K_ff - Q_ff) >= 0 (k(x, x) = s2 for every stationary
+    family); ``jitter`` the jitter actually used.
     """
 
-    def __init__(self, X, Z, variance, lengthscale, jitter, escalate=True):
+    def __init__(self, X, Z, variance, lengthscale, jitter, escalate=True, family=SE):
+        X = np.ascontiguousarray(X, dtype=np.float64)
+        Z = np.ascontiguousarray(Z, dtype=np.float64)
+        lengthscale = np.ascontiguousarray(lengthscale, dtype=np.float64)
         self.X, self.Z = X, Z
+        self.family = int(family)
         self.variance = float(variance)
         self.lengthscale = lengthscale
-        self.Kfu = se_kernel(X, Z, variance, lengthscale)
-        Kzz = se_kernel(Z, None, variance, lengthscale)
+        self.Kfu = kernel_matrix(X, Z, family, variance, lengthscale)
+        Kzz = kernel_matrix(Z, Z, family, variance, lengthscale)
         self.Kzz = Kzz
         eps = jitter
         while True:
@@ -328,7 +347,10 @@ def log_evidence_gradient(prior, tau, nu, post):
     """Gradient of log Z_EP w.r.t. s2, per-dimension l (D,) and Z (M, D) (notes §1.9).
 
     Uses the effective Gaussian-likelihood identity (step 0) with the sites fixed; O(NM^2)
-    time and O(NM) memory. Returns ``(d_variance, d_lengthscale (D,), d_Z (M, D))``.
+    time and O(NM) memory. The adjoints of K_uf and K_uu are contracted with the derivatives
+    of the prior's stationary family (``prior.family``); every family is s2 times a function
+    of the scaled distance, so the variance derivative is the same contraction with K / s2.
+    Returns ``(d_variance, d_lengthscale (D,), d_Z (M, D))``.
     """
     omega, btil = post.omega, post.btil
     V = prior.Vt.T  # (M, N), Fortran-ordered view; BLAS takes it as is
@@ -348,10 +370,10 @@ def log_evidence_gradient(prior, tau, nu, post):
     s2 = prior.variance
     d_var = (float(np.sum(G_uf * prior.Kfu.T)) + float(np.sum(G_uu * prior.Kuu))
              + s2 * float(np.sum(g))) / s2
-    gl1, gz1 = se_grad_contract(prior.X, prior.Z, prior.Kfu, np.ascontiguousarray(G_uf.T),
-                                prior.lengthscale)
-    gl2, gz2 = se_grad_contract(prior.Z, prior.Z, prior.Kzz, G_uu, prior.lengthscale,
-                                symmetric=True)
+    gl1, gz1 = grad_contract(prior.X, prior.Z, prior.Kfu, np.ascontiguousarray(G_uf.T),
+                             prior.family, s2, prior.lengthscale)
+    gl2, gz2 = grad_contract(prior.Z, prior.Z, prior.Kzz, G_uu, prior.family, s2,
+                             prior.lengthscale, symmetric=True)
     return d_var, gl1 + gl2, gz1 + gz2
 
 
@@ -379,10 +401,11 @@ def fit_ep(prior, y, bias, tau0=None, nu0=None, **ep_kw):
 class GFITCClassifier(_BinaryGPClassifierMixin, ClassifierMixin, InducingPointEstimator):
     """Sparse GP classifier: EP over the FITC prior with learnt pseudo-inputs (GFITC/SPGPC).
 
-    Binary probit likelihood with bias, p(y = +1 | f) = Phi(f + beta), squared-exponential
-    covariance (isotropic or ARD) and M pseudo-inputs whose locations are learnt together with
-    the kernel parameters and the bias by maximising the EP evidence (Naish-Guzman & Holden,
-    2007). Training costs O(N M^2) per EP sweep and per evidence gradient, O(N M) memory.
+    Binary probit likelihood with bias, p(y = +1 | f) = Phi(f + beta), a stationary covariance
+    (squared exponential by default, or Matérn ν = 1/2, 3/2, 5/2 through ``kernel``; isotropic
+    or ARD) and M pseudo-inputs whose locations are learnt together with the kernel parameters
+    and the bias by maximising the EP evidence (Naish-Guzman & Holden, 2007). Training costs
+    O(N M^2) per EP sweep and per evidence gradient, O(N M) memory.
 
     Parameters
     ----------
@@ -394,21 +417,33 @@ class GFITCClassifier(_BinaryGPClassifierMixin, ClassifierMixin, InducingPointEs
     init : {"random", "kmeans"}, default="kmeans"
         Initialisation of the pseudo-inputs when ``inducing_points`` is None: a random subset
         of the training inputs, or k-means centres.
+    kernel : Kernel, optional
+        The covariance: a :mod:`sparsegp.kernels` stationary kernel (``SquaredExponential``,
+        ``Matern`` with ν = 1/2, 3/2, 5/2; ARD when its length-scale is an array), optionally
+        times a constant, or the same built from scikit-learn's ``ConstantKernel``, ``RBF``
+        and ``Matern``. Its values are the start; hyper-parameters it holds "fixed" are not
+        learnt, and its bounds box the search with ``optimizer="lbfgs"`` (``"cg"`` is
+        unconstrained). Never modified; the fitted copy is ``kernel_``. Default: the
+        squared exponential from ``variance``, ``lengthscale`` and ``ard`` below, searched
+        without bounds; give either ``kernel`` or those three.
     lengthscale : float or array-like of shape (n_features,), default=1.0
-        Initial SE length-scale(s).
+        Initial SE length-scale(s) (only without ``kernel``).
     variance : float, default=1.0
-        Initial signal variance s2.
+        Initial signal variance s2 (only without ``kernel``).
     bias : float, default=0.0
         Initial probit bias beta.
     ard : bool, default=False
-        One length-scale per input dimension.
+        One length-scale per input dimension (only without ``kernel``: a kernel is ARD when
+        its length-scale is an array).
     jitter : float, default=1e-6
         ``jitter * variance`` is added to the diagonal of K_uu.
     optimize : bool, default=True
-        Learn variance, length-scale(s), bias and pseudo-inputs by maximising log Z_EP. If False,
-        run EP at the given hyper-parameters only.
+        Learn variance, length-scale(s) (those the kernel does not hold fixed), bias and
+        pseudo-inputs by maximising log Z_EP. If False, run EP at the given hyper-parameters
+        only.
     optimizer : {"cg", "lbfgs"}, default="cg"
-        scipy's nonlinear conjugate gradients (the paper's choice) or L-BFGS-B.
+        scipy's nonlinear conjugate gradients (the paper's choice) or L-BFGS-B (log kernel
+        parameters within the kernel's bounds; bias and pseudo-inputs unbounded).
     max_iter : int, default=20
         Optimiser iterations per (re)start.
     n_restarts : int, default=0
@@ -434,16 +469,19 @@ class GFITCClassifier(_BinaryGPClassifierMixin, ClassifierMixin, InducingPointEs
     classes_ : ndarray of shape (2,)
         Class labels; ``classes_[1]`` is the positive class (y = +1).
     inducing_points_ : ndarray of shape (M, n_features)
+    kernel_ : Kernel
+        The fitted covariance (a copy of ``kernel``, or of the default SE kernel) at
+        ``variance_`` and ``lengthscale_``.
     lengthscale_ : float or ndarray of shape (n_features,)
-        Float when ``ard=False``.
+        Float for an isotropic kernel.
     variance_ : float
     bias_ : float
     log_evidence_ : float
         EP estimate of log p(y | X) at the fitted state.
     log_evidence_gradient_ : dict
         Derivatives of ``log_evidence_`` w.r.t. the natural parameters: ``"variance"`` (float),
-        ``"lengthscale"`` (float, or (n_features,) if ``ard``), ``"bias"`` (float),
-        ``"inducing_points"`` (M, n_features).
+        ``"lengthscale"`` (float, or (n_features,) with ARD), ``"bias"`` (float),
+        ``"inducing_points"`` (M, n_features); fixed kernel parameters included.
     n_sweeps_ : int
         EP sweeps of the final EP run.
     n_iter_ : int
@@ -462,14 +500,15 @@ class GFITCClassifier(_BinaryGPClassifierMixin, ClassifierMixin, InducingPointEs
     A. Naish-Guzman and S. Holden, "The Generalized FITC Approximation", NIPS 2007.
     """
 
-    def __init__(self, n_inducing=10, inducing_points=None, init="kmeans", lengthscale=1.0,
-                 variance=1.0, bias=0.0, ard=False, jitter=JITTER, optimize=True,
-                 optimizer="cg", max_iter=20, n_restarts=0, ep_tol=EP_TOL,
+    def __init__(self, n_inducing=10, inducing_points=None, init="kmeans", kernel=None,
+                 lengthscale=1.0, variance=1.0, bias=0.0, ard=False, jitter=JITTER,
+                 optimize=True, optimizer="cg", max_iter=20, n_restarts=0, ep_tol=EP_TOL,
                  max_sweeps=EP_MAX_SWEEPS, damping=1.0, schedule="parallel",
                  random_state=None, verbose=False):
         self.n_inducing = n_inducing
         self.inducing_points = inducing_points
         self.init = init
+        self.kernel = kernel
         self.lengthscale = lengthscale
         self.variance = variance
         self.bias = bias
@@ -521,21 +560,25 @@ class GFITCClassifier(_BinaryGPClassifierMixin, ClassifierMixin, InducingPointEs
         M = Z0.shape[0]
         ep_kw = dict(tol=hp.ep_tol, max_sweeps=hp.max_sweeps, damping=hp.damping,
                      schedule=self.schedule, rng=rng)
+        spec = hp.spec
+        family = spec.family
         variance, ls, bias, Z = hp.variance, hp.lengthscale, hp.bias, Z0
         tau0 = nu0 = None
         if hp.optimize and hp.max_iter > 0:
             def evaluate(theta, warm):
-                v, l, b, z = unpack_theta(theta, D, hp.ard)
-                prior = _FITCPrior(X, z.reshape(M, D), v, l, hp.jitter, escalate=False)
+                v, l, b, z = unpack_theta(theta, D, hp.ard, spec)
+                prior = _FITCPrior(X, z.reshape(M, D), v, l, hp.jitter, escalate=False,
+                                   family=family)
                 t0, n0 = (None, None) if warm is None else warm
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore", ConvergenceWarning)
                     res, lz, db = fit_ep(prior, y_pm, b, t0, n0, **ep_kw)
                 dv, dl, dz = log_evidence_gradient(prior, res.tau, res.nu, res.post)
-                grad = theta_gradient(dv, dl, db, v, l, hp.ard, dz)
+                grad = theta_gradient(dv, dl, db, v, l, hp.ard, dz, spec)
                 return lz, grad, (res.tau, res.nu)
 
-            n_log = 1 + (D if hp.ard else 1)
+            # the free log kernel parameters lead theta; fixed ones are not in it
+            n_log = n_log_params(spec, D)
 
             def perturb(theta0, rng):
                 # A restart re-draws the pseudo-inputs (or jitters given ones) and scales the
@@ -554,19 +597,20 @@ class GFITCClassifier(_BinaryGPClassifierMixin, ClassifierMixin, InducingPointEs
             # instead of twice per evaluation (20 CG steps at N = 10 000, M = 100 on 2 cores:
             # 5.6 s against 6.4 s)
             opt = maximize_evidence(
-                evaluate, pack_theta(variance, ls, bias, hp.ard, Z0), hp.optimizer,
+                evaluate, pack_theta(variance, ls, bias, hp.ard, Z0, spec), hp.optimizer,
                 hp.max_iter, hp.n_restarts, rng, perturb=perturb, n_log_params=n_log,
-                verbose=bool(self.verbose), label="GFITC")
+                verbose=bool(self.verbose), label="GFITC",
+                bounds=theta_bounds(spec, D, Z0.size))
             if not np.isfinite(opt.log_evidence):
                 raise ValueError("the EP evidence could not be evaluated at any start; check "
                                  "the scale of X, the initial lengthscale and jitter")
-            variance, ls, bias, z = unpack_theta(opt.theta, D, hp.ard)
+            variance, ls, bias, z = unpack_theta(opt.theta, D, hp.ard, spec)
             Z = z.reshape(M, D)
             tau0, nu0 = opt.state
             self.n_iter_ = int(opt.n_iter)
         else:
             self.n_iter_ = 0
-        prior = _FITCPrior(X, Z, variance, ls, hp.jitter)
+        prior = _FITCPrior(X, Z, variance, ls, hp.jitter, family=family)
         res, lz, db = fit_ep(prior, y_pm, bias, tau0, nu0, **ep_kw)
         if not res.converged:
             self._warn_ep_not_converged(res.n_sweeps, res.max_change)
@@ -574,11 +618,13 @@ class GFITCClassifier(_BinaryGPClassifierMixin, ClassifierMixin, InducingPointEs
             raise ValueError("EP produced a non-finite evidence; try a larger jitter or "
                              "damping < 1")
         dv, dl, dz = log_evidence_gradient(prior, res.tau, res.nu, res.post)
-        self._set_hyper_attributes(variance, ls, bias)
+        self._set_hyper_attributes(variance, ls, bias, spec)
+        self._family = family
         self.inducing_points_ = prior.Z.copy()
         self.jitter_ = float(prior.jitter)
         self.log_evidence_ = float(lz)
-        self.log_evidence_gradient_ = self._gradient_dict(dv, dl, db, inducing_points=dz)
+        self.log_evidence_gradient_ = self._gradient_dict(dv, dl, db, ard=hp.ard,
+                                                          inducing_points=dz)
         self.n_sweeps_ = int(res.n_sweeps)
         self.site_precision_ = res.tau.copy()
         pos = res.tau > 0.0
@@ -593,8 +639,9 @@ class GFITCClassifier(_BinaryGPClassifierMixin, ClassifierMixin, InducingPointEs
 
     # ---------------------------------------------------------------- predict
     def _predict_latent(self, X):
-        Ks = se_kernel(self.inducing_points_, X, self.variance_,
-                       np.broadcast_to(self.lengthscale_, (X.shape[1],)).copy())  # (M, n)
+        Ks = kernel_matrix(self.inducing_points_, np.ascontiguousarray(X), self._family,
+                           self.variance_,
+                           np.broadcast_to(self.lengthscale_, (X.shape[1],)).copy())  # (M, n)
         a = sla.solve_triangular(self._Lu, Ks, lower=True, check_finite=False)
         e = self._R @ a
         mean = e.T @ self._c
