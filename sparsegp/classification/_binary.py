@@ -64,8 +64,7 @@ from .._validation import (
     check_random_state,
 )
 from ..exceptions import ConvergenceWarning
-from ..kernels import SquaredExponential, StationarySpec, stationary_spec
-from ..regression._sparse import _is_default
+from ..kernels import StationarySpec, kernel_spec
 
 __all__ = [
     "HyperParams",
@@ -78,7 +77,6 @@ __all__ = [
     "theta_bounds",
     "maximize_evidence",
     "probit_proba",
-    "stationary_kernel_spec",
     "free_log_params",
     "log_param_bounds",
     "OPTIMIZERS",
@@ -86,11 +84,6 @@ __all__ = [
 
 #: Accepted values of the ``optimizer`` argument and the scipy method each maps to.
 OPTIMIZERS = {"cg": "CG", "lbfgs": "L-BFGS-B", "l-bfgs-b": "L-BFGS-B"}
-
-#: Natural-value box given to the default SE kernel built from the legacy arguments.  Its
-#: search is unbounded (see ``_binary_kernel_spec``); the box only makes ``kernel_`` a valid
-#: kernel to pass back in, and at log +-690.8 it is wider than any usable value.
-_LEGACY_BOUNDS = (1e-300, 1e300)
 
 #: Standard deviation of the log-parameter perturbation for random restarts.
 RESTART_SCALE = 1.0
@@ -455,60 +448,6 @@ class _Run:
 # predictions
 
 
-def stationary_kernel_spec(kernel, variance, lengthscale, ard, n_features, owner):
-    """The covariance of a classifier with a ``kernel=`` argument and legacy SE arguments.
-
-    Parameters
-    ----------
-    kernel : None or kernel
-        None builds the squared-exponential kernel from ``variance``, ``lengthscale`` and
-        ``ard`` (checked exactly as before the ``kernel`` argument existed, so default fits
-        are unchanged); otherwise one stationary kernel of :mod:`sparsegp.kernels` or
-        scikit-learn's, optionally times a constant (:func:`sparsegp.kernels.stationary_spec`).
-    variance, lengthscale, ard
-        The estimator's legacy arguments; with a ``kernel`` they must keep their defaults
-        (1.0, 1.0, False).
-    n_features : int
-    owner : str
-        Estimator name for error messages.
-
-    Returns
-    -------
-    spec : sparsegp.kernels.StationarySpec
-        A copy; the user's kernel is never modified. For ``kernel=None`` its log bounds are
-        (-inf, inf): the legacy parameters are optimised without bounds, as they always were.
-
-    Raises
-    ------
-    ValueError
-        Invalid legacy arguments, an unsupported kernel, or both a kernel and non-default
-        legacy arguments.
-    """
-    # imported here: the regression package is not otherwise needed by the classifiers
-    from ..kernels import SquaredExponential, stationary_spec
-    from ..regression._sparse import _is_default
-
-    if kernel is None:
-        if not isinstance(ard, (bool, np.bool_)):
-            raise ValueError(f"ard must be True or False; got {ard!r}")
-        ls = check_lengthscale(lengthscale, n_features, bool(ard))
-        s2 = float(check_positive(variance, "variance", allow_array=False))
-        k = SquaredExponential(s2, ls.copy() if ard else float(ls[0]))
-        spec = stationary_spec(k, n_features, owner)
-        spec.ard = bool(ard)           # ARD over one feature still reports an array
-        # the legacy arguments were always optimised without bounds; keep it that way
-        spec.variance_bounds = np.array([-np.inf, np.inf])
-        spec.lengthscale_bounds = np.array([-np.inf, np.inf])
-        return spec
-    defaults = {"lengthscale": 1.0, "variance": 1.0, "ard": False}
-    values = {"lengthscale": lengthscale, "variance": variance, "ard": ard}
-    given = [name for name, d in defaults.items() if not _is_default(values[name], d)]
-    if given:
-        raise ValueError(f"give the covariance either as kernel or through {given}, not both: "
-                         f"set them inside the kernel (got kernel={kernel!r})")
-    return stationary_spec(kernel, n_features, owner)
-
-
 def free_log_params(spec, n_features):
     """Mask over ``[log s2, log l (1 value, or D with ARD)]``: True where not held fixed.
 
@@ -588,34 +527,12 @@ class _BinaryGPClassifierMixin:
         """The covariance as a :class:`~sparsegp.kernels.StationarySpec`.
 
         ``kernel`` (when the estimator has the argument and it is not None) with its own
-        values, bounds and fixed parts; the legacy ``variance``, ``lengthscale`` and ``ard``
-        must then keep their defaults.  Otherwise the squared exponential built from those
-        three, searched without bounds exactly as before ``kernel`` existed.
+        values, bounds and fixed parts; otherwise the squared exponential of the legacy
+        ``variance``, ``lengthscale`` and ``ard``, searched without bounds as it always was
+        (:func:`sparsegp.kernels.kernel_spec`).
         """
-        kernel = getattr(self, "kernel", None)
-        owner = type(self).__name__
-        if kernel is None:
-            variance = float(check_positive(self.variance, "variance", allow_array=False))
-            if not isinstance(self.ard, (bool, np.bool_)):
-                raise ValueError(f"ard must be True or False; got {self.ard!r}")
-            ard = bool(self.ard)
-            lengthscale = check_lengthscale(self.lengthscale, n_features, ard)
-            k = SquaredExponential(variance, lengthscale.copy() if ard else float(lengthscale[0]),
-                                   _LEGACY_BOUNDS, _LEGACY_BOUNDS)
-            spec = stationary_spec(k, n_features, owner)
-            # ard=True over one feature still packs and reports an array
-            spec.ard = ard
-            # the legacy arguments have always been searched without bounds; an infinite box
-            # keeps every such fit (CG or L-BFGS-B) exactly as it was
-            spec.variance_bounds = np.array([-np.inf, np.inf])
-            spec.lengthscale_bounds = np.array([-np.inf, np.inf])
-            return spec
-        defaults = {"lengthscale": 1.0, "variance": 1.0, "ard": False}
-        given = [n for n, d in defaults.items() if not _is_default(getattr(self, n), d)]
-        if given:
-            raise ValueError(f"give the covariance either as kernel or through {given}, not "
-                             f"both: set them inside the kernel (got kernel={kernel!r})")
-        return stationary_spec(kernel, n_features, owner)
+        return kernel_spec(getattr(self, "kernel", None), self.variance, self.lengthscale,
+                           self.ard, n_features, type(self).__name__)
 
     def _set_hyper_attributes(self, variance, lengthscale, bias, spec=None):
         """Set ``variance_``, ``lengthscale_`` (float if isotropic, (D,) if ARD) and ``bias_``.

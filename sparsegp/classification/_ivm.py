@@ -59,7 +59,6 @@ from ._binary import (
     free_log_params,
     log_param_bounds,
     maximize_evidence,
-    stationary_kernel_spec,
 )
 
 __all__ = ["IVMClassifier"]
@@ -530,8 +529,8 @@ class IVMClassifier(_BinaryGPClassifierMixin, ClassifierMixin, SparseGPEstimator
             )
         selection = check_option(self.selection, "selection", ("entropy", "infogain", "random"))
         randomized = self._check_randomized()
-        spec = stationary_kernel_spec(self.kernel, self.variance, self.lengthscale, self.ard,
-                                      D, type(self).__name__)
+        spec = _kernels.kernel_spec(self.kernel, self.variance, self.lengthscale, self.ard, D,
+                                    type(self).__name__)
         bias = self.bias
         if isinstance(bias, str):
             if bias != "auto":

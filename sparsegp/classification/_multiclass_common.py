@@ -39,7 +39,6 @@ from .._numba import multiclass as _nbmc
 from .._inducing_base import InducingPointEstimator, median_lengthscale, take_rows  # noqa: F401
 from .._validation import check_classes, check_int
 from ..exceptions import ConvergenceWarning
-from ..regression._sparse import _is_default
 
 #: Default absolute jitter on K_c's diagonal (the R code's 1e-10 nugget).
 DEFAULT_JITTER = 1e-10
@@ -406,12 +405,9 @@ class MultiClassGPClassifier(ClassifierMixin, InducingPointEstimator):
         kernel = getattr(self, "kernel", None)
         if kernel is None:
             return None
-        given = [name for name, default in (("lengthscale", None), ("variance", 1.0))
-                 if not (getattr(self, name) is None if default is None
-                         else _is_default(getattr(self, name), default))]
-        if given:
-            raise ValueError(f"give the covariance either as kernel or through {given}, not "
-                             f"both: set them inside the kernel (got kernel={kernel!r})")
+        _kernels.check_kernel_conflict(
+            kernel, {"lengthscale": (self.lengthscale, None), "variance": (self.variance, 1.0)},
+            type(self).__name__)
         return _kernels.stationary_spec(kernel, n_features, type(self).__name__)
 
     def _kernel_family(self):

@@ -40,14 +40,13 @@ from .._numba import scoring as _scoring
 from .._numba import stagewise as _sw
 from .._numba.covfuncs import SE
 from .._numba.probit import inv_mills_vec, log_ndtr_vec
-from ..kernels import grad_contract, kernel_matrix
+from ..kernels import grad_contract, kernel_matrix, kernel_spec
 from ._binary import (
     _BinaryGPClassifierMixin,
     free_log_params,
     log_param_bounds,
     maximize_evidence,
     pack_theta,
-    stationary_kernel_spec,
     theta_gradient,
     unpack_theta,
 )
@@ -189,8 +188,8 @@ class StagewiseGPClassifier(_BinaryGPClassifierMixin, ClassifierMixin, SparseGPE
         else:
             kappa = check_int(self.kappa, "kappa", minimum=1)
         site_update = check_option(self.site_update, "site_update", SITE_UPDATES)
-        spec = stationary_kernel_spec(self.kernel, self.variance, self.lengthscale, self.ard,
-                                      D, type(self).__name__)
+        spec = kernel_spec(self.kernel, self.variance, self.lengthscale, self.ard, D,
+                           type(self).__name__)
         bias = self.bias
         if isinstance(bias, (bool, np.bool_)) or not np.isscalar(bias) \
                 or not np.isfinite(float(bias)):

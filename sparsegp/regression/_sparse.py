@@ -13,7 +13,7 @@ from .._inducing_base import InducingPointEstimator
 from .._validation import check_int, check_option
 from ..exceptions import ConvergenceWarning, JitterWarning
 from ..inducing import kmeans, kmeans_blocks
-from ..kernels import SquaredExponential, stationary_spec
+from ..kernels import kernel_spec
 from . import _base
 
 _LOG_BOUND = math.log(1e6)
@@ -213,20 +213,9 @@ class SparseGPRegressor(RegressorMixin, InducingPointEstimator):
 
     def _kernel_spec(self, X):
         """The covariance to fit: ``kernel`` or the default SE from ``variance``/``lengthscale``."""
-        if self.kernel is None:
-            s2 = self._check_positive_param("variance")
-            ls = self._check_lengthscale(X)
-            bounds = (math.exp(-_LOG_BOUND), math.exp(_LOG_BOUND))
-            k = SquaredExponential(s2, ls.copy() if self.ard else float(ls[0]), bounds, bounds)
-            spec = stationary_spec(k, X.shape[1], type(self).__name__)
-            spec.ard = bool(self.ard)      # ARD over one feature still reports an array
-            return spec
-        defaults = {"lengthscale": 1.0, "variance": 1.0, "ard": False}
-        given = [n for n, d in defaults.items() if not _is_default(getattr(self, n), d)]
-        if given:
-            raise ValueError(f"give the covariance either as kernel or through {given}, not "
-                             f"both: set them inside the kernel (got kernel={self.kernel!r})")
-        return stationary_spec(self.kernel, X.shape[1], type(self).__name__)
+        bounds = (math.exp(-_LOG_BOUND), math.exp(_LOG_BOUND))
+        return kernel_spec(self.kernel, self.variance, self.lengthscale, self.ard, X.shape[1],
+                           type(self).__name__, legacy_bounds=bounds)
 
     # ------------------------------------------------------------------ fitting
     def fit(self, X, y):
@@ -609,14 +598,3 @@ def _target_scale(y):
     std = float(np.std(y))
     return mean, (std if std > 0.0 and math.isfinite(std) else 1.0)
 
-
-def _is_default(value, default):
-    """True when a legacy covariance argument still holds its default value."""
-    if isinstance(value, (bool, np.bool_)) or isinstance(default, bool):
-        return value is default or (isinstance(value, (bool, np.bool_)) and
-                                    bool(value) == default)
-    try:
-        arr = np.asarray(value, dtype=np.float64)
-    except (TypeError, ValueError):
-        return False
-    return arr.ndim == 0 and float(arr) == default
