@@ -87,8 +87,9 @@ def markdown(table, cells, records, wall=None, command=None):
     lines += ["Cells: ours as mean ± standard error over `n` splits, then the paper's value; "
               "**†** marks a paper value outside ours ± 2 s.e. (n ≥ 2). Fit time is the total "
               "over the cell's splits, each fit on one thread."
-              + (" '–' in a paper column: the paper prints no such number (no NLP for its "
-                 "SVM). #SV: support vectors of the SVM (mean over splits), the paper's beside."
+              + (" '–' in a paper column: the paper prints no such number (e.g. no NLP for "
+                 "an SVM). #SV: support vectors of the SVM (mean over splits), the paper's "
+                 "beside. The SVM's fit time includes its cross-validation."
                  if with_sv else ""), "",
               "| data set | method | size | n | failed | test error | paper | mean NLP | paper "
               "| fit time (s) |" + (" #SV | paper |" if with_sv else ""),
