@@ -178,3 +178,100 @@ def test_crabs_cells_load_their_table_and_fit():
     record = run_cell(Cell("crabs", 3, "spgpc", {"max_iter": 2, "n_restarts": 0}, 10, seed=0))
     assert record["status"] == "ok", record.get("traceback")
     assert 0.0 <= record["error"] <= 0.5 and np.isfinite(record["nlp"])
+
+
+# ------------------------------------------------------------------ SVM baseline, seed 003 table
+SMALL_SVM = {"C_grid": [1.0, 8.0], "gamma_grid": [0.03, 0.1], "cv": 3}
+
+
+def test_svm_cell_records_error_nlp_and_support_vectors():
+    require_data("raetsch_heart")
+    cell = Cell("heart", 0, "svm", SMALL_SVM, None, seed=0)
+    validate_cells([cell])
+    record = run_cell(cell)
+    assert record["status"] == "ok", record.get("traceback")
+    assert 0.0 <= record["error"] <= 0.5 and np.isfinite(record["nlp"])
+    assert isinstance(record["n_support_vectors"], int)
+    assert 1 <= record["n_support_vectors"] <= record["n_train"] == 170
+    assert record["hyper"]["C_"] in SMALL_SVM["C_grid"]
+    assert record["hyper"]["gamma_"] in SMALL_SVM["gamma_grid"]
+    again = run_cell(cell)  # every random choice follows from the cell's seed
+    assert [again[k] for k in ("error", "nlp", "n_support_vectors", "hyper")] == \
+        [record[k] for k in ("error", "nlp", "n_support_vectors", "hyper")]
+
+
+def test_svm_baseline_labels_are_the_margin_sign_and_holdout_calibration_works():
+    from sparsegp.experiments.baselines import SVMBaseline
+
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(120, 2))
+    y = np.where(X[:, 0] * X[:, 1] > 0, 3, 7)
+    svm = SVMBaseline(C_grid=[1.0, 10.0], gamma_grid=[0.5], cv=3, cv_subsample=60,
+                      calibration=30, random_state=0).fit(X, y)
+    f = svm.decision_function(X)
+    np.testing.assert_array_equal(svm.predict(X), np.where(f > 0, 7, 3))
+    P = svm.predict_proba(X)
+    np.testing.assert_allclose(P.sum(axis=1), 1.0)
+    # Platt's sigmoid is increasing in the margin
+    assert svm.sigmoid_[0] < 0 and np.all(np.diff(P[np.argsort(f), 1]) >= -1e-12)
+    assert svm.svc_.shape_fit_[0] == 90  # 30 rows held out for the sigmoid
+    with pytest.raises(ValueError, match="calibration"):
+        SVMBaseline(C_grid=[1.0], gamma_grid=[1.0], calibration="platt").fit(X, y)
+    with pytest.raises(ValueError, match="C_grid"):
+        SVMBaseline(C_grid=[-1.0], gamma_grid=[1.0]).fit(X, y)
+
+
+@pytest.mark.parametrize("cell, match", [
+    (Cell("heart", 0, "svm", {"C_grd": [1.0]}, None), r"unknown parameter.*C_grd.*C_grid"),
+    (Cell("heart", 0, "svm", {"random_state": 3}, None), r"unknown parameter.*random_state"),
+    (Cell("heart", 0, "svm", {}, 10), "takes no size"),
+    (Cell("mnist_10_vs_rest", "official", "svm", {}, None), "unknown data set.*mnist_9"),
+])
+def test_misspelt_svm_cell_is_a_value_error(cell, match):
+    require_data("raetsch_heart")
+    with pytest.raises(ValueError, match=match):
+        validate_cells([cell])
+
+
+def test_ivm_mnist_cells_validate_ten_seeded_runs_per_digit():
+    require_data("mnist")
+    table = TABLES["ivm_mnist"]
+    cells = table.cells()
+    validate_cells(cells)
+    assert len(cells) == 10 * 2 * 10
+    assert {(c.dataset, c.method, c.size) for c in cells} == set(table.paper)
+    runs = [c for c in cells if c.dataset == "mnist_9_vs_rest" and c.method == "ivm"]
+    assert [(c.split, c.seed, c.size) for c in runs] == [("official", s, 2740) for s in range(10)]
+    assert len(table.cells(folds=1)) == 20
+    # tables without repeat_official keep one cell per official split
+    assert len([c for c in TABLES["gfitc_table1"].cells() if c.dataset == "synth"]) == 4
+
+
+def test_mnist_vs_rest_is_13x13_in_unit_range_with_plus_minus_one_labels():
+    from sparsegp.experiments.grid import _load_split
+
+    require_data("mnist")
+    Xtr, ytr, Xte, yte = _load_split(Cell("mnist_3_vs_rest", "official", "svm", {}, None))
+    assert Xtr.shape == (60000, 169) and Xte.shape == (10000, 169)
+    assert Xtr.min() == 0.0 and Xtr.max() <= 1.0
+    assert np.count_nonzero(ytr == 1) == 6131 and np.count_nonzero(yte == 1) == 1010
+    assert set(np.unique(ytr)) == {-1, 1}
+
+
+def test_report_shows_the_svm_column_beside_the_paper():
+    from sparsegp.experiments import markdown
+
+    table = TABLES["gfitc_table1"]
+    cells = [Cell("heart", s, "svm", {}, None, seed=s) for s in (0, 1)]
+    records = {c.key: {"status": "ok", "error": e, "nlp": 0.45, "fit_time": 2.0,
+                       "n_support_vectors": n}
+               for c, e, n in zip(cells, (0.16, 0.18), (90, 100))}
+    text = markdown(table, cells, records)
+    assert "| fit time (s) | #SV | paper |" in text
+    # ours, the paper's error, our NLP and '–' for the paper's (Table 1 prints no SVM NLP),
+    # then the support-vector counts
+    row = "| heart | svm | – | 2 | 0 | 0.170 ± 0.010 | 0.166 | 0.450 ± 0.000 | – | 4.0 | 95 | 92 |"
+    assert row in text
+    # tables without an SVM keep their columns
+    mc = TABLES["multiclass"]
+    assert "#SV" not in markdown(mc, mc.cells(folds=1, datasets=["wine"], methods=["ep"]), {})

@@ -26,12 +26,15 @@ DATASETS = {
     "satellite": ("satellite", None), "svmguide2": ("svmguide2", None),
     "vehicle": ("vehicle", None), "vowel6": ("vowel6", None), "waveform3": ("waveform3", None),
     "wine": ("wine", None),
+    # seed 003 §4: MNIST digit c against the rest, images box-downsampled to 13 x 13
+    **{f"mnist_{c}_vs_rest": ("mnist", c) for c in range(10)},
 }
 
 # crabs ships without splits; the paper's 80:120 realisations are drawn from the split number.
 _CRABS_TRAIN = 80
 
-# Method name -> (public estimator class name, how `size` is used).
+# Method name -> (estimator, how `size` is used). The estimator is a public sparsegp class name,
+# or the dotted path of a scikit-learn classifier for a non-GP baseline (see baselines.py).
 #   "n_inducing"/"n_active": size is that count; "fraction": size is M / N_train, and the
 #   runner draws M inducing inputs per class and the shared initial length-scale (seed 002 §5.3).
 METHODS = {
@@ -42,13 +45,20 @@ METHODS = {
     "sep": ("MultiClassEPClassifier", "fraction"),
     "gfitc": ("MultiClassGFITCClassifier", "fraction"),
     "vi": ("MultiClassSVGPClassifier", "fraction"),
+    "svm": ("sparsegp.experiments.baselines.SVMBaseline", None),
 }
+
+# Methods scored with their own predict() rather than the argmax of predict_proba: the SVM's
+# label is the sign of its margin, and Platt's sigmoid (fitted afterwards, for the NLP only)
+# can put the probability-1/2 point off the margin's zero.
+_LABEL_FROM_PREDICT = {"svm"}
 
 # Constructor arguments the runner sets itself from the cell, so a grid may not give them.
 _RUNNER_SET = {"random_state", "n_inducing", "n_active", "inducing_points", "method"}
 
 # Fitted attributes recorded as "hyper-parameters" when an estimator has them.
-_FITTED = ("variance_", "lengthscale_", "noise_", "bias_", "theta_", "log_evidence_", "n_iter_")
+_FITTED = ("variance_", "lengthscale_", "noise_", "bias_", "theta_", "log_evidence_", "n_iter_",
+           "C_", "gamma_", "cv_accuracy_")
 
 
 @dataclass(frozen=True)
@@ -96,9 +106,11 @@ class Cell:
 
 
 def _estimator_class(method):
-    import sparsegp
+    from importlib import import_module
 
-    return getattr(sparsegp, METHODS[method][0])
+    name = METHODS[method][0]
+    module, _, attr = name.rpartition(".")
+    return getattr(import_module(module or "sparsegp"), attr)
 
 
 def _allowed_params(method):
@@ -155,8 +167,25 @@ def validate_cells(cells, data_home=None):
             checked.add(fname)
 
 
+def _mnist_13x13(X):
+    """Grey values / 255 in [0, 1], 28 x 28 box-downsampled to 13 x 13 (seed 003 §4).
+
+    The 1-pixel border is dropped and 2 x 2 blocks are averaged, giving 169 features; the
+    same map as figures/ivm_fig1_rejection.py, so the kernel settings chosen there apply.
+    """
+    X = np.asarray(X, dtype=np.float64) / 255.0
+    return X.reshape(-1, 28, 28)[:, 1:27, 1:27].reshape(-1, 13, 2, 13, 2).mean(
+        axis=(2, 4)).reshape(-1, 169)
+
+
+# File -> map applied to train and test inputs instead of standardisation: pixels keep their
+# common [0, 1] scale (standardising would blow up the nearly constant border pixels).
+_PIXEL_MAPS = {"mnist": _mnist_13x13}
+
+
 def _load_split(cell):
-    """Standardised train/test arrays of the cell (training statistics only)."""
+    """Train/test arrays of the cell: standardised (training statistics only), or for image
+    files mapped by :data:`_PIXEL_MAPS`."""
     from sparsegp.datasets import load_dataset, load_table
 
     fname, positive = DATASETS[cell.dataset]
@@ -172,6 +201,8 @@ def _load_split(cell):
     if positive is not None:
         ytr = np.where(ytr == positive, 1, -1)
         yte = np.where(yte == positive, 1, -1)
+    if fname in _PIXEL_MAPS:
+        return _PIXEL_MAPS[fname](Xtr), ytr, _PIXEL_MAPS[fname](Xte), yte
     mu, sd = Xtr.mean(0), Xtr.std(0)
     sd[sd == 0] = 1.0
     return (Xtr - mu) / sd, ytr, (Xte - mu) / sd, yte
@@ -240,7 +271,9 @@ def run_cell(cell):
         ``key``, the cell's fields, ``status`` ("ok" or "failed") and, when ok, ``error``
         (test error rate), ``nlp`` (mean negative log predictive probability, nats),
         ``fit_time`` (s), ``n_train``, ``n_test``, ``M`` and ``hyper`` (fitted
-        hyper-parameters); when failed, ``traceback``.
+        hyper-parameters; for the SVM the chosen ``C_``, ``gamma_`` and ``cv_accuracy_``),
+        plus ``n_support_vectors`` for the SVM; when failed, ``traceback``. The error uses the
+        class of highest predictive probability, except for the SVM (sign of its margin).
     """
     import numba
     from threadpoolctl import threadpool_limits
@@ -260,7 +293,10 @@ def run_cell(cell):
             est.fit(Xtr, ytr)
             fit_time = time.perf_counter() - t0
             proba = est.predict_proba(Xte)
-        pred = est.classes_[np.argmax(proba, axis=1)]
+            if cell.method in _LABEL_FROM_PREDICT:
+                pred = est.predict(Xte)
+            else:
+                pred = est.classes_[np.argmax(proba, axis=1)]
         record.update(
             status="ok", error=float(error_rate(yte, pred)),
             nlp=float(mean_nlp(yte, proba, classes=est.classes_)), fit_time=fit_time,
@@ -271,6 +307,8 @@ def run_cell(cell):
             record["M"] = int(est.inducing_points_.shape[1])
         elif METHODS[cell.method][1] is not None:
             record["M"] = int(cell.size)
+        if hasattr(est, "n_support_vectors_"):
+            record["n_support_vectors"] = int(est.n_support_vectors_)
     except Exception:  # a failing cell is a result, not the end of the grid
         record.update(status="failed", traceback=traceback.format_exc())
     finally:

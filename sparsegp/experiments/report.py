@@ -16,7 +16,8 @@ def summarise(records, cells):
     -------
     dict
         (dataset, method, size) -> {"error": (mean, se), "nlp": (mean, se), "n": int,
-        "failed": int, "fit_time": total seconds}. ``se`` is std(ddof=1)/sqrt(n), 0 when n < 2.
+        "failed": int, "fit_time": total seconds}, plus "n_support_vectors": (mean, se) when
+        the records have it (the SVM). ``se`` is std(ddof=1)/sqrt(n), 0 when n < 2.
     """
     groups = {}
     for cell in cells:
@@ -32,7 +33,9 @@ def summarise(records, cells):
     for k, g in groups.items():
         row = {"n": len(g["ok"]), "failed": g["failed"],
                "fit_time": float(sum(r["fit_time"] for r in g["ok"]))}
-        for metric in ("error", "nlp"):
+        for metric in ("error", "nlp", "n_support_vectors"):
+            if metric == "n_support_vectors" and not any(metric in r for r in g["ok"]):
+                continue
             v = np.array([r[metric] for r in g["ok"]], dtype=float)
             mean = float(v.mean()) if v.size else float("nan")
             se = float(v.std(ddof=1) / np.sqrt(v.size)) if v.size > 1 else 0.0
@@ -76,14 +79,21 @@ def markdown(table, cells, records, wall=None, command=None):
     """
     summary = summarise(records, cells)
     cpu = sum(r["fit_time"] for r in summary.values())
+    # tables with an SVM get a support-vector column (the paper prints #SV beside its error)
+    with_sv = any("n_support_vectors" in ref for ref in table.paper.values())
     lines = [f"# {table.title}", ""]
     if command:
         lines += [f"Made by `{command}`.", ""]
     lines += ["Cells: ours as mean ± standard error over `n` splits, then the paper's value; "
               "**†** marks a paper value outside ours ± 2 s.e. (n ≥ 2). Fit time is the total "
-              "over the cell's splits, each fit on one thread.", "",
+              "over the cell's splits, each fit on one thread."
+              + (" '–' in a paper column: the paper prints no such number (e.g. no NLP for "
+                 "an SVM). #SV: support vectors of the SVM (mean over splits), the paper's "
+                 "beside. The SVM's fit time includes its cross-validation."
+                 if with_sv else ""), "",
               "| data set | method | size | n | failed | test error | paper | mean NLP | paper "
-              "| fit time (s) |", "|---|---|---|---|---|---|---|---|---|---|"]
+              "| fit time (s) |" + (" #SV | paper |" if with_sv else ""),
+              "|---|---|---|---|---|---|---|---|---|---|" + ("---|---|" if with_sv else "")]
     marked = []
     for (d, m, size), row in summary.items():
         ref = table.paper.get((d, m, size), {})
@@ -98,8 +108,14 @@ def markdown(table, cells, records, wall=None, command=None):
             ours = "–" if row["n"] == 0 else f"{mean:.3f} ± {se:.3f}"
             ours += " **†**" if flag else ""
             cells_txt += [ours, "–" if p is None else f"{p:.3f}"]
-        lines.append(f"| {d} | {m} | {_size_label(size)} | {row['n']} | "
-                     f"{row['failed']} | " + " | ".join(cells_txt) + f" | {row['fit_time']:.1f} |")
+        line = (f"| {d} | {m} | {_size_label(size)} | {row['n']} | {row['failed']} | "
+                + " | ".join(cells_txt) + f" | {row['fit_time']:.1f} |")
+        if with_sv:
+            # a count, compared by eye: no † (the paper's grids and solvers differ from ours)
+            sv, p = row.get("n_support_vectors"), ref.get("n_support_vectors")
+            line += (" – |" if sv is None or row["n"] == 0 else f" {sv[0]:.0f} |")
+            line += (" – |" if p is None else f" {p} |")
+        lines.append(line)
     lines += ["", f"Total fit time: {cpu:.0f} s = {cpu / 3600:.2f} CPU-hours."]
     if wall is not None:
         lines.append(f"Wall time of the run that wrote this file: {wall:.0f} s.")

@@ -14,7 +14,7 @@ def run_table(name, out=".", stem=None, folds=None, datasets=None, methods=None,
     Parameters
     ----------
     name : str
-        A key of :data:`TABLES` ("multiclass", "gfitc_table1").
+        A key of :data:`TABLES` ("multiclass", "gfitc_table1", "ivm_mnist").
     out : str or Path
         Folder of both files (created).
     stem : str, optional
