@@ -30,7 +30,16 @@ T3  Multi-class, Satellite (6 435 rows, D = 36, C = 6) when ``SPARSEGP_DATA`` ho
     ``bench_gpflow_satellite.run_sep`` / ``run_svgp``). The test NLP is recorded every
     ``--every`` iterations with the evaluation time excluded; reported: test error and NLP and
     the time-to-equal-accuracy, the training time each method needs to first reach the
-    other's final test NLP.
+    other's final test NLP. The traces score GPflow's robust-max probabilities as they come
+    (their rows sum to 1 only up to quadrature error); the table's NLP, from
+    ``sparsegp.metrics``, renormalises the rows first, so the two can differ in the third
+    decimal.
+
+The table's ``iters`` column counts what each optimiser counts: GFITC's CG iterations, L-BFGS
+iterations (``nit``; the JSON also has GPflow's function evaluations ``nfev``), Adam steps,
+SEP iterations. The JSON rows also hold each run's final objective (GFITC: the EP log
+evidence; SVGP: the ELBO, GPyTorch's before its last step), versions and the thread counts
+each library reported.
 
 Every (task, library, thread setting) runs in a fresh subprocess with the right interpreter
 and prints one JSON line; the driver computes the metrics from the saved predictions and prints
