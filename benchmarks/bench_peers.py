@@ -1,0 +1,688 @@
+"""sparsegp against peer libraries (GPflow, GPyTorch), every fit in a fresh process.
+
+Three tasks, each with the same data (drawn from ``--seed``) and the same start for every
+library: an SE-ARD kernel, unit hyper-parameters and the inducing inputs taken from one random
+subset of the training inputs.
+
+T1  Binary xor classification (``sparsegp.datasets.make_xor``), M = 50, N = 16 000 and 4 000,
+    5 000 test points. ``GFITCClassifier`` (its default 20 CG steps on the EP evidence) against
+    SVGP with a probit Bernoulli likelihood and a constant mean (the counterpart of GFITC's
+    probit bias): GPflow's ``SVGP`` with 200 L-BFGS iterations (``gpflow.optimizers.Scipy``)
+    and a GPyTorch ``ApproximateGP`` (whitened Cholesky variational distribution, learnt
+    inducing inputs) with 200 full-batch Adam steps (``--adam-lr``, default 0.1). Reported:
+    fit time, test error and test NLP (``sparsegp.metrics``).
+T2  Regression, N = 100 000 (10 000 test points), M = 100, D = 5, ARD, 100 L-BFGS iterations.
+    ``SparseGPRegressor("fitc")`` and ``("vfe")`` with ``normalize_y=False`` (y is drawn with
+    unit-ish variance, so that every library fits the same model) against GPflow's
+    ``GPRFITC`` and ``SGPR``, all from unit variance, length-scales and noise variance.
+    Reported: fit time, the objective (log marginal likelihood, VFE/SGPR: the collapsed bound)
+    at the start and at the end (compare times at equal objective: both are printed), test
+    RMSE, and the time of one objective + gradient evaluation (sparsegp: the median of three
+    fits with ``optimize=False``, which also builds the predictive caches, so an upper bound;
+    GPflow: optimisation time / function evaluations).
+T3  Multi-class, Satellite (6 435 rows, D = 36, C = 6) when ``SPARSEGP_DATA`` holds it, as
+    ``bench_gpflow_satellite`` loads it: seed 002's split 0, 1 287 training and 5 148 test rows,
+    features standardised with the training statistics; otherwise a synthetic stand-in of the
+    same shape drawn from the seed (``bench_multiclass.synthetic``); M = 50.
+    ``MultiClassEPClassifier(method="sep")``, 250 iterations, against GPflow's SVGP with the
+    robust-max likelihood, 200 L-BFGS iterations, from SEP's own starting point (its initial
+    length-scales and amplitudes, not unit ones: this task reuses
+    ``bench_gpflow_satellite.run_sep`` / ``run_svgp``). The test NLP is recorded every
+    ``--every`` iterations with the evaluation time excluded; reported: test error and NLP and
+    the time-to-equal-accuracy, the training time each method needs to first reach the
+    other's final test NLP. The traces score GPflow's robust-max probabilities as they come
+    (their rows sum to 1 only up to quadrature error); the table's NLP, from
+    ``sparsegp.metrics``, renormalises the rows first, so the two can differ in the third
+    decimal.
+
+The table's ``iters`` column counts what each optimiser counts: GFITC's CG iterations, L-BFGS
+iterations (``nit``; the JSON also has GPflow's function evaluations ``nfev``), Adam steps,
+SEP iterations. The JSON rows also hold each run's final objective (GFITC: the EP log
+evidence; SVGP: the ELBO, GPyTorch's before its last step), versions and the thread counts
+each library reported.
+
+Every (task, library, thread setting) runs in a fresh subprocess with the right interpreter
+and prints one JSON line; the driver computes the metrics from the saved predictions and prints
+a table with each peer's time over sparsegp's time measured in the same run. Thread settings:
+``one`` sets OMP/OPENBLAS/MKL/NUMBA_NUM_THREADS and TF_NUM_INTRAOP/INTEROP_THREADS to 1 and
+inside the child ``tf.config.threading`` intra- and inter-op to 1 and
+``torch.set_num_threads(1)``; ``default`` sets nothing. Compilation is outside the timing:
+sparsegp fits a small problem first; GPflow runs two L-BFGS iterations on the real model,
+puts every parameter back to its start and reuses the traced function (``Scipy`` caches it per
+closure and variables); GPyTorch (nothing to compile) takes two steps on a small model first.
+One process per cell: on a shared machine run it more than once and take the minimum.
+
+The peers live in virtualenvs of their own (TensorFlow pins numpy below what the main
+environment needs). Commands that worked with Python 3.11 (pip's resolver picked TF 2.18,
+TFP 0.25, GPflow 2.11; torch 2.13.0 CPU, GPyTorch 1.15)::
+
+    python3.11 -m venv /work/peer_envs/gpflow
+    /work/peer_envs/gpflow/bin/pip install "gpflow==2.11.*" "tensorflow~=2.18.0" \\
+        "tf-keras~=2.18.0" "tensorflow-probability==0.25.*"
+    python3.11 -m venv /work/peer_envs/gpytorch
+    /work/peer_envs/gpytorch/bin/pip install torch==2.13.0 gpytorch
+
+(TFP 0.25 is built against TF 2.18, hence the pin; from TF 2.16 on, TFP needs ``tf-keras``.)
+Run from the repository root with the main environment::
+
+    export SPARSEGP_DATA=/path/to/datasets                     # for T3's Satellite data
+    python benchmarks/bench_peers.py --quick                   # small sizes, a smoke run
+    python benchmarks/bench_peers.py --tasks T1,T2 --json out.json
+    python benchmarks/bench_peers.py --gpflow-python /path/to/venv/bin/python --threads one
+
+A peer whose interpreter or package is missing is skipped with the reason printed.
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+DEFAULT_PYTHON = {"gpflow": "/work/peer_envs/gpflow/bin/python",
+                  "gpytorch": "/work/peer_envs/gpytorch/bin/python"}
+PEER_PACKAGES = {"gpflow": ("gpflow", "tensorflow", "tensorflow_probability"),
+                 "gpytorch": ("torch", "gpytorch")}
+THREAD_VARS = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS",
+               "NUMBA_NUM_THREADS", "VECLIB_MAXIMUM_THREADS", "TF_NUM_INTRAOP_THREADS",
+               "TF_NUM_INTEROP_THREADS")
+RESULT_TAG = "BENCH_PEERS_RESULT "
+
+# Sizes and iteration counts; --quick keeps the models and shrinks the problems.
+CONFIG = {
+    "T1": dict(sizes=(16000, 4000), n_test=5000, M=50, gfitc_iter=20, lbfgs_iter=200,
+               adam_steps=200),
+    "T2": dict(N=100000, n_test=10000, D=5, M=100, max_iter=100),
+    "T3": dict(M=50, sep_iter=250, lbfgs_iter=200, every=10, n_train=None),
+}
+QUICK = {
+    "T1": dict(sizes=(1000, 400), n_test=1000, M=20, gfitc_iter=5, lbfgs_iter=30,
+               adam_steps=30),
+    "T2": dict(N=3000, n_test=1000, D=5, M=20, max_iter=15),
+    "T3": dict(M=10, sep_iter=20, lbfgs_iter=20, every=5, n_train=600),
+}
+# (library, variant) cells of each task; the first cell with library "sparsegp" and the same
+# variant is the reference of a peer's ratio (T2 compares FITC with FITC and VFE with VFE)
+CELLS = {
+    "T1": (("sparsegp", "gfitc"), ("gpflow", "svgp"), ("gpytorch", "svgp")),
+    "T2": (("sparsegp", "fitc"), ("sparsegp", "vfe"), ("gpflow", "fitc"), ("gpflow", "vfe")),
+    "T3": (("sparsegp", "sep"), ("gpflow", "svgp")),
+}
+REFERENCE = {"svgp": {"T1": "gfitc", "T3": "sep"}}
+
+
+# ------------------------------------------------------------------------------------------
+# data (driver side, main environment)
+
+def _random_subset(X, M, seed):
+    """Starting inducing inputs: M distinct training rows, the same for every library."""
+    rng = np.random.default_rng(seed)
+    return X[np.sort(rng.choice(X.shape[0], M, replace=False))].copy()
+
+
+def make_t1(N, cfg, seed):
+    from sparsegp.datasets import make_xor
+    Xtr, ytr = make_xor(N, random_state=seed)
+    Xte, yte = make_xor(cfg["n_test"], random_state=seed + 1)
+    return dict(Xtr=Xtr, ytr=ytr, Xte=Xte, yte=yte, Z=_random_subset(Xtr, cfg["M"], seed + 2))
+
+
+def make_t2(cfg, seed):
+    """y = f(x) + noise with f scaled to unit variance on the sample and noise sd 0.3.
+
+    The dimensions get decreasing weights so that ARD has something to learn; var(y) ~ 1.09
+    keeps unit starting hyper-parameters sensible without normalising y.
+    """
+    rng = np.random.default_rng(seed)
+    N, n_test, D = cfg["N"], cfg["n_test"], cfg["D"]
+    X = rng.standard_normal((N + n_test, D))
+    w = rng.standard_normal((D, 3)) * np.linspace(1.0, 0.1, D)[:, None]
+    f = np.sin(X @ w[:, 0]) + np.cos(X @ w[:, 1]) * np.sin(X @ w[:, 2])
+    f = (f - f[:N].mean()) / f[:N].std()
+    y = f + 0.3 * rng.standard_normal(N + n_test)
+    Xtr, ytr = X[:N], y[:N]
+    return dict(Xtr=Xtr, ytr=ytr, Xte=X[N:], yte=y[N:], Z=_random_subset(Xtr, cfg["M"], seed + 2))
+
+
+def make_t3(cfg, seed):
+    """Satellite split 0 if ``SPARSEGP_DATA`` has it, else a synthetic stand-in of its shape."""
+    try:
+        from bench_multiclass import standardised_satellite
+        Xtr, ytr, Xte, yte = standardised_satellite(0)
+        source = "satellite split 0"
+    except Exception as exc:                   # DatasetNotFoundError, or an unreadable file
+        from bench_multiclass import synthetic
+        X, y = synthetic(6435, 6, D=36, seed=seed)
+        Xtr, ytr, Xte, yte = X[:1287], y[:1287], X[1287:], y[1287:]
+        mu, sd = Xtr.mean(0), Xtr.std(0)
+        Xtr, Xte = (Xtr - mu) / sd, (Xte - mu) / sd
+        source = f"synthetic stand-in ({type(exc).__name__})"
+    if cfg["n_train"]:
+        keep = np.random.default_rng(seed).permutation(Xtr.shape[0])[:cfg["n_train"]]
+        Xtr, ytr = Xtr[np.sort(keep)], ytr[np.sort(keep)]
+    return dict(Xtr=Xtr, ytr=ytr, Xte=Xte, yte=yte), source
+
+
+# ------------------------------------------------------------------------------------------
+# children: one fit each, in whatever interpreter the driver chose
+
+class Timer:
+    def __enter__(self):
+        self.t0 = time.perf_counter()
+        return self
+
+    def __exit__(self, *exc):
+        self.seconds = time.perf_counter() - self.t0
+
+
+def _limit_threads(lib, threads):
+    """Inside the child: the library's own thread knobs (the environment is set already)."""
+    if threads != "one":
+        return
+    if lib == "gpflow":
+        import tensorflow as tf
+        tf.config.threading.set_intra_op_parallelism_threads(1)
+        tf.config.threading.set_inter_op_parallelism_threads(1)
+    elif lib == "gpytorch":
+        import torch
+        torch.set_num_threads(1)
+
+
+def _thread_report(lib):
+    info = {}
+    if lib == "sparsegp":
+        import numba
+        info["numba_threads"] = numba.get_num_threads()
+    elif lib == "gpflow":
+        import tensorflow as tf
+        info["tf_intra_op"] = tf.config.threading.get_intra_op_parallelism_threads()
+        info["tf_inter_op"] = tf.config.threading.get_inter_op_parallelism_threads()
+    elif lib == "gpytorch":
+        import torch
+        info["torch_threads"] = torch.get_num_threads()
+    try:
+        from threadpoolctl import threadpool_info
+        info["blas_threads"] = sorted({p["num_threads"] for p in threadpool_info()
+                                       if p["user_api"] == "blas"})
+    except ImportError:                        # not every peer environment has threadpoolctl
+        pass
+    return info
+
+
+def _versions(lib):
+    if lib == "sparsegp":
+        import sparsegp
+        return {"sparsegp": sparsegp.__version__, "sparsegp_file": sparsegp.__file__}
+    if lib == "gpflow":
+        import gpflow
+        import tensorflow as tf
+        import tensorflow_probability as tfp
+        return {"gpflow": gpflow.__version__, "tensorflow": tf.__version__,
+                "tensorflow_probability": tfp.__version__}
+    import gpytorch
+    import torch
+    return {"gpytorch": gpytorch.__version__, "torch": torch.__version__}
+
+
+def _warm_up_gpflow(optimizer, model, loss):
+    """Trace ``loss`` and its gradient on the real model, then restore the starting values.
+
+    ``gpflow.optimizers.Scipy`` keeps the compiled function per (closure, variables), so the
+    timed ``minimize`` with the same optimizer and closure does no tracing.
+    """
+    import gpflow
+    initial = {k: v.numpy().copy() for k, v in gpflow.utilities.parameter_dict(model).items()}
+    optimizer.minimize(loss, model.trainable_variables, options=dict(maxiter=2))
+    gpflow.utilities.multiple_assign(model, initial)
+
+
+def child_t1_sparsegp(d, cfg, variant):
+    import warnings
+
+    import sparsegp
+    from sparsegp.datasets import make_xor
+    D = d["Xtr"].shape[1]
+    Xw, yw = make_xor(200, random_state=123)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")        # the tiny warm-up may not converge
+        sparsegp.GFITCClassifier(n_inducing=5, ard=True, max_iter=2,
+                                 random_state=0).fit(Xw, yw)       # compile outside timing
+    est = sparsegp.GFITCClassifier(inducing_points=d["Z"], lengthscale=np.ones(D),
+                                   variance=1.0, bias=0.0, ard=True,
+                                   max_iter=cfg["gfitc_iter"], random_state=0)
+    with Timer() as t:
+        est.fit(d["Xtr"], d["ytr"])
+    proba = est.predict_proba(d["Xte"])[:, list(est.classes_).index(1)]
+    return dict(seconds=t.seconds, iterations=int(est.n_iter_),
+                objective=float(est.log_evidence_), objective_name="log Z_EP"), \
+        dict(proba=proba)
+
+
+def child_t1_gpflow(d, cfg, variant):
+    import gpflow
+    import tensorflow as tf
+    X, Y = d["Xtr"], (d["ytr"] > 0).astype(np.float64).reshape(-1, 1)
+    D = X.shape[1]
+
+    def build(Xb, Z):
+        # the probit Bernoulli likelihood (GPflow's default link) with a constant mean: the
+        # model GFITC fits, p(y = 1 | f) = Phi(f + beta), up to the approximation
+        return gpflow.models.SVGP(
+            gpflow.kernels.SquaredExponential(variance=1.0, lengthscales=np.ones(D)),
+            gpflow.likelihoods.Bernoulli(), gpflow.inducing_variables.InducingPoints(Z.copy()),
+            mean_function=gpflow.mean_functions.Constant(np.zeros(1)),
+            num_data=Xb.shape[0])
+
+    model = build(X, d["Z"])
+    optimizer = gpflow.optimizers.Scipy()
+    loss = model.training_loss_closure((tf.constant(X), tf.constant(Y)))
+    _warm_up_gpflow(optimizer, model, loss)
+    with Timer() as t:
+        result = optimizer.minimize(loss, model.trainable_variables,
+                                    options=dict(maxiter=cfg["lbfgs_iter"]))
+    proba = model.predict_y(d["Xte"])[0].numpy().ravel()
+    return dict(seconds=t.seconds, iterations=int(result.nit), nfev=int(result.nfev),
+                objective=float(model.elbo((X, Y))), objective_name="ELBO"), dict(proba=proba)
+
+
+def _gpytorch_model(Z, D):
+    import gpytorch
+    import torch
+
+    class SVGPModel(gpytorch.models.ApproximateGP):
+        """Whitened SVGP: learnt inducing inputs, full-covariance q(u), constant mean."""
+
+        def __init__(self):
+            q_u = gpytorch.variational.CholeskyVariationalDistribution(Z.shape[0])
+            strategy = gpytorch.variational.VariationalStrategy(
+                self, torch.as_tensor(Z), q_u, learn_inducing_locations=True)
+            super().__init__(strategy)
+            self.mean_module = gpytorch.means.ConstantMean()
+            self.covar_module = gpytorch.kernels.ScaleKernel(
+                gpytorch.kernels.RBFKernel(ard_num_dims=D))
+
+        def forward(self, x):
+            return gpytorch.distributions.MultivariateNormal(self.mean_module(x),
+                                                             self.covar_module(x))
+
+    model = SVGPModel().double()
+    # unit starting hyper-parameters (GPyTorch's own defaults are softplus(0) ~ 0.69)
+    model.covar_module.outputscale = 1.0
+    model.covar_module.base_kernel.lengthscale = torch.ones(1, D, dtype=torch.float64)
+    return model
+
+
+def _adam(model, likelihood, X, y, steps, lr):
+    import gpytorch
+    import torch
+    model.train()
+    likelihood.train()
+    optimizer = torch.optim.Adam(list(model.parameters()) + list(likelihood.parameters()),
+                                 lr=lr)
+    elbo = gpytorch.mlls.VariationalELBO(likelihood, model, num_data=y.shape[0])
+    value = float("nan")
+    for _ in range(steps):
+        optimizer.zero_grad()
+        loss = -elbo(model(X), y)
+        loss.backward()
+        optimizer.step()
+        value = -float(loss.detach())
+    return value
+
+
+def child_t1_gpytorch(d, cfg, variant):
+    import gpytorch
+    import torch
+    D = d["Xtr"].shape[1]
+    X = torch.as_tensor(d["Xtr"])
+    y = torch.as_tensor((d["ytr"] > 0).astype(np.float64))
+    lr = cfg["adam_lr"]
+    # nothing to compile; two steps on a small model load the kernels and thread pools
+    _adam(_gpytorch_model(d["Z"][:5], D), gpytorch.likelihoods.BernoulliLikelihood(),
+          X[:200], y[:200], 2, lr)
+    model = _gpytorch_model(d["Z"], D)
+    likelihood = gpytorch.likelihoods.BernoulliLikelihood()   # probit link
+    with Timer() as t:
+        elbo = _adam(model, likelihood, X, y, cfg["adam_steps"], lr)
+    model.eval()
+    likelihood.eval()
+    with torch.no_grad():
+        proba = likelihood(model(torch.as_tensor(d["Xte"]))).mean.numpy().ravel()
+    # the ELBO of VariationalELBO is per data point; times N to compare with GPflow's
+    return dict(seconds=t.seconds, iterations=cfg["adam_steps"],
+                objective=elbo * X.shape[0], objective_name="ELBO (before last step)"), \
+        dict(proba=proba)
+
+
+def child_t2_sparsegp(d, cfg, variant):
+    import warnings
+
+    import sparsegp
+    D = d["Xtr"].shape[1]
+    rng = np.random.default_rng(5)
+    Xw = rng.standard_normal((300, D))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        sparsegp.SparseGPRegressor(variant, n_inducing=10, ard=True, normalize_y=False,
+                                   max_iter=2, random_state=0).fit(Xw, np.sin(Xw[:, 0]))
+
+    def estimator(**kw):
+        return sparsegp.SparseGPRegressor(
+            variant, inducing_points=d["Z"], lengthscale=np.ones(D), variance=1.0,
+            noise_variance=1.0, normalize_y=False, ard=True, random_state=0, **kw)
+
+    # one objective + gradient at the start, timed three times
+    evals = []
+    for _ in range(3):
+        start = estimator(optimize=False)
+        with Timer() as t:
+            start.fit(d["Xtr"], d["ytr"])
+        evals.append(t.seconds)
+    est = estimator(max_iter=cfg["max_iter"])
+    with Timer() as t:
+        est.fit(d["Xtr"], d["ytr"])
+    mean = est.predict(d["Xte"])
+    return dict(seconds=t.seconds, iterations=int(est.n_iter_),
+                start_objective=float(start.log_marginal_likelihood_),
+                objective=float(est.log_marginal_likelihood_),
+                objective_name="ELBO" if variant == "vfe" else "log ML",
+                eval_seconds=float(np.median(evals))), dict(mean=mean)
+
+
+def child_t2_gpflow(d, cfg, variant):
+    import gpflow
+    import tensorflow as tf
+    X, Y = d["Xtr"], d["ytr"].reshape(-1, 1)
+    D = X.shape[1]
+    kernel = gpflow.kernels.SquaredExponential(variance=1.0, lengthscales=np.ones(D))
+    Model = gpflow.models.GPRFITC if variant == "fitc" else gpflow.models.SGPR
+    model = Model((tf.constant(X), tf.constant(Y)), kernel, d["Z"].copy(), noise_variance=1.0)
+    start_objective = float(model.maximum_log_likelihood_objective())
+    optimizer = gpflow.optimizers.Scipy()
+    loss = model.training_loss_closure()
+    _warm_up_gpflow(optimizer, model, loss)
+    # a check on the warm-up: the timed run must start from the shared start
+    restored_objective = float(model.maximum_log_likelihood_objective())
+    with Timer() as t:
+        result = optimizer.minimize(loss, model.trainable_variables,
+                                    options=dict(maxiter=cfg["max_iter"]))
+    mean = model.predict_f(d["Xte"])[0].numpy().ravel()
+    return dict(seconds=t.seconds, iterations=int(result.nit), nfev=int(result.nfev),
+                start_objective=start_objective, restored_objective=restored_objective,
+                objective=float(model.maximum_log_likelihood_objective()),
+                objective_name="ELBO" if variant == "vfe" else "log ML",
+                eval_seconds=t.seconds / max(int(result.nfev), 1)), dict(mean=mean)
+
+
+def _class_index(d):
+    """Labels as 0..C-1 (GPflow's multi-class likelihood wants them so)."""
+    classes, ytr_i = np.unique(d["ytr"], return_inverse=True)
+    return classes, ytr_i, np.searchsorted(classes, d["yte"])
+
+
+def child_t3_sparsegp(d, cfg, variant):
+    from bench_gpflow_satellite import run_sep
+    classes, _, yte_i = _class_index(d)
+    trace, start, info = run_sep(d["Xtr"], d["ytr"], d["Xte"], yte_i, cfg["M"],
+                                 cfg["sep_iter"], cfg["every"], details=True)
+    proba = info["model"].predict_proba(d["Xte"])
+    arrays = {f"start_{i}": np.asarray(a) for i, a in enumerate(start)}
+    arrays["proba"] = proba
+    return dict(seconds=info["seconds"], iterations=int(info["model"].n_iter_), trace=trace,
+                n_start=len(start)), arrays
+
+
+def child_t3_gpflow(d, cfg, variant):
+    from bench_gpflow_satellite import run_svgp
+    _, ytr_i, yte_i = _class_index(d)
+    start = tuple(d[f"start_{i}"] for i in range(int(d["n_start"])))
+    trace, nit, info = run_svgp(d["Xtr"], ytr_i, d["Xte"], yte_i, start, cfg["lbfgs_iter"],
+                                cfg["every"], warm_up=True, details=True)
+    proba = info["model"].predict_y(d["Xte"])[0].numpy()
+    return dict(seconds=info["seconds"], iterations=nit, nfev=info["nfev"], trace=trace), \
+        dict(proba=proba)
+
+
+CHILDREN = {("T1", "sparsegp"): child_t1_sparsegp, ("T1", "gpflow"): child_t1_gpflow,
+            ("T1", "gpytorch"): child_t1_gpytorch, ("T2", "sparsegp"): child_t2_sparsegp,
+            ("T2", "gpflow"): child_t2_gpflow, ("T3", "sparsegp"): child_t3_sparsegp,
+            ("T3", "gpflow"): child_t3_gpflow}
+
+
+def run_child(args):
+    """Child entry point: fit once, save the predictions, print one JSON line."""
+    _limit_threads(args.lib, args.threads)
+    cfg = json.loads(args.config)
+    with np.load(args.data) as f:
+        d = {k: f[k] for k in f.files}
+    result, arrays = CHILDREN[(args.task, args.lib)](d, cfg, args.variant)
+    np.savez(args.out, **arrays)
+    result.update(threads_seen=_thread_report(args.lib), versions=_versions(args.lib))
+    print(RESULT_TAG + json.dumps(result), flush=True)
+
+
+# ------------------------------------------------------------------------------------------
+# driver
+
+def _child_env(lib, threads):
+    env = {k: v for k, v in os.environ.items() if k not in THREAD_VARS}
+    if threads == "one":
+        env.update({k: "1" for k in THREAD_VARS})
+    if lib == "sparsegp":
+        # this checkout's sparsegp, not whichever one the environment has installed
+        env["PYTHONPATH"] = ROOT + os.pathsep + env.get("PYTHONPATH", "")
+    else:
+        env["TF_CPP_MIN_LOG_LEVEL"] = "2"       # TensorFlow's start-up chatter
+    return env
+
+
+def peer_problem(python, lib):
+    """Why ``lib`` cannot run under ``python`` (None if it can): missing interpreter or package."""
+    if lib == "sparsegp":
+        return None
+    if not (os.path.isfile(python) and os.access(python, os.X_OK)):
+        return f"interpreter {python} not found (pass --{lib}-python)"
+    probe = ("import importlib.util, sys; missing = [m for m in sys.argv[1:] "
+             "if importlib.util.find_spec(m) is None]; print(' '.join(missing))")
+    out = subprocess.run([python, "-c", probe, *PEER_PACKAGES[lib]], capture_output=True,
+                         text=True)
+    if out.returncode != 0:
+        return f"{python} failed: {out.stderr.strip()[-200:]}"
+    if out.stdout.strip():
+        return f"{python} lacks {out.stdout.strip()}"
+    return None
+
+
+def launch(python, task, lib, variant, threads, data_path, out_path, cfg, timeout):
+    cmd = [python, os.path.abspath(__file__), "--child", "--task", task, "--lib", lib,
+           "--variant", variant, "--threads", threads, "--data", data_path, "--out", out_path,
+           "--config", json.dumps(cfg)]
+    t0 = time.perf_counter()
+    try:
+        out = subprocess.run(cmd, env=_child_env(lib, threads), capture_output=True,
+                             text=True, timeout=timeout, cwd=ROOT)
+    except subprocess.TimeoutExpired:
+        return None, f"timed out after {timeout} s"
+    wall = time.perf_counter() - t0
+    lines = [ln for ln in out.stdout.splitlines() if ln.startswith(RESULT_TAG)]
+    if out.returncode != 0 or not lines:
+        tail = (out.stderr.strip().splitlines() or ["(no stderr)"])[-1]
+        return None, f"exit {out.returncode}: {tail[:300]}"
+    result = json.loads(lines[-1][len(RESULT_TAG):])
+    result["process_seconds"] = wall
+    with np.load(out_path) as f:
+        result["_arrays"] = {k: f[k] for k in f.files}
+    return result, None
+
+
+def _classification_metrics(yte, proba, classes):
+    from sparsegp.metrics import error_rate, mean_nlp
+    proba = np.asarray(proba, dtype=float)
+    if proba.ndim == 1:                         # binary: P(y = classes[1])
+        proba = np.clip(proba, 0.0, 1.0)
+        pred = np.where(proba > 0.5, classes[1], classes[0])
+    else:
+        proba = np.clip(proba, 0.0, None)
+        proba = proba / proba.sum(1, keepdims=True)   # float32-ish rounding of peers
+        pred = classes[np.argmax(proba, axis=1)]
+    return dict(test_error=error_rate(yte, pred), test_nlp=mean_nlp(yte, proba, classes))
+
+
+def time_to_reach(trace, target):
+    from bench_gpflow_satellite import time_to_reach as reach
+    return reach(trace, target)
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--tasks", default="T1,T2,T3", help="comma-separated: T1, T2, T3")
+    parser.add_argument("--libs", default="sparsegp,gpflow,gpytorch",
+                        help="comma-separated libraries to run")
+    parser.add_argument("--threads", default="one,default",
+                        help="thread settings: one, default or both (comma-separated)")
+    parser.add_argument("--quick", action="store_true", help="small problems, a smoke run")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--adam-lr", type=float, default=0.1, help="GPyTorch's Adam step")
+    parser.add_argument("--gpflow-python", default=DEFAULT_PYTHON["gpflow"])
+    parser.add_argument("--gpytorch-python", default=DEFAULT_PYTHON["gpytorch"])
+    parser.add_argument("--timeout", type=float, default=3600.0, help="seconds per child")
+    parser.add_argument("--json", default="", help="also write every row to this file")
+    # child mode (internal)
+    parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    for name in ("task", "lib", "variant", "data", "out", "config"):
+        parser.add_argument(f"--{name}", default="", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.child:
+        args.threads = args.threads if args.threads in ("one", "default") else "default"
+        return run_child(args)
+
+    # the driver's data and metrics come from this checkout's sparsegp too
+    sys.path.insert(0, ROOT)
+    tasks = [t.strip().upper() for t in args.tasks.split(",") if t.strip()]
+    libs = {x.strip() for x in args.libs.split(",") if x.strip()}
+    settings = [s.strip() for s in args.threads.split(",") if s.strip()]
+    unknown = (set(tasks) - set(CONFIG)) | (set(settings) - {"one", "default"})
+    if unknown:
+        parser.error(f"unknown task or thread setting: {sorted(unknown)}")
+    config = QUICK if args.quick else CONFIG
+    pythons = {"sparsegp": sys.executable, "gpflow": args.gpflow_python,
+               "gpytorch": args.gpytorch_python}
+    problems = {lib: peer_problem(pythons[lib], lib) for lib in libs}
+    for lib, why in problems.items():
+        if why:
+            print(f"skipping {lib}: {why}", flush=True)
+
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="bench_peers_") as tmp:
+        for task in tasks:
+            cfg = dict(config[task], adam_lr=args.adam_lr)
+            if task == "T1":
+                problems_ = [(f"N={N}", make_t1(N, cfg, args.seed)) for N in cfg["sizes"]]
+            elif task == "T2":
+                problems_ = [(f"N={cfg['N']}", make_t2(cfg, args.seed))]
+            else:
+                data, source = make_t3(cfg, args.seed)
+                print(f"T3 data: {source}, N = {data['Xtr'].shape[0]}", flush=True)
+                problems_ = [(f"N={data['Xtr'].shape[0]}", data)]
+            for size, data in problems_:
+                data_path = os.path.join(tmp, f"{task}_{size}.npz")
+                np.savez(data_path, **data)
+                for threads in settings:
+                    rows.extend(run_cells(task, size, data, data_path, threads, cfg, libs,
+                                          problems, pythons, tmp, args.timeout))
+    print_table(rows)
+    if args.json:
+        with open(args.json, "w") as fh:
+            json.dump(dict(quick=args.quick, seed=args.seed, config=config, rows=rows), fh,
+                      indent=1)
+        print(f"wrote {args.json}")
+
+
+def run_cells(task, size, data, data_path, threads, cfg, libs, problems, pythons, tmp,
+              timeout):
+    """Every library of ``task`` on one problem at one thread setting; rows for the table."""
+    rows, done = [], {}
+    for lib, variant in CELLS[task]:
+        if lib not in libs or problems.get(lib):
+            continue
+        path = data_path
+        if task == "T3" and lib != "sparsegp":
+            # GPflow starts where SEP started: the start comes out of SEP's process
+            sep = done.get(("sparsegp", "sep"))
+            if sep is None:
+                print(f"{task} {size} {threads}: {lib} skipped, SEP's start is not available",
+                      flush=True)
+                continue
+            path = os.path.join(tmp, f"{task}_{size}_{threads}_start.npz")
+            starts = {k: v for k, v in sep["_arrays"].items() if k.startswith("start_")}
+            np.savez(path, **data, **starts, n_start=sep["n_start"])
+        out_path = os.path.join(tmp, f"{task}_{size}_{lib}_{variant}_{threads}_out.npz")
+        print(f"{task} {size} {lib}/{variant} threads={threads} ...", end=" ", flush=True)
+        result, error = launch(pythons[lib], task, lib, variant, threads, path, out_path,
+                               cfg, timeout)
+        if error:
+            print(f"failed: {error}", flush=True)
+            continue
+        print(f"{result['seconds']:.2f} s", flush=True)
+        arrays = result.pop("_arrays")
+        if task == "T2":
+            result["test_rmse"] = float(np.sqrt(np.mean((arrays["mean"] - data["yte"]) ** 2)))
+        else:
+            classes = np.unique(data["ytr"])
+            result.update(_classification_metrics(data["yte"], arrays["proba"], classes))
+        result.update(task=task, size=size, lib=lib, variant=variant, threads=threads)
+        done[(lib, variant)] = dict(result, _arrays=arrays)
+        rows.append(result)
+    # ratios to sparsegp in the same run, same problem, same thread setting
+    for row in rows:
+        ref_variant = REFERENCE.get(row["variant"], {}).get(task, row["variant"])
+        ref = done.get(("sparsegp", ref_variant))
+        row["ratio"] = row["seconds"] / ref["seconds"] if ref else None
+    if task == "T3" and ("sparsegp", "sep") in done and ("gpflow", "svgp") in done:
+        sep, svgp = done[("sparsegp", "sep")], done[("gpflow", "svgp")]
+        sep_final, svgp_final = sep["trace"][-1][1], svgp["trace"][-1][1]
+        for row in rows:
+            mine, other = (sep, svgp_final) if row["lib"] == "sparsegp" else (svgp, sep_final)
+            row["reach_other_final_nlp"] = other
+            row["time_to_reach"] = time_to_reach(mine["trace"], other)
+    return rows
+
+
+def _fmt(x, spec):
+    """``format(x, spec)``, or a dash as wide as the spec's width when x is missing."""
+    width = int("".join(c for c in spec.split(".")[0] if c.isdigit()) or 0)
+    return "-".rjust(width) if x is None else format(x, spec)
+
+
+def print_table(rows):
+    if not rows:
+        print("no results")
+        return
+    print()
+    header = (f"{'task':4s} {'size':8s} {'library':16s} {'threads':7s} {'fit s':>8s} "
+              f"{'/sparsegp':>9s} {'iters':>5s}  quality")
+    print(header)
+    print("-" * len(header))
+    for r in rows:
+        if r["task"] == "T2":
+            quality = (f"RMSE {r['test_rmse']:.4f}  {r['objective_name']} "
+                       f"{r['start_objective']:.1f} -> {r['objective']:.1f}  "
+                       f"eval {_fmt(r.get('eval_seconds'), '.3f')} s")
+        else:
+            quality = f"error {r['test_error']:.4f}  NLP {r['test_nlp']:.4f}"
+            if "reach_other_final_nlp" in r:
+                quality += (f"  reaches other's final NLP {r['reach_other_final_nlp']:.4f}: "
+                            + (f"{r['time_to_reach']:.1f} s" if r["time_to_reach"]
+                               is not None else "never"))
+        print(f"{r['task']:4s} {r['size']:8s} {r['lib'] + '/' + r['variant']:16s} "
+              f"{r['threads']:7s} {r['seconds']:8.2f} {_fmt(r['ratio'], '9.2f')} "
+              f"{r['iterations']:5d}  {quality}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,48 @@
+"""The peer benchmark's driver pieces: shared data and start, skip reasons (no timings)."""
+import os
+import sys
+
+import numpy as np
+import pytest
+
+BENCH = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "benchmarks")
+sys.path.insert(0, BENCH)
+bench_peers = pytest.importorskip("bench_peers")
+
+
+def test_t1_data_is_seeded_and_inducing_start_is_a_training_subset():
+    cfg = bench_peers.QUICK["T1"]
+    a, b = bench_peers.make_t1(300, cfg, seed=3), bench_peers.make_t1(300, cfg, seed=3)
+    for key in a:
+        np.testing.assert_array_equal(a[key], b[key])
+    Z, X = a["Z"], a["Xtr"]
+    assert Z.shape == (cfg["M"], 2)
+    # every starting inducing input is a distinct training row
+    rows = {tuple(x) for x in X}
+    assert all(tuple(z) in rows for z in Z) and len({tuple(z) for z in Z}) == cfg["M"]
+
+
+def test_t2_targets_have_unit_scale_so_normalize_y_false_fits_the_same_model():
+    cfg = bench_peers.QUICK["T2"]
+    d = bench_peers.make_t2(cfg, seed=0)
+    assert d["Xtr"].shape == (cfg["N"], cfg["D"]) and d["Xte"].shape[0] == cfg["n_test"]
+    assert abs(d["ytr"].mean()) < 0.1 and 0.9 < d["ytr"].var() < 1.3
+
+
+def test_missing_interpreter_or_package_gives_a_reason(tmp_path, monkeypatch):
+    missing = str(tmp_path / "no-python")
+    assert "not found" in bench_peers.peer_problem(missing, "gpflow")
+    monkeypatch.setitem(bench_peers.PEER_PACKAGES, "gpflow", ("no_such_module_xyz",))
+    assert "lacks no_such_module_xyz" in bench_peers.peer_problem(sys.executable, "gpflow")
+    assert bench_peers.peer_problem(sys.executable, "sparsegp") is None
+
+
+def test_thread_settings_reach_the_child_environment(monkeypatch):
+    monkeypatch.setenv("OMP_NUM_THREADS", "7")
+    one = bench_peers._child_env("gpflow", "one")
+    assert all(one[k] == "1" for k in bench_peers.THREAD_VARS)
+    default = bench_peers._child_env("gpflow", "default")
+    assert not any(k in default for k in bench_peers.THREAD_VARS)
+    # sparsegp's child imports this checkout first
+    assert bench_peers._child_env("sparsegp", "default")["PYTHONPATH"].startswith(
+        bench_peers.ROOT)
