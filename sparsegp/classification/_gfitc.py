@@ -18,12 +18,13 @@ from scipy import linalg as sla
 from sklearn.base import ClassifierMixin
 
 from .._inducing_base import InducingPointEstimator
-from .._config import EP_MAX_SWEEPS, EP_TOL, JITTER, MAX_JITTER
+from .._linalg import cholesky_jitter
+from .._config import EP_MAX_SWEEPS, EP_TOL, JITTER
 from .._numba import ep_fitc as _ep
 from .._numba.probit import log_ndtr_vec
 from .._threads import single_threaded_blas
 from .._validation import check_option
-from ..exceptions import ConvergenceWarning, JitterWarning
+from ..exceptions import ConvergenceWarning
 from .._numba.covfuncs import SE
 from ..kernels import grad_contract, kernel_matrix
 from ._binary import (
@@ -76,25 +77,10 @@ class _FITCPrior:
         self.Kfu = kernel_matrix(X, Z, family, variance, lengthscale)
         Kzz = kernel_matrix(Z, Z, family, variance, lengthscale)
         self.Kzz = Kzz
-        eps = jitter
-        while True:
-            Kuu = Kzz.copy()
-            Kuu[np.diag_indices_from(Kuu)] += eps * variance
-            try:
-                Lu = np.linalg.cholesky(Kuu)
-                if np.all(np.isfinite(Lu)):
-                    break
-            except np.linalg.LinAlgError:
-                pass
-            if not escalate or eps * 10.0 > MAX_JITTER:
-                raise np.linalg.LinAlgError(
-                    f"K_uu is not positive definite even with jitter {eps:g} x variance; "
-                    f"spread the inducing points or raise jitter")
-            eps = max(eps * 10.0, 1e-10)
-        if eps != jitter:
-            warnings.warn(f"K_uu needed jitter {eps:g} x variance (asked for {jitter:g}) to be "
-                          f"factorised; pseudo-inputs are nearly duplicated", JitterWarning,
-                          stacklevel=4)
+        Lu, eps = cholesky_jitter(Kzz, self.variance, jitter, escalate=escalate,
+                                  stacklevel=5)
+        Kuu = Kzz.copy()
+        Kuu[np.diag_indices_from(Kuu)] += eps * self.variance
         self.jitter = eps
         self.Kuu, self.Lu = Kuu, Lu
         V = sla.solve_triangular(Lu, self.Kfu.T, lower=True, check_finite=False)

@@ -144,16 +144,10 @@ def make_gp_classes(n, n_classes=3, lengthscale=0.5, variance=1.0, noise=0.01,
 
 
 def _cholesky_with_jitter(K, variance):
-    """Lower Cholesky factor of K + j * variance * I, growing j from JITTER to MAX_JITTER."""
-    jitter = JITTER
-    eye = np.eye(K.shape[0])
-    while True:
-        try:
-            return np.linalg.cholesky(K + jitter * variance * eye)
-        except np.linalg.LinAlgError:
-            if jitter >= MAX_JITTER:
-                raise
-            jitter *= 10.0
+    """Lower Cholesky factor of K + j * variance * I, j from JITTER (the library's ladder)."""
+    from .._linalg import cholesky_jitter
+
+    return cholesky_jitter(K, variance, JITTER, name="K", warn=False)[0]
 
 
 def regression_1d_function(x):

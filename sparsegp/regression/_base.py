@@ -68,7 +68,7 @@ from scipy.linalg import blas as _blas
 from scipy.linalg import lapack as _lapack
 from scipy.linalg import cho_solve, solve_triangular
 
-from .._config import MAX_JITTER
+from .._linalg import cholesky_jitter
 from .._numba import covfuncs as _cf
 from .._numba.covfuncs import SE
 from .._numba import regression as _nr
@@ -172,54 +172,12 @@ def _n_parts():
 
 
 def chol_jitter(K, variance, jitter, name="K_uu"):
-    """Lower Cholesky factor of ``K + j s² I`` with j = ``jitter``, grown tenfold on failure.
+    """Lower Cholesky factor of ``K + j s² I``: the library's one ladder
+    (:func:`sparsegp._linalg.cholesky_jitter`), with the jitter relative to s².
 
-    Parameters
-    ----------
-    K : ndarray of shape (M, M)
-        Covariance without jitter (left unchanged).
-    variance : float
-        Signal variance s²; the jitter is proportional to it (notes §0.2).
-    jitter : float
-        Starting jitter multiple (>= 0).
-
-    Returns
-    -------
-    L : ndarray of shape (M, M)
-    used : float
-        The jitter multiple finally used. When it exceeds ``jitter`` a
-        :class:`~sparsegp.exceptions.JitterWarning` has been issued.
-
-    Raises
-    ------
-    numpy.linalg.LinAlgError
-        When even ``MAX_JITTER`` does not make the matrix positive definite.
+    Returns ``(L, used)``; a grown jitter warns, a failure raises ``LinAlgError``.
     """
-    used = float(jitter)
-    diag = np.diag_indices_from(K)
-    while True:
-        Kj = K.copy()
-        Kj[diag] += used * variance
-        try:
-            L = np.linalg.cholesky(Kj)
-            if np.all(np.isfinite(L)):
-                break
-        except np.linalg.LinAlgError:
-            pass
-        if used >= MAX_JITTER:
-            raise np.linalg.LinAlgError(
-                f"{name} is not positive definite even with jitter {used:g} x variance; "
-                "check for NaN inputs or duplicate inducing inputs with zero jitter"
-            )
-        used = min(max(used * 10.0, 1e-10), MAX_JITTER)
-    if used > jitter:
-        warnings.warn(
-            f"{name} was numerically singular with jitter {jitter:g}; the jitter was increased "
-            f"to {used:g} x variance (duplicate or nearly coincident inducing inputs?)",
-            JitterWarning,
-            stacklevel=3,
-        )
-    return L, used
+    return cholesky_jitter(K, variance, jitter, name=name, stacklevel=4)
 
 
 def check_blocks(blocks, n_samples):
