@@ -110,7 +110,8 @@ def test_warning_when_no_better_than_class_frequencies():
     X = rng.normal(size=(120, 3))
     y = (rng.random(120) < 0.3).astype(int)          # labels unrelated to X
     with pytest.warns(ConvergenceWarning, match="class frequencies"):
-        IVMClassifier(n_active=10, lengthscale=1e-3, optimize=False,
+        # a vanishing signal variance: the collapse of the old defaults, flat probabilities
+        IVMClassifier(n_active=10, variance=1e-10, optimize=False,
                       random_state=0).fit(X, y)
     # an informative fit stays silent
     X2 = rng.normal(size=(200, 2))

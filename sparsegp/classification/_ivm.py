@@ -110,6 +110,7 @@ class _BinaryIVM:
     kernel: object = None    # the fitted kernel object (StationarySpec.fitted)
     train_log_loss: float = np.nan   # mean -log p(y_i | x_i) over all training rows
     class_entropy: float = np.nan    # entropy of the task's class frequencies (nats)
+    proba_spread: float = np.nan     # s.d. of p(y = +1 | x_i) over the training rows
 
     def latent(self, X):
         """(mean, var) of f* at the rows of X (eq. 5): O(d) mean, O(d^2) variance each."""
@@ -406,6 +407,11 @@ def _fit_bias(f, A, y, bias0):
     return b if objective(b) <= objective(bias0) else float(bias0)
 
 
+#: s.d. of the training probabilities below which a fit counts as flat (the collapse of
+#: seed 000 Table 1's IVM cells left them constant to 1e-15)
+FLAT_PROBA = 1e-3
+
+
 def _class_entropy(y):
     """Entropy (nats) of the class frequencies of labels in {-1, +1}."""
     q = float(np.mean(y > 0))
@@ -474,6 +480,7 @@ def _fit_binary(X, y, spec, bias_variance, bias, fit_bias, opts, rng, label):
                       spec.family)
     model.train_log_loss = _mean_nlp(f, A, y, bias)
     model.class_entropy = _class_entropy(y)
+    model.proba_spread = float(np.std(special.ndtr((f + bias) / np.sqrt(1.0 + A))))
     return model
 
 
@@ -911,13 +918,17 @@ class IVMClassifier(_BinaryGPClassifierMixin, ClassifierMixin, SparseGPEstimator
         return self
 
     def _warn_if_uninformative(self, model, label):
-        """ConvergenceWarning when the fit predicts its own training labels no better than
-        the class frequencies do (training log loss >= their entropy)."""
-        if model.train_log_loss >= model.class_entropy:
+        """ConvergenceWarning when the fit has collapsed to the class frequencies: its
+        training log loss is no better than their entropy *and* its probabilities are flat
+        over the training rows (s.d. below ``FLAT_PROBA``). A fit to labels that X does not
+        explain (a noise fit) is not flat and stays silent: it is a fit, not a collapse."""
+        if (model.train_log_loss >= model.class_entropy
+                and model.proba_spread < FLAT_PROBA):
             warnings.warn(
                 f"{label}: the fitted IVM predicts no better than the class frequencies "
                 f"(training log loss {model.train_log_loss:.4f} >= class-frequency entropy "
-                f"{model.class_entropy:.4f}); its probabilities are nearly flat. Try "
+                f"{model.class_entropy:.4f}) and its probabilities are flat (s.d. "
+                f"{model.proba_spread:.1e}). Try "
                 f"standardised inputs, lengthscale=None (a start scaled to the data), "
                 f"bias='fit', optimize='validation', or a larger n_active",
                 ConvergenceWarning, stacklevel=3)
