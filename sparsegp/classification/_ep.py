@@ -248,6 +248,9 @@ class EPClassifier(_BinaryGPClassifierMixin, ClassifierMixin, SparseGPEstimator)
         EP sweeps of the final EP run.
     converged_ : bool
         Whether the final EP run met ``ep_tol``.
+    log_marginal_likelihood_value_ : float
+        The objective the fit maximised, under scikit-learn's name: the EP log evidence log Z_EP
+        (= ``log_evidence_``).
     n_iter_ : int
         Optimiser iterations of the best start (0 without optimisation).
     L_ : ndarray of shape (n_samples, n_samples)
@@ -373,6 +376,7 @@ class EPClassifier(_BinaryGPClassifierMixin, ClassifierMixin, SparseGPEstimator)
         self.posterior_mean_ = fit.mu
         self.posterior_var_ = np.diag(fit.Sigma).copy()
         self.log_evidence_ = fit.log_evidence
+        self.log_marginal_likelihood_value_ = float(fit.log_evidence)
         self.n_sweeps_ = fit.n_sweeps
         self.converged_ = fit.converged
         self.n_iter_ = n_iter

@@ -470,6 +470,9 @@ class GFITCClassifier(_BinaryGPClassifierMixin, ClassifierMixin, InducingPointEs
         ``"inducing_points"`` (M, n_features); fixed kernel parameters included.
     n_sweeps_ : int
         EP sweeps of the final EP run.
+    log_marginal_likelihood_value_ : float
+        The objective the fit maximised, under scikit-learn's name: the EP log evidence log Z_EP
+        (= ``log_evidence_``).
     n_iter_ : int
         Optimiser iterations of the start that was kept (0 without optimisation).
     jitter_ : float
@@ -609,6 +612,7 @@ class GFITCClassifier(_BinaryGPClassifierMixin, ClassifierMixin, InducingPointEs
         self.inducing_points_ = prior.Z.copy()
         self.jitter_ = float(prior.jitter)
         self.log_evidence_ = float(lz)
+        self.log_marginal_likelihood_value_ = self.log_evidence_
         self.log_evidence_gradient_ = self._gradient_dict(dv, dl, db, ard=hp.ard,
                                                           inducing_points=dz)
         self.n_sweeps_ = int(res.n_sweeps)

@@ -705,6 +705,9 @@ class IVMClassifier(_BinaryGPClassifierMixin, ClassifierMixin, SparseGPEstimator
         (each task fits its own (s2, l)).
     bias_ : float or ndarray of shape (n_classes,)
         The bias b used (after "auto").
+    log_marginal_likelihood_value_ : float
+        The objective the fit maximised, under scikit-learn's name: the approximate marginal
+        likelihood of notes §2.6, summed over the one-vs-rest tasks.
     n_iter_ : int or ndarray of shape (n_classes,)
         Hyper-parameter rounds run ("evidence") or grid points tried ("validation"); 0
         without optimisation.
@@ -959,6 +962,8 @@ class IVMClassifier(_BinaryGPClassifierMixin, ClassifierMixin, SparseGPEstimator
             self.kernel_ = [mod.kernel for mod in ms]
             self.bias_ = np.array([mod.bias for mod in ms])
             self.n_iter_ = np.array([mod.n_iter for mod in ms])
+        # one-vs-rest tasks are fitted independently: their objectives add
+        self.log_marginal_likelihood_value_ = float(np.sum([mod.log_evidence for mod in ms]))
 
     # -- prediction ------------------------------------------------------------------------
 

@@ -687,6 +687,9 @@ class MultiClassEPClassifier(_mc.MultiClassGPClassifier):
     evidence_history_ : ndarray of shape (n_iter_,)
     posterior_mean_ : ndarray of shape (C, M)
     posterior_cov_ : ndarray of shape (C, M, M)
+    log_marginal_likelihood_value_ : float
+        The objective the fit maximised, under scikit-learn's name: the EP (or SEP) log evidence
+        (= ``log_evidence_``).
     n_iter_ : int
 
     Notes
@@ -920,6 +923,7 @@ class MultiClassEPClassifier(_mc.MultiClassGPClassifier):
         self.noise_ = prior.noise.copy()
         self.lengthscale_ = prior.lengthscale.copy()
         self.log_evidence_ = float(log_z)
+        self.log_marginal_likelihood_value_ = self.log_evidence_
         self.evidence_history_ = np.asarray(history, dtype=np.float64)
         self.posterior_mean_ = q.m.copy()
         self.posterior_cov_ = q.S.copy()

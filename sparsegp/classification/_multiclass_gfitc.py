@@ -609,6 +609,9 @@ class MultiClassGFITCClassifier(_mc.MultiClassGPClassifier):
         log Z_EP at the initial hyper-parameters and after every L-BFGS-B iteration.
     site_precision_, site_mean_ : ndarray of shape (C, N)
         Aggregated EP site natural parameters (tau_bar, nu_bar) of the training latents.
+    log_marginal_likelihood_value_ : float
+        The objective the fit maximised, under scikit-learn's name: the EP log evidence (=
+        ``log_evidence_``).
     n_iter_ : int
     ep_schedule_ : {"sequential", "parallel"}
         The EP schedule used (``ep_schedule`` with "auto" resolved).
@@ -774,6 +777,7 @@ class MultiClassGFITCClassifier(_mc.MultiClassGPClassifier):
         self._state = state
         self._ep_converged = ok
         self.log_evidence_ = float(lz)
+        self.log_marginal_likelihood_value_ = self.log_evidence_
         self.inducing_points_ = hyp.Z.copy()
         self.variance_ = np.exp(hyp.log_variance)
         self.noise_ = np.exp(hyp.log_noise)

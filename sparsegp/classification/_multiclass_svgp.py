@@ -270,6 +270,9 @@ class MultiClassSVGPClassifier(_mc.MultiClassGPClassifier):
     elbo_history_ : ndarray
         The ELBO at the start and after every L-BFGS-B iteration (batch mode), or the average
         minibatch estimate of every epoch (minibatch mode).
+    log_marginal_likelihood_value_ : float
+        The objective the fit maximised, under scikit-learn's name: the evidence lower bound (=
+        ``elbo_``).
     n_iter_ : int
 
     References
@@ -482,6 +485,7 @@ class MultiClassSVGPClassifier(_mc.MultiClassGPClassifier):
         hyp, q = self._split(vec, shape)
         self._hyp, self._q = hyp, q
         self.elbo_ = float(elbo)
+        self.log_marginal_likelihood_value_ = self.elbo_
         self.elbo_history_ = np.array(history, dtype=np.float64)
         self.inducing_points_ = hyp.Z.copy()
         self.variance_ = np.exp(hyp.log_variance)

@@ -137,6 +137,9 @@ class StagewiseGPClassifier(_BinaryGPClassifierMixin, ClassifierMixin, SparseGPE
     inner_nlp_ : ndarray of shape (d_max,)
         Training NLP_a (eq. 5) after each inclusion of the kept model's inner loop (at the
         hyper-parameters that loop ran with).
+    log_marginal_likelihood_value_ : float
+        The objective the fit maximised, under scikit-learn's name: minus the smallest NLP of
+        eq. 4, the objective this estimator minimises (it has no evidence).
     n_iter_ : int
         Outer iterations run.
     cholesky_ : ndarray of shape (d_max, d_max)
@@ -271,6 +274,8 @@ class StagewiseGPClassifier(_BinaryGPClassifierMixin, ClassifierMixin, SparseGPE
         self.cholesky_, self.predictive_weights_ = _predictor(self.basis_vectors_, p, m, s2,
                                                              ls, family)
         self.nlp_history_ = history
+        # the objective this estimator optimises is the NLP of eq. 4 (minimised)
+        self.log_marginal_likelihood_value_ = -float(min(history, default=np.nan))
         return self
 
     # ------------------------------------------------------------------------------------

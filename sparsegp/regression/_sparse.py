@@ -125,6 +125,9 @@ class SparseGPRegressor(RegressorMixin, InducingPointEstimator):
         Training rows used by ``"sod"``.
     jitter_ : float
         Jitter multiple finally used on K_uu.
+    log_marginal_likelihood_value_ : float
+        The objective the fit maximised, under scikit-learn's name: the log evidence (VFE: its
+        bound), as ``log_marginal_likelihood_``.
     n_iter_ : int
         Optimiser iterations of the best start (0 without optimisation).
     n_features_in_ : int
@@ -310,6 +313,7 @@ class SparseGPRegressor(RegressorMixin, InducingPointEstimator):
         self.jitter_ = post.jitter if method in _base.SPARSE_METHODS else 0.0
         # the density of y in its own units: y = y_std * y_model + y_mean
         self.log_marginal_likelihood_ = float(lml) - yfit.size * math.log(y_std)
+        self.log_marginal_likelihood_value_ = self.log_marginal_likelihood_
         grad["variance"] /= u2
         grad["noise_variance"] /= u2
         if not spec.ard:
