@@ -29,6 +29,7 @@ import math
 import warnings
 
 import numpy as np
+from sklearn.utils.multiclass import check_classification_targets
 from scipy import linalg as sla
 from scipy.linalg import blas as _blas
 from sklearn.base import ClassifierMixin
@@ -332,13 +333,20 @@ class MultiClassGPClassifier(ClassifierMixin, InducingPointEstimator):
         With ``row_sliceable`` X may be any 2-D array-like with row slicing (memmap, h5py or
         zarr dataset), which is left unread; otherwise X comes back as a float64 copy.
         """
-        if row_sliceable:
+        if row_sliceable and _is_lazy_store(X):
+            # out of core: the rows stay where they are; what can be checked without
+            # reading them is checked as the in-memory path checks it
             N, D = check_row_sliceable(X)
+            if np.dtype(getattr(X, "dtype", np.float64)).kind not in "iufb":
+                raise ValueError(f"X must hold real numbers; got dtype {X.dtype}")
             self._record_features(X)
             if y is None:
                 raise ValueError(f"{type(self).__name__} requires y to be passed, but the "
                                  "target y is None")
+            y = np.asarray(y)
+            check_classification_targets(y)
         else:
+            # in memory (arrays, DataFrames, lists): one validation for batch and minibatch
             X, y = self._validate_fit_data(X, y, classifier=True)
             N, D = X.shape
         classes, y_index = check_multiclass_labels(y)
@@ -650,6 +658,16 @@ class SignAdaptiveStep:
 # --------------------------------------------------------------------------------------------
 # minibatches over row-sliceable array-likes
 # --------------------------------------------------------------------------------------------
+def _is_lazy_store(X):
+    """True for row-sliceable data not to be read whole: memmaps and array stores (h5py,
+    zarr, ...) rather than in-memory arrays, DataFrames and lists."""
+    if isinstance(X, np.memmap):
+        return True
+    if isinstance(X, (np.ndarray, list, tuple)) or hasattr(X, "iloc"):
+        return False
+    return hasattr(X, "shape") and hasattr(X, "__getitem__")
+
+
 def check_row_sliceable(X, name="X"):
     """Check that X is 2-D and indexable by rows without reading it; return (N, D).
 

@@ -1,0 +1,60 @@
+"""Minibatch fits validate their inputs exactly as batch fits do (issue 23, item 5)."""
+import numpy as np
+import pytest
+
+from sparsegp import MultiClassEPClassifier, MultiClassSVGPClassifier
+from sparsegp.datasets import make_gp_classes
+
+ESTIMATORS = [
+    lambda **kw: MultiClassEPClassifier(method="sep", n_inducing=5, max_iter=2,
+                                        random_state=0, **kw),
+    lambda **kw: MultiClassSVGPClassifier(n_inducing=5, max_iter=2, random_state=0, **kw),
+]
+
+
+@pytest.fixture(scope="module")
+def data():
+    X, y = make_gp_classes(80, n_classes=3, random_state=0)
+    return np.asarray(X, dtype=float), np.asarray(y)
+
+
+@pytest.mark.parametrize("make", ESTIMATORS)
+def test_dataframe_in_minibatch_mode_equals_the_array_fit(make, data):
+    pd = pytest.importorskip("pandas")
+    X, y = data
+    frame = pd.DataFrame(X, columns=[f"x{j}" for j in range(X.shape[1])])
+    a = make(batch_size=20).fit(frame, y)
+    b = make(batch_size=20).fit(X, y)
+    assert list(a.feature_names_in_) == list(frame.columns)
+    np.testing.assert_array_equal(a.predict_proba(frame), b.predict_proba(X))
+
+
+@pytest.mark.parametrize("make", ESTIMATORS)
+@pytest.mark.parametrize("batch_size", [None, 20])
+def test_continuous_targets_are_refused_in_both_modes(make, batch_size, data):
+    X, _ = data
+    y = np.random.default_rng(0).normal(size=X.shape[0])
+    with pytest.raises(ValueError, match="Unknown label type"):
+        make(batch_size=batch_size).fit(X, y)
+
+
+@pytest.mark.parametrize("make", ESTIMATORS)
+@pytest.mark.parametrize("batch_size", [None, 20])
+def test_complex_inputs_are_refused_in_both_modes(make, batch_size, data):
+    X, y = data
+    with pytest.raises(ValueError, match="[Cc]omplex"):
+        make(batch_size=batch_size).fit(X + 1j, y)
+
+
+def test_memmap_stays_unread_but_is_checked(tmp_path, data):
+    X, y = data
+    path = tmp_path / "X.dat"
+    mm = np.memmap(path, dtype=np.float64, mode="w+", shape=X.shape)
+    mm[:] = X
+    mm.flush()
+    ro = np.memmap(path, dtype=np.float64, mode="r", shape=X.shape)
+    fit = ESTIMATORS[0](batch_size=20).fit(ro, y)
+    np.testing.assert_array_equal(fit.predict_proba(X),
+                                  ESTIMATORS[0](batch_size=20).fit(X, y).predict_proba(X))
+    with pytest.raises(ValueError, match="Unknown label type"):
+        ESTIMATORS[0](batch_size=20).fit(ro, y + 0.5)
