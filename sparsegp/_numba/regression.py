@@ -153,7 +153,8 @@ def fitc_backward(Xs, ZsT, K, G, V, H, Li, y, lam, gamma, wt, alpha, n_parts, bl
 
     Xs (N, D), ZsT (D, M): inputs over the length-scales; K, G, V: (N, M), V overwritten;
     H (M, M) = S⁻¹; wt (M,) = L_u⁻ᵀ γ; alpha (N,) is written. Returns
-    ``(trg, C, gz, gq, cs)``: Σ g, C (M, M) = Vᵀ diag(α² + h) V and the contraction sums.
+    ``(trg, C, gz, gq, cs)``: Σ g per row range (n_parts,), C (M, M) = Vᵀ diag(α² + h) V
+    and the contraction sums.
     """
     N, M = K.shape
     D = Xs.shape[1]
@@ -176,7 +177,9 @@ def fitc_backward(Xs, ZsT, K, G, V, H, Li, y, lam, gamma, wt, alpha, n_parts, bl
             trmm_rows(Yb, Li, 0, nb, False)
             se_contract_rows(Xs[lo:hi], ZsT, K[lo:hi], G[lo:hi], Yb, alpha[lo:hi], wt, gz[t],
                              gq[t], cs[t], 0, nb)
-    return trg.sum(), sum_lower_parts(C), gz.sum(axis=0), gq.sum(axis=0), cs.sum(axis=0)
+    # the per-range Σ g goes back whole: a full .sum() here becomes a Numba parallel
+    # reduction whose order follows the thread count
+    return trg, sum_lower_parts(C), gz.sum(axis=0), gq.sum(axis=0), cs.sum(axis=0)
 
 
 @jit(parallel=True)
@@ -221,7 +224,8 @@ def dtc_backward(Xs, ZsT, K, G, V, P, y, gamma, sn2, wt, alpha, n_parts, block):
 
     Per block of rows: α (:func:`dtc_alpha_rows`), ``W = V P`` (gemm, into block-sized
     scratch) and the contraction of ``W + α wtᵀ`` with K and G (:func:`se_contract_rows`).
-    Xs (N, D), ZsT (D, M); K, G, V: (N, M); P (M, M); wt (M,); alpha (N,) written. Returns the contraction sums
+    Xs (N, D), ZsT (D, M); K, G, V: (N, M); P (M, M); wt (M,); alpha (N,) written. Returns
+    the contraction sums
     ``(gz, gq, cs)``.
     """
     N, M = K.shape

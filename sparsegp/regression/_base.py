@@ -418,8 +418,9 @@ def _fitc_lml(X, y, Z, s2, lengthscale, sn2, Lu, Li, used, Kzz, A, eval_gradient
     alpha = np.empty(N)
     Xs, ZsT = _scaled_inputs(X, Z, lengthscale)
     # The pass overwrites Vt with diag(α² + h)^½ Vt (see the kernel)
-    trG, C, gz, gq, cs = _nr.fitc_backward(Xs, ZsT, A, G, Vt, H, Li, y, Lam, gamma, wt, alpha,
+    trg, C, gz, gq, cs = _nr.fitc_backward(Xs, ZsT, A, G, Vt, H, Li, y, Lam, gamma, wt, alpha,
                                            _n_parts(), ROW_BLOCK)
+    trG = float(np.sum(trg))                                 # in range order, any thread count
     # Vtᵀ diag(g) Vt = ½(Vtᵀ diag(α² + h) Vt − Vtᵀ Λ⁻¹ Vt)
     VdV = 0.5 * (C - (S - eye))
     Wu = _k_uu_adjoint(Li, gamma, H, VdV)                    # p = Vtᵀ α = γ
