@@ -4,7 +4,6 @@
 argument but ``random_state``, as a user first writes them, and must pass the same checks with
 no more expected failures than there.
 """
-import pytest
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from sparsegp import SparseGPRegressor
@@ -14,9 +13,6 @@ from sparsegp import SparseGPRegressor
 AT_DEFAULTS = [SparseGPRegressor(random_state=0)]
 
 
-# about 2.5 min of optimiser work at the defaults (M = min(50, N), Z learnt, 200 L-BFGS
-# steps per fit, ~100 fits): a slow reproduction, like the papers' tables
-@pytest.mark.slow
 @parametrize_with_checks(AT_DEFAULTS,
                          expected_failed_checks=lambda e: dict(type(e)._expected_failed_checks))
 def test_sklearn_estimator_checks_at_defaults(estimator, check):
