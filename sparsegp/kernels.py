@@ -19,6 +19,7 @@ compiled pass and returns the gradients for θ, Z and X.
 are what the estimators' engines call with plain arrays.
 """
 import numbers
+from abc import ABC, abstractmethod
 
 import numpy as np
 
@@ -47,7 +48,7 @@ class Hyperparameter:
         return f"Hyperparameter({self.name!r}, bounds={b}, n_elements={self.n_elements})"
 
 
-class Kernel:
+class Kernel(ABC):
     """Base of every kernel: parameters, log-space ``theta``, bounds, algebra.
 
     Subclasses store their constructor arguments unchanged and define ``hyperparameters``
@@ -89,8 +90,9 @@ class Kernel:
 
     # -- log-space view --------------------------------------------------------------------
     @property
+    @abstractmethod
     def hyperparameters(self):
-        raise NotImplementedError
+        """The list of :class:`Hyperparameter` of this kernel, in ``theta`` order."""
 
     @property
     def n_dims(self):
@@ -176,13 +178,15 @@ class Kernel:
         """The summands: a list of stationary kernels and constants (a Sum is flattened)."""
         return [self]
 
+    @abstractmethod
     def __call__(self, X, Z=None):
-        raise NotImplementedError
+        """k(X, Z) as an (N, M) array; ``Z=None`` gives k(X, X)."""
 
+    @abstractmethod
     def diag(self, X):
         """diag k(X, X), shape (N,)."""
-        raise NotImplementedError
 
+    @abstractmethod
     def gradient(self, X, Z, W, *, wrt_X=False):
         """Gradients of L = Σ W ⊙ K(X, Z).
 
@@ -205,11 +209,10 @@ class Kernel:
         g_X : ndarray of shape (N, D)
             Only with ``wrt_X``.
         """
-        raise NotImplementedError
 
+    @abstractmethod
     def diag_gradient(self, X, w):
         """dL/dθ of L = Σ_n w_n k(x_n, x_n), shape (n_dims,)."""
-        raise NotImplementedError
 
 
 class _Stationary(Kernel):
