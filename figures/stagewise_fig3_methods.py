@@ -30,6 +30,7 @@ import numpy as np
 from sparsegp import StagewiseGPClassifier
 from sparsegp.datasets import DatasetNotFoundError, load_dataset
 from sparsegp.metrics import error_rate, mean_nlp
+from sparsegp.experiments.stats import bonferroni_dunn, friedman, wilcoxon_pairs
 from sparsegp.plotting import plot_method_comparison, summarize_runs
 
 HERE = Path(__file__).resolve().parent
@@ -173,6 +174,79 @@ def print_table(results, datasets, methods):
                 print(m.ljust(18) + "".join(cells))
 
 
+#: the paper's significance tests: the proposed method (adaptive, kappa = 2) as the control
+CONTROL = "adaptive k=2"
+TESTED = (CONTROL, "validation k=59", "entropy", "infogain")
+METRICS = ((0, "error"), (1, "NLP"))
+
+
+def paired(results, ds, d, metric, methods):
+    """``{method: values}`` on the realisations every one of ``methods`` has at this d_max."""
+    per = {m: {} for m in methods}
+    for key, val in results.items():
+        name, r, dd, method = key.split("|")
+        if name == ds and int(dd) == d and method in per:
+            per[method][int(r)] = val[metric]
+    common = sorted(set.intersection(*(set(v) for v in per.values())))
+    return {m: [per[m][r] for r in common] for m in methods}, len(common)
+
+
+def significance_report(results, datasets, d_values):
+    """Markdown of the paper's tests (seed 004 §5) on the results so far.
+
+    Wilcoxon signed-rank of the control against each other tested method on the shared
+    realisations of every data set; Friedman over the data sets that have all four methods,
+    on their mean losses, and the Bonferroni-Dunn comparison with the control (alpha 0.05).
+    """
+    lines = ["# Seed 004, Figure 3: significance tests", "",
+             f"Control: {CONTROL}. Two-sided tests; p < 0.05 in bold. 'n' is the number of "
+             "realisations (Wilcoxon) or data sets (Friedman) with every method present.", "",
+             "## Wilcoxon signed-rank, per data set", "",
+             "| data set | d_max | n | " + " | ".join(f"{m} ({lab})" for m in TESTED[1:]
+                                                   for _, lab in METRICS) + " |",
+             "|---|---|---|" + "---|" * (2 * len(TESTED[1:]))]
+
+    def fmt(p):
+        return "–" if not np.isfinite(p) else (f"**{p:.3g}**" if p < 0.05 else f"{p:.3g}")
+
+    for ds in datasets:
+        for d in d_values:
+            cells, n = {}, 0
+            for metric, lab in METRICS:
+                scores, n = paired(results, ds, d, metric, TESTED)
+                if n < 2:
+                    break
+                for m, res in wilcoxon_pairs(scores, CONTROL).items():
+                    sign = "+" if res["median_difference"] < 0 else "−"
+                    cells[(m, lab)] = f"{fmt(res['p_value'])} ({sign})"
+            if cells:
+                lines.append(f"| {ds} | {d} | {n} | " + " | ".join(
+                    cells[(m, lab)] for m in TESTED[1:] for _, lab in METRICS) + " |")
+    lines += ["", "(+) the control's median loss is lower, (−) higher.", "",
+              "## Friedman over data sets, then Bonferroni-Dunn against the control", ""]
+    for d in d_values:
+        for metric, lab in METRICS:
+            table, used = {m: [] for m in TESTED}, []
+            for ds in datasets:
+                scores, n = paired(results, ds, d, metric, TESTED)
+                if n:
+                    used.append(ds)
+                    for m in TESTED:
+                        table[m].append(float(np.mean(scores[m])))
+            if len(used) < 2:
+                lines.append(f"- d_max {d}, {lab}: {len(used)} data set(s) with all four "
+                             "methods; no test")
+                continue
+            fr = friedman(table)
+            bd = bonferroni_dunn(table, CONTROL)
+            ranks = ", ".join(f"{m} {r:.2f}" for m, r in fr["average_rank"].items())
+            post = "; ".join(f"{m}: p {c['p_value']:.3g}" for m, c in bd["comparisons"].items())
+            lines.append(f"- d_max {d}, {lab} ({len(used)} data sets: {', '.join(used)}): "
+                         f"Friedman p {fmt(fr['p_value'])}; average ranks {ranks}; "
+                         f"Bonferroni-Dunn (CD {bd['critical_difference']:.2f}) {post}")
+    return "\n".join(lines) + "\n"
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--realizations", type=int, default=25)
@@ -210,6 +284,9 @@ def main(argv=None):
     for extra in args.merge:
         results.update(json.loads(Path(extra).read_text()))
     print_table(results, datasets, list(METHODS))
+    stats_md = out / ("stagewise_fig3_stats_quick.md" if quick else "stagewise_fig3_stats.md")
+    stats_md.write_text(significance_report(results, datasets, d_values))
+    print(f"wrote {stats_md}")
 
     from sparsegp.plotting._mpl import pyplot
     plt = pyplot()
