@@ -1,4 +1,5 @@
-"""Seed 004, Figure 3 (right panel): six basis-vector selection methods against d_max.
+"""Seed 004, Figure 3: six basis-vector selection methods against d_max (right panel) and the
+kappa sweep of adaptive against random sampling (left panel, ``--kappa-sweep``).
 
 Test error and test NLP (mean +- standard error over realisations) for adaptive sampling
 (kappa = 1, 2), random sampling (kappa = 2), the validation rule (kappa = 59), entropy and
@@ -15,6 +16,10 @@ exists (the paper used 25, Image and Splice 20).
     python figures/stagewise_fig3_methods.py --realizations 5 --datasets banana waveform \\
         --dmax 40 80
     python figures/stagewise_fig3_methods.py --quick
+
+``--kappa-sweep`` fits adaptive and random sampling at kappa in {1, 2, 4, 8, 16, 32} and the
+validation rule (kappa = 59) on Waveform and Twonorm at d_max 40 and 80, as the left panel does,
+and draws ``stagewise_fig3_kappa.png`` (mean +- s.e. against kappa).
 
 Results are appended to a JSON file (``--results``) after every fit, so an interrupted run
 resumes where it stopped. Writes ``stagewise_fig3_methods.png`` into ``--out``.
@@ -55,6 +60,28 @@ METHODS = {
     "random k=2": dict(selection="random", kappa=2),
     "validation k=59": dict(selection="validation", kappa=59),
 }
+
+
+#: the left panel: working-set sizes, data sets and d_max of the kappa sweep
+KAPPAS = (1, 2, 4, 8, 16, 32)
+SWEEP_DATASETS = ("waveform", "twonorm")
+SWEEP_DMAX = (40, 80)
+
+
+def method_settings(name):
+    """Constructor arguments of a method name: a key of METHODS or 'adaptive|random k=K'."""
+    if name in METHODS:
+        return METHODS[name]
+    selection, _, kappa = name.partition(" k=")
+    if selection not in ("adaptive", "random") or not kappa.isdigit():
+        raise ValueError(f"unknown method {name!r}: expected one of {sorted(METHODS)} or "
+                         "'adaptive k=K' / 'random k=K'")
+    return dict(selection=selection, kappa=int(kappa))
+
+
+def sweep_methods(kappas=KAPPAS):
+    """The kappa sweep's method names, adaptive and random at every kappa, then validation."""
+    return [f"{s} k={k}" for k in kappas for s in ("adaptive", "random")] + ["validation k=59"]
 
 
 def data_home(arg=None):
@@ -102,7 +129,8 @@ def fit_one(X, y, Xt, yt, d_max, method, outer_iter, seed):
     """Fit one method and return (test error, test NLP, seconds)."""
     t0 = time.perf_counter()
     est = StagewiseGPClassifier(d_max=d_max, lengthscale=float(np.sqrt(X.shape[1])),
-                                outer_iter=outer_iter, random_state=seed, **METHODS[method])
+                                outer_iter=outer_iter, random_state=seed,
+                                **method_settings(method))
     est.fit(X, y)
     proba = est.predict_proba(Xt)
     err = error_rate(yt, est.classes_[np.argmax(proba, axis=1)])
@@ -172,6 +200,42 @@ def print_table(results, datasets, methods):
                     mu, se, c = summary[m].get(d, (np.nan, 0.0, 0))
                     cells.append(f"{mu:.4f} ± {se:.4f} ({c})".rjust(22))
                 print(m.ljust(18) + "".join(cells))
+
+
+def draw_kappa_sweep(results, datasets, d_values, kappas, out, tag=""):
+    """The left panel: error and NLP against kappa per (data set, d_max); None without data."""
+    from sparsegp.plotting import plot_learning_curves
+    from sparsegp.plotting._mpl import pyplot
+    rows = [(ds, d) for ds in datasets for d in d_values
+            if any(collect(results, ds, 0).get(f"adaptive k={k}", {}).get(d) for k in kappas)]
+    if not rows:
+        return None
+    plt = pyplot()
+    fig, axes = plt.subplots(len(rows), 2, figsize=(10, 3 * len(rows)), squeeze=False)
+    for i, (ds, d) in enumerate(rows):
+        for j, (metric, label) in enumerate(((0, "test error"), (1, "test NLP"))):
+            values = collect(results, ds, metric)
+            curves = {}
+            for sel in ("adaptive", "random"):
+                runs = [values.get(f"{sel} k={k}", {}).get(d, []) for k in kappas]
+                width = max(len(r) for r in runs)
+                # realisations as rows; a missing fit is NaN and left out of that mean
+                curves[f"{sel} sampling"] = np.array([[r[p] if p < len(r) else np.nan
+                                                        for r in runs] for p in range(width)])
+            ax = plot_learning_curves(kappas, curves, ax=axes[i, j],
+                                      ylabel=f"{ds}, d_max {d}: {label}")
+            valid = values.get("validation k=59", {}).get(d)
+            if valid:
+                ax.axhline(np.mean(valid), color="k", ls="-.", lw=1, label="validation k=59")
+                ax.legend(fontsize=7)
+            ax.set_xscale("log", base=2)
+            ax.set_xticks(kappas, [str(k) for k in kappas])
+            ax.set_xlabel("working-set size kappa")
+    fig.tight_layout()
+    png = out / f"stagewise_fig3_kappa{tag}.png"
+    fig.savefig(png, dpi=110)
+    print(f"wrote {png}")
+    return png
 
 
 #: the paper's significance tests: the proposed method (adaptive, kappa = 2) as the control
@@ -264,6 +328,8 @@ def main(argv=None):
     parser.add_argument("--data-home", default=None)
     parser.add_argument("--plot-only", action="store_true",
                         help="fit nothing: table and figure from the results file(s)")
+    parser.add_argument("--kappa-sweep", action="store_true",
+                        help="the left panel: adaptive vs random sampling against kappa")
     parser.add_argument("--quick", action="store_true")
     args = parser.parse_args(argv)
     quick = args.quick or bool(os.environ.get("CI"))
@@ -276,6 +342,17 @@ def main(argv=None):
     results_path = Path(args.results) if args.results else \
         out / ("stagewise_fig3_results_quick.json" if quick else "stagewise_fig3_results.json")
     home = data_home(args.data_home)
+    if args.kappa_sweep:
+        kappas = (1, 2) if quick else KAPPAS
+        sweep_sets = datasets if quick else [d for d in SWEEP_DATASETS if d in args.datasets]
+        sweep_d = d_values if quick else [d for d in SWEEP_DMAX if d in args.dmax] or SWEEP_DMAX
+        results = {} if args.plot_only else run(sweep_sets, P, sweep_d, sweep_methods(kappas),
+                                                 outer, results_path, home, n_train,
+                                                 first=args.first_realization)
+        if results_path.is_file():
+            results = json.loads(results_path.read_text())
+        draw_kappa_sweep(results, sweep_sets, sweep_d, kappas, out, "_quick" if quick else "")
+        return results
     if args.plot_only:
         results = json.loads(results_path.read_text()) if results_path.is_file() else {}
     else:

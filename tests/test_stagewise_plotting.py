@@ -52,13 +52,15 @@ def test_summary_and_comparison_bars():
 
 @pytest.mark.slow
 @pytest.mark.parametrize("script", ["stagewise_fig3_methods.py",
+                                    "stagewise_fig3_methods.py --kappa-sweep",
                                     "stagewise_fig2_site_updates.py"])
 def test_figure_script_quick(script, tmp_path):
     require_data("raetsch_banana")
     require_data("raetsch_waveform")
     require_data("raetsch_image")
     env = dict(os.environ, CI="1")
-    subprocess.run([sys.executable, str(ROOT / "figures" / script), "--out", str(tmp_path)],
+    script, *extra = script.split()
+    subprocess.run([sys.executable, str(ROOT / "figures" / script), *extra, "--out", str(tmp_path)],
                    check=True, env=env, cwd=str(ROOT / "figures"), timeout=1200)
     assert list(tmp_path.glob("*.png"))
 
