@@ -395,9 +395,9 @@ class GFITCClassifier(_BinaryGPClassifierMixin, ClassifierMixin, InducingPointEs
 
     Parameters
     ----------
-    n_inducing : int, default=10
-        Number of pseudo-inputs M (1 <= M <= n_samples). Ignored when ``inducing_points`` is
-        given.
+    n_inducing : int or "auto", default="auto"
+        Number of pseudo-inputs M (1 <= M <= n_samples). ``"auto"``: 10, or n_samples when
+        that is smaller. Ignored when ``inducing_points`` is given.
     inducing_points : array-like of shape (M, n_features), optional
         Initial pseudo-input locations (fixed if ``optimize=False``).
     init : {"random", "kmeans"}, default="kmeans"
@@ -489,7 +489,9 @@ class GFITCClassifier(_BinaryGPClassifierMixin, ClassifierMixin, InducingPointEs
     A. Naish-Guzman and S. Holden, "The Generalized FITC Approximation", NIPS 2007.
     """
 
-    def __init__(self, n_inducing=10, inducing_points=None, init="kmeans", kernel=None,
+    _auto_inducing = 10
+
+    def __init__(self, n_inducing="auto", inducing_points=None, init="kmeans", kernel=None,
                  lengthscale=1.0, variance=1.0, bias=0.0, ard=False, jitter=JITTER,
                  optimize=True, optimizer="cg", max_iter=20, n_restarts=0, ep_tol=EP_TOL,
                  max_sweeps=EP_MAX_SWEEPS, damping=1.0, schedule="parallel",

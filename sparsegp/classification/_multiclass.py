@@ -618,8 +618,9 @@ class MultiClassEPClassifier(_mc.MultiClassGPClassifier):
     method : {"ep", "sep"}, default="ep"
         ``"ep"``: one site per factor (memory O(N C M)); ``"sep"``: stochastic EP with one tied
         site per class (memory O(C M^2), independent of N).
-    n_inducing : int, default=20
-        Inducing points per class, M (ignored when ``inducing_points`` is given).
+    n_inducing : int or "auto", default="auto"
+        Inducing points per class, M: ``"auto"`` is 20, or the number of training points when
+        that is smaller (ignored when ``inducing_points`` is given).
     inducing_points : ndarray of shape (M, D) or (C, M, D), optional
         Initial inducing inputs (shared by every class when 2-D).
     init : {"random", "kmeans", "subset"}, default="random"
@@ -705,7 +706,7 @@ class MultiClassEPClassifier(_mc.MultiClassGPClassifier):
     classification using expectation propagation. ICML 2017.
     """
 
-    def __init__(self, method="ep", n_inducing=20, inducing_points=None, init="random",
+    def __init__(self, method="ep", n_inducing="auto", inducing_points=None, init="random",
                  kernel=None, lengthscale=None, variance=1.0, noise=1.0, batch_size=None,
                  max_iter=250,
                  learning_rate=None, damping=0.5, learn_hyperparameters=True,

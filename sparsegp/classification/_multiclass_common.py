@@ -326,6 +326,7 @@ class MultiClassGPClassifier(ClassifierMixin, InducingPointEstimator):
     """
 
     _inits = ("random", "kmeans", "subset")
+    _auto_inducing = 20
 
     def _validate_training_data(self, X, y, row_sliceable):
         """Check X and y; return ``(X, N, D, classes, y_index)``.

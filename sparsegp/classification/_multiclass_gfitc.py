@@ -526,8 +526,9 @@ class MultiClassGFITCClassifier(_mc.MultiClassGPClassifier):
 
     Parameters
     ----------
-    n_inducing : int, default=20
-        Inducing points per class, M (ignored when ``inducing_points`` is given).
+    n_inducing : int or "auto", default="auto"
+        Inducing points per class, M: ``"auto"`` is 20, or the number of training points when
+        that is smaller (ignored when ``inducing_points`` is given).
     inducing_points : ndarray of shape (M, D) or (C, M, D), optional
         Initial inducing inputs (shared by every class when 2-D).
     init : {"random", "kmeans", "subset"}, default="random"
@@ -629,7 +630,7 @@ class MultiClassGFITCClassifier(_mc.MultiClassGPClassifier):
     A. Naish-Guzman and S. Holden. The generalized FITC approximation. NIPS 2008.
     """
 
-    def __init__(self, n_inducing=20, inducing_points=None, init="random", kernel=None,
+    def __init__(self, n_inducing="auto", inducing_points=None, init="random", kernel=None,
                  lengthscale=None, variance=1.0, noise=1.0, max_iter=250,
                  learn_hyperparameters=True, noise_in_kuu=True, jitter=_mc.DEFAULT_JITTER,
                  ep_schedule="auto", ep_damping=1.0, ep_tol=None, ep_max_sweeps=1000,

@@ -202,8 +202,9 @@ class MultiClassSVGPClassifier(_mc.MultiClassGPClassifier):
 
     Parameters
     ----------
-    n_inducing : int, default=20
-        Inducing points per class, M (ignored when ``inducing_points`` is given).
+    n_inducing : int or "auto", default="auto"
+        Inducing points per class, M: ``"auto"`` is 20, or the number of training points when
+        that is smaller (ignored when ``inducing_points`` is given).
     inducing_points : ndarray of shape (M, D) or (C, M, D), optional
         Initial inducing inputs (shared by every class when 2-D).
     init : {"random", "kmeans", "subset"}, default="random"
@@ -284,7 +285,7 @@ class MultiClassSVGPClassifier(_mc.MultiClassGPClassifier):
     classification using expectation propagation. ICML 2017.
     """
 
-    def __init__(self, n_inducing=20, inducing_points=None, init="random", kernel=None,
+    def __init__(self, n_inducing="auto", inducing_points=None, init="random", kernel=None,
                  lengthscale=None, variance=1.0, noise=1.0, batch_size=None, max_iter=250,
                  learning_rate=1e-3, learn_hyperparameters=True, noise_in_kuu=True,
                  jitter=_mc.DEFAULT_JITTER, epsilon=1e-3, n_quadrature=100, random_state=None,
