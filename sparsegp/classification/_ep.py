@@ -202,7 +202,8 @@ class EPClassifier(_BinaryGPClassifierMixin, ClassifierMixin, SparseGPEstimator)
         Extra starts from log-parameters drawn around the given ones (N(0, 1) in log space);
         the fit with the best evidence is kept.
     ep_tol : float, default=1e-6
-        EP stops when the largest change of a site parameter in a sweep is below this.
+        EP stops when the largest undamped site residual of a sweep, |moment-matched target -
+        current| of any site parameter, is below this (also when damped).
     max_sweeps : int, default=200
         EP sweep limit (per evidence evaluation).
     damping : float, default=1.0

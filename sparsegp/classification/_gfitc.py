@@ -171,11 +171,11 @@ def _site_targets(y, tau, nu, diag_a, h, bias):
 class _ParallelWork:
     """Buffers of the parallel schedule, allocated once per EP run."""
 
-    __slots__ = ("step_tau", "step_nu")
+    __slots__ = ("tau_target", "nu_target")
 
     def __init__(self, N, M):
-        self.step_tau = np.empty(N)
-        self.step_nu = np.empty(N)
+        self.tau_target = np.empty(N)
+        self.nu_target = np.empty(N)
 
 
 def _n_parts():
@@ -206,12 +206,12 @@ def _parallel_step(prior, y, bias, tau, nu, post, work, delta, prev_change, max_
     """
     change = _ep.parallel_targets_split(
         post.Vt, np.ascontiguousarray(post.R.T), post.t, post.d, post.nn, post.gamma, y, tau,
-        nu, float(bias), work.step_tau, work.step_nu, _n_parts(), ROW_BLOCK)
+        nu, float(bias), work.tau_target, work.nu_target, _n_parts(), ROW_BLOCK)
     if change > prev_change:
         delta = max(0.5 * delta, PARALLEL_MIN_DAMPING)
     else:
         delta = min(1.25 * delta, float(max_delta))
-    G, b = _ep.parallel_apply_split(prior.Vt, prior.d0, tau, nu, work.step_tau, work.step_nu,
+    G, b = _ep.parallel_apply_split(prior.Vt, prior.d0, tau, nu, work.tau_target, work.nu_target,
                                     delta, post.t, post.omega, post.btil, post.d, post.nn,
                                     _n_parts(), ROW_BLOCK)
     _finish_refresh(post, G, b)
@@ -237,7 +237,8 @@ def run_ep(prior, y, bias, tau=None, nu=None, tol=EP_TOL, max_sweeps=EP_MAX_SWEE
     tau, nu : ndarray of shape (N,), optional
         Initial sites (warm start); copied.
     tol : float
-        Stop when the largest |change| of a site parameter over a sweep is below ``tol``.
+        Stop when the largest undamped residual |target - current| of a site parameter over
+        a sweep (or parallel iteration) is below ``tol``.
     max_sweeps : int
     damping : float in (0, 1]
     schedule : {"sequential", "parallel"}
@@ -436,7 +437,8 @@ class GFITCClassifier(_BinaryGPClassifierMixin, ClassifierMixin, InducingPointEs
         Extra random initialisations (new pseudo-inputs from ``init``, variance and
         length-scales scaled by exp(N(0, 1))); the fit with the best evidence is kept.
     ep_tol : float, default=1e-6
-        EP stops when the largest change of a site parameter over a sweep is below this.
+        EP stops when the largest undamped site residual of a sweep, |moment-matched target -
+        current| of any site parameter, is below this (also when damped).
     max_sweeps : int, default=200
         Maximum EP sweeps per evidence evaluation.
     damping : float, default=1.0

@@ -363,13 +363,17 @@ def ep_row_refine(y, data, q, sites, Vo, damping):
     """Damped EP refinement of the rows' own sites; returns ``(T, h, change, new_sites)``.
 
     (T, h) are the u-space totals of the new sites, a sum over rows; ``change`` the largest
-    change of a site parameter. Nothing is stored: the caller keeps ``new_sites`` (with the
+    undamped residual |target - current| of a site parameter (the measure of
+    :mod:`sparsegp._numba.ep`). Nothing is stored: the caller keeps ``new_sites`` (with the
     current directions V as their new ``Vo``) once the whole posterior is accepted.
     """
     Kfu, V, d = data
     res = _factor_pass(y, V, Vo, Kfu, d, q.S, q.m, sites, False, False)
-    new_sites = tuple(damping * n + (1.0 - damping) * o for n, o in zip(res.new, sites))
-    change = max(float(np.max(np.abs(n - o))) for n, o in zip(new_sites, sites))
+    new_sites = tuple(np.empty_like(o, dtype=np.float64) for o in sites)
+    change = max(_nbmc.damp_factor_sites(sites[2 * s], sites[2 * s + 1], res.new[2 * s],
+                                         res.new[2 * s + 1], float(damping),
+                                         new_sites[2 * s], new_sites[2 * s + 1])
+                 for s in (0, 1))
     w_tau, w_eta = _site_totals(V, y, V.shape[0], *new_sites)
     T, h = _u_space(V, w_tau, w_eta)
     return T, h, change, new_sites
@@ -494,7 +498,8 @@ def _zero_sites(B, C):
 def batch_refine(X, y, hyp, state, damping, noise_in_kuu, jitter, prior=None, data=None):
     """One damped parallel refinement of every factor (notes §2.6); updates ``state`` in place.
 
-    Returns the largest absolute change of the site parameters (EP) or of (T, h) (SEP).
+    Returns the largest undamped residual of the site parameters (EP) or the largest change
+    of (T, h) (SEP, whose tied sites are not per-factor sites).
     Raises ``_EPFailure`` / ``LinAlgError`` without touching ``state`` on a numerical failure.
     """
     C, M, D = hyp.shape

@@ -29,7 +29,6 @@ from scipy.optimize import minimize
 from . import _multiclass_common as _mc
 from .._numba import covfuncs as _cf
 from .._numba import multiclass_gfitc as _nb
-from .._numba.probit import log_ndtr_vec
 from .._threads import map_threads
 from .._validation import check_int, check_positive
 from ..exceptions import ConvergenceWarning
@@ -375,12 +374,6 @@ def _inverse_of_B(U, w, M):
     return Binv, 2.0 * np.sum(np.log(np.diag(R)))
 
 
-def _site_delta(tau, nu, v, mu):
-    """G(cavity) - G(q) of a 1-D site (tau, nu) on the marginal N(mu, v) (notes §3, Delta)."""
-    den = 1.0 - tau * v
-    return -0.5 * np.log(den) + (tau * mu * mu - 2.0 * nu * mu + nu * nu * v) / (2.0 * den)
-
-
 def gfitc_log_evidence(y, state, sites, return_parts=False, posterior=None):
     """EP estimate log Z_EP for the given sites (notes §7.1); valid for any sites.
 
@@ -398,20 +391,9 @@ def gfitc_log_evidence(y, state, sites, return_parts=False, posterior=None):
     for c, piece in enumerate(pieces):
         logdet = np.sum(np.log1p(state.Dg[c] * tau_bar[c])) + piece.logdet_B
         total += -0.5 * logdet + 0.5 * float(nu_bar[c] @ mus[c])
-    rows = np.arange(N)
-    mask = np.ones((N, state.C), dtype=bool)
-    mask[rows, y] = False
-    mu_p = np.broadcast_to(mus[y, rows][:, None], (N, state.C))
-    v_p = np.broadcast_to(vs[y, rows][:, None], (N, state.C))
-    mu_m, v_m = mus.T, vs.T
-    den_p = 1.0 - sites.tp * v_p
-    den_m = 1.0 - sites.tm * v_m
-    vc_p, mc_p = v_p / den_p, (mu_p - sites.np_ * v_p) / den_p
-    vc_m, mc_m = v_m / den_m, (mu_m - sites.nm * v_m) / den_m
-    beta = (mc_p - mc_m) / np.sqrt(vc_p + vc_m)
-    terms = (log_ndtr_vec(beta) + _site_delta(sites.tp, sites.np_, v_p, mu_p)
-             + _site_delta(sites.tm, sites.nm, v_m, mu_m))
-    total += float(np.sum(terms[mask]))
+    terms = _nb.factor_evidence_terms(y, mus, vs, sites.tp, sites.np_, sites.tm, sites.nm,
+                                      np.empty((N, state.C)))
+    total += float(np.sum(terms))
     if return_parts:
         return total, posterior
     return total
