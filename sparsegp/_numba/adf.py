@@ -95,6 +95,7 @@ from ._jit import jit
 from .covfuncs import SE, unit_k
 from .ep import marginal_step, site_target
 from .probit import probit_tilted
+from .._config import ADF_PARALLEL_MIN_WORK as PARALLEL_MIN_WORK
 
 
 class ADFState(NamedTuple):
@@ -322,10 +323,6 @@ def _append_entry(j, r, mu, g_r, Mt, diag_A, h, count):
     h[j] += g_r * mu
     count[j] = r + 1
 
-
-#: A column pass runs multi-threaded only when |cols| (k + D) reaches this many flops: below
-#: it the thread start-up costs more than it saves (and hurts a lot on a loaded machine).
-PARALLEL_MIN_WORK = 200_000
 
 _OP_CATCH_UP = 0
 _OP_COV = 1

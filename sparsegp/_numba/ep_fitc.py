@@ -25,7 +25,6 @@ import numpy as np
 
 from ._jit import jit
 from .blas import sum_lower_parts, syrk_rows, thread_ranges, trmm_rows
-from .linalg import DOWNDATE_MARGIN
 from .ep import cavity, damp_site, marginal_step, site_residual, site_target
 from .probit import probit_tilted, probit_tilted_moments
 
@@ -33,6 +32,10 @@ from .probit import probit_tilted, probit_tilted_moments
 SWEEP_DONE = 0
 SWEEP_DOWNDATE_FAILED = 1
 
+
+#: A downdate is refused when a pivot would fall below this fraction of its old value
+#: squared: the result would be singular to working precision.
+DOWNDATE_MARGIN = 1e-12
 
 @jit
 def _upper_times_row(R, P, n, u):

@@ -28,10 +28,9 @@ from ._binary import (
     theta_gradient,
     unpack_theta,
 )
+from .._config import PREDICT_BLOCK as _PREDICT_BATCH
 
 __all__ = ["EPClassifier"]
-
-_PREDICT_BATCH = 2048
 
 
 class _EPFit:

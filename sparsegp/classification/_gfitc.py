@@ -31,14 +31,13 @@ from ._binary import (
     RESTART_SCALE, _BinaryGPClassifierMixin, maximize_evidence, n_log_params, pack_theta,
     theta_bounds, theta_gradient, unpack_theta,
 )
+from .._config import ROW_BLOCK
 
 __all__ = ["GFITCClassifier"]
 
 _SCHEDULES = ("sequential", "parallel")
 #: Smallest step the parallel schedule falls back to when its site changes grow.
 PARALLEL_MIN_DAMPING = 0.05
-#: Rows a thread takes through one phase of a parallel EP iteration at a time
-ROW_BLOCK = 1024
 
 
 # --------------------------------------------------------------------------------------------

@@ -63,6 +63,7 @@ from ._binary import (
     log_param_bounds,
     maximize_evidence,
 )
+from .._config import PREDICT_BLOCK as _PREDICT_BLOCK
 
 __all__ = ["IVMClassifier"]
 
@@ -86,8 +87,6 @@ VARIANCE_RANGE = (1e-2, 1e4)
 #: Default grid of ``optimize="validation"``: factors applied to the start (s2, l).
 VALIDATION_GRID = {"variance": (1.0, 4.0, 16.0), "lengthscale": (0.25, 0.5, 1.0, 2.0, 4.0)}
 
-#: Test points per block in predictions (bounds the (d, block) temporaries).
-_PREDICT_BLOCK = 2048
 
 _SCORE_KIND = {"entropy": _scoring.SCORE_ENTROPY, "infogain": _scoring.SCORE_INFOGAIN}
 

@@ -35,17 +35,13 @@ from .._numba import multiclass as _nbmc
 from .._validation import check_int, check_option, check_positive
 from ..exceptions import ConvergenceWarning
 from . import _multiclass_common as _mc
+from .._config import MC_PARALLEL_WORK as _PARALLEL_WORK, MC_PARALLEL_GEMM as _PARALLEL_GEMM
 
 __all__ = ["MultiClassEPClassifier"]
 
 _METHODS = ("ep", "sep")
 #: Retries of one batch iteration after a numerical failure (damping and rates halved).
 _MAX_RETRIES = 12
-#: Below this many multiply-adds (B C M) the compiled factor pass runs serially.
-_PARALLEL_WORK = 20_000
-#: Below this many multiply-adds a stack of per-class products is one numpy call; above it the
-#: row blocks of all classes are shared among Numba's threads (_nbmc.stacked_gemm)
-_PARALLEL_GEMM = 2_000_000
 
 
 def _n_parts(C):

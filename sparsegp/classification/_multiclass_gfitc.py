@@ -32,20 +32,16 @@ from .._numba import multiclass_gfitc as _nb
 from .._threads import map_threads
 from .._validation import check_int, check_positive
 from ..exceptions import ConvergenceWarning
+from .._config import (MC_GFITC_AUTO_SEQUENTIAL_WORK as _AUTO_SEQUENTIAL_WORK,
+                       MC_GFITC_MIN_UPDATE_ROWS as _MIN_UPDATE_ROWS)
 
 __all__ = ["MultiClassGFITCClassifier"]
 
 #: parallel EP iterations before a run falls back to sequential sweeps (a cold start on 3 000
 #: points needs about 900 at tolerance 1e-6, warm starts far fewer)
 _PARALLEL_BUDGET = 500
-#: ``ep_schedule="auto"`` keeps sequential EP while one sweep is at most this many
-#: multiply-adds (N C M^2): there the whole fit takes seconds and reaches the exact fixed point
-#: the paper's small tables are checked against; above it the parallel schedule is faster
-_AUTO_SEQUENTIAL_WORK = 1e6
 #: ``ep_tol=None``: the tolerance of each schedule (see the class docstring)
 _DEFAULT_TOL = {"sequential": 1e-6, "parallel": 1e-2}
-#: below this many rows a parallel-EP site update (about 0.1 us a factor) runs in one piece
-_MIN_UPDATE_ROWS = 2000
 
 _LOG_BOUND = 10.0  # box bounds on the log hyper-parameters for L-BFGS-B (notes §7.2, R code)
 
