@@ -49,3 +49,6 @@ MC_GFITC_MIN_UPDATE_ROWS = 2000
 #: Multi-class GFITC ``ep_schedule="auto"``: sequential EP while one sweep is at most this
 #: many multiply-adds (N C M^2), where the fit takes seconds and reaches the exact fixed point.
 MC_GFITC_AUTO_SEQUENTIAL_WORK = 1e6
+#: Fits and predictions on at least this many rows first check how many cores other programs
+#: keep busy and run their threads on the free ones (sparsegp._threads.load_aware_threads).
+LOAD_PROBE_MIN_ROWS = 1000

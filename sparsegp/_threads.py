@@ -39,6 +39,8 @@ import numba
 
 from threadpoolctl import ThreadpoolController
 
+from ._config import LOAD_PROBE_MIN_ROWS
+
 #: the parallel pools a method can name
 POOLS = ("numba", "blas")
 
@@ -228,7 +230,12 @@ def managed(method):
     def wrapper(self, *args, **kwargs):
         X = args[0] if args else kwargs.get("X")
         pool = self._parallel_pool(X)
-        with load_aware_threads(pool), thread_policy(pool):
+        rows = getattr(X, "shape", (0,))[0] if X is not None else 0
+        # below LOAD_PROBE_MIN_ROWS the work is too short to lose much to a busy core, and a
+        # 50 ms probe would cost more than it saves
+        adapt = rows is not None and rows >= LOAD_PROBE_MIN_ROWS
+        with (load_aware_threads(pool) if adapt else contextlib.nullcontext()), \
+                thread_policy(pool):
             return method(self, *args, **kwargs)
 
     wrapper._thread_managed = True

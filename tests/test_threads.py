@@ -81,18 +81,22 @@ def test_a_busy_machine_gets_fewer_threads_and_they_come_back(monkeypatch,
     default = numba.config.NUMBA_DEFAULT_NUM_THREADS
     monkeypatch.delenv("NUMBA_NUM_THREADS", raising=False)
     _machine_load(monkeypatch, busy=default - 1, cores=default)
+    big = np.ones((_threads.LOAD_PROBE_MIN_ROWS, 2))
     for pool in ("numba", "blas"):
-        est = _Recorder(pool).fit(np.ones((3, 2)))
+        est = _Recorder(pool).fit(big)
         assert est.numba_threads_ == 1 and set(est.seen_) == {1}, pool
+        # small work is not worth a probe: it keeps the threads it has
+        assert _Recorder(pool).fit(np.ones((3, 2))).numba_threads_ == default
         assert numba.get_num_threads() == default
     assert set(openblas_at_two_threads()) == {2}
     # a thread count the user set is theirs, busy machine or not
     monkeypatch.setenv("NUMBA_NUM_THREADS", str(default))
-    assert _Recorder("numba").fit(np.ones((3, 2))).numba_threads_ == default
+    assert _Recorder("numba").fit(big).numba_threads_ == default
     # a real fit on the busy machine runs one thread and gives the default back
     monkeypatch.delenv("NUMBA_NUM_THREADS")
     seen = []
-    X, y = np.random.default_rng(0).normal(size=(40, 2)), np.arange(40) % 3
+    n = _threads.LOAD_PROBE_MIN_ROWS
+    X, y = np.random.default_rng(0).normal(size=(n, 2)), np.arange(n) % 3
     sparsegp.MultiClassEPClassifier(n_inducing=3, max_iter=2, random_state=0,
                                     callback=lambda e, it: seen.append(numba.get_num_threads())
                                     ).fit(X, y)
