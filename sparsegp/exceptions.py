@@ -1,8 +1,13 @@
 """Warnings raised by sparsegp estimators."""
+from sklearn.exceptions import ConvergenceWarning as _SklearnConvergenceWarning
 
 
-class ConvergenceWarning(UserWarning):
-    """An iterative procedure (EP, an optimiser) stopped before meeting its tolerance."""
+class ConvergenceWarning(_SklearnConvergenceWarning):
+    """An iterative procedure (EP, an optimiser) stopped before meeting its tolerance.
+
+    A scikit-learn ``ConvergenceWarning``, so that filters written for scikit-learn's
+    estimators (``ignore::sklearn.exceptions.ConvergenceWarning``) cover these too.
+    """
 
 
 class JitterWarning(UserWarning):
