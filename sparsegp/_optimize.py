@@ -380,8 +380,9 @@ def maximize(evaluate, theta0, *, method="lbfgs", bounds=None, max_iter=100, n_r
             print(f"[{label}] start {k} done: best {value_name} {run.best_value:.6f} after "
                   f"{n_iter} iterations", flush=True)
         if best is None or run.best_value > best.value:
+            # a zero gradient at a failed start is no optimum, whatever scipy concludes
             best = OptimizeResult(run.best_theta, run.best_value, run.best_state, n_iter, 0,
-                                  status == 0, message)
+                                  status == 0 and np.isfinite(run.best_value), message)
             capped = status != 0 and n_iter >= max_iter
     best.n_evals = n_evals
     best.start_values = start_values
@@ -578,44 +579,30 @@ def ascend(evaluate, theta0, stepper, max_iter, *, advance=None, batches=None,
 
     it = 0
     stopped = False
-    if batches is None:
-        while it < max_iter:
-            out = attempt(theta, None)
-            if out is None:
-                if failed():
-                    stopped = True
-                    break
-                continue
-            in_a_row = 0
-            n_steps += 1
-            history.append(out[0])
-            if on_success is not None:
-                on_success(it + 1, theta, out[0], out[2], history)
-            it += 1
-            if it < max_iter:
-                last_good = theta
-                theta = step(theta, out[1])
-        return AscentResult(theta, history, it, n_steps, n_failures, stopped)
-
-    for _ in range(max_iter):
+    while it < max_iter and not stopped:
         values = []
-        for batch in batches():
+        for batch in ([None] if batches is None else batches()):
             out = attempt(theta, batch)
             if out is None:
-                if failed():
-                    stopped = True
+                stopped = failed()
+                if stopped:
                     break
                 continue
             in_a_row = 0
             n_steps += 1
             values.append(out[0])
-            last_good = theta
-            theta = step(theta, out[1])
-            if on_success is not None:
-                on_success(n_steps, theta, out[0], out[2],
-                           history + [float(np.mean(values))])
+            if batches is None and on_success is not None:
+                on_success(it + 1, theta, out[0], out[2], history + values)
+            # batch mode's last iteration has no step to take: its point is the result
+            if batches is not None or it + 1 < max_iter:
+                last_good = theta
+                theta = step(theta, out[1])
+            if batches is not None and on_success is not None:
+                on_success(n_steps, theta, out[0], out[2], history + [float(np.mean(values))])
         if values:
             history.append(float(np.mean(values)))
+        elif batches is None:
+            continue                   # a failed batch iteration is tried again, not counted
         if stopped:
             break
         it += 1
