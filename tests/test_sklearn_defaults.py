@@ -8,6 +8,8 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from sparsegp import SparseGPRegressor
 
+from conftest import AT_THE_CAP
+
 #: estimators whose defaults fit any data set the checks use (the others still have sizes
 #: that refuse small data, e.g. n_active=100: their turn comes with the shared defaults)
 AT_DEFAULTS = [SparseGPRegressor(random_state=0)]
@@ -15,5 +17,6 @@ AT_DEFAULTS = [SparseGPRegressor(random_state=0)]
 
 @parametrize_with_checks(AT_DEFAULTS,
                          expected_failed_checks=lambda e: dict(type(e)._expected_failed_checks))
+@AT_THE_CAP
 def test_sklearn_estimator_checks_at_defaults(estimator, check):
     check(estimator)
