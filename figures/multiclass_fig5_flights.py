@@ -33,6 +33,38 @@ from multiclass_fig5_minibatch import Recorder, draw_traces
 NAME = "flights"
 
 
+#: (M, epochs, evaluation interval, test rows) of ``--quick``, on the first QUICK_ROWS flights
+QUICK = (10, 1, 5, 500)
+QUICK_ROWS = 3000
+
+
+def standardised_flights(data_home, n_test, rng, quick=False):
+    """Flights standardised with the training statistics, ``n_test`` test rows drawn by ``rng``.
+
+    Returns ``(X_train, y_train, X_test, y_test)``; ``quick`` keeps the first QUICK_ROWS
+    training flights.
+    """
+    Xtr, ytr, Xte, yte = load_flights(data_home)
+    if quick:
+        Xtr, ytr = Xtr[:QUICK_ROWS], ytr[:QUICK_ROWS]
+    mu, sd = Xtr.mean(0), Xtr.std(0)
+    sd[sd == 0] = 1.0
+    Xtr, Xte = (Xtr - mu) / sd, (Xte - mu) / sd
+    sel = np.sort(rng.choice(len(Xte), min(n_test, len(Xte)), replace=False))
+    return Xtr, ytr, Xte[sel], yte[sel]
+
+
+def parse_flights_arguments(parser, argv):
+    """Add ``--data-home`` and ``--redraw``, parse; return ``(args, quick, tag, out)``."""
+    parser.add_argument("--data-home", default=None,
+                        help="where the prepared flights are cached (default: the data home)")
+    parser.add_argument("--redraw", action="store_true",
+                        help="redraw the PNG from the stored JSON of an earlier run (no fitting)")
+    args = parser.parse_args(argv)
+    quick = args.quick or bool(os.environ.get("CI"))
+    return args, quick, "_quick" if quick else "", Path(args.out)
+
+
 def linear_trace(Xtr, ytr, Xte, yte, steps=(1, 2, 3, 5, 8, 12, 20, 30, 50, 100)):
     """Multinomial logistic regression: (time, NLL, error) after each warm-started L-BFGS run."""
     from sklearn.exceptions import ConvergenceWarning
@@ -85,30 +117,18 @@ def main(argv=None):
                         help="sep-dask: SEP with the rows on a 2-worker LocalCluster")
     parser.add_argument("--n-test", type=int, default=10000)
     parser.add_argument("--eval-every", type=int, default=100)
-    parser.add_argument("--data-home", default=None,
-                        help="where the prepared flights are cached (default: the data home)")
-    parser.add_argument("--redraw", action="store_true",
-                        help="redraw the PNG from the stored JSON of an earlier run (no fitting)")
-    args = parser.parse_args(argv)
-    quick = args.quick or bool(os.environ.get("CI"))
-    tag = "_quick" if quick else ""
-    out = Path(args.out)
+    args, quick, tag, out = parse_flights_arguments(parser, argv)
     if args.redraw:
         summary = json.loads((out / f"multiclass_fig5_{NAME}{tag}.json").read_text())
         traces = {m.upper(): (np.asarray(r["time"]), np.asarray(r["nll"]),
                               np.asarray(r["error"])) for m, r in summary.items()}
         draw_traces(traces, out, NAME, tag, args.M, args.batch_size)
         return
-    Xtr, ytr, Xte, yte = load_flights(args.data_home)
     M, epochs, every, n_test = args.M, args.epochs, args.eval_every, args.n_test
     if quick:
-        Xtr, ytr, M, epochs, every, n_test = Xtr[:3000], ytr[:3000], 10, 1, 5, 500
-    mu, sd = Xtr.mean(0), Xtr.std(0)
-    sd[sd == 0] = 1.0
-    Xtr, Xte = (Xtr - mu) / sd, (Xte - mu) / sd
+        M, epochs, every, n_test = QUICK
     rng = np.random.default_rng(5)
-    sel = np.sort(rng.choice(len(Xte), min(n_test, len(Xte)), replace=False))
-    Xte, yte = Xte[sel], yte[sel]
+    Xtr, ytr, Xte, yte = standardised_flights(args.data_home, n_test, rng, quick)
     C = np.unique(ytr).size
     Z0 = np.stack([Xtr[np.sort(rng.choice(len(Xtr), M, replace=False))] for _ in range(C)])
     print(f"flights: N = {len(Xtr)} train, {len(Xte)} test flights, D = {Xtr.shape[1]}, "

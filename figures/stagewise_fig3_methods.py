@@ -1,4 +1,5 @@
-"""Seed 004, Figure 3 (right panel): six basis-vector selection methods against d_max.
+"""Seed 004, Figure 3: six basis-vector selection methods against d_max (right panel) and the
+kappa sweep of adaptive against random sampling (left panel, ``--kappa-sweep``).
 
 Test error and test NLP (mean +- standard error over realisations) for adaptive sampling
 (kappa = 1, 2), random sampling (kappa = 2), the validation rule (kappa = 59), entropy and
@@ -16,6 +17,10 @@ exists (the paper used 25, Image and Splice 20).
         --dmax 40 80
     python figures/stagewise_fig3_methods.py --quick
 
+``--kappa-sweep`` fits adaptive and random sampling at kappa in {1, 2, 4, 8, 16, 32} and the
+validation rule (kappa = 59) on Waveform and Twonorm at d_max 40 and 80, as the left panel does,
+and draws ``stagewise_fig3_kappa.png`` (mean +- s.e. against kappa).
+
 Results are appended to a JSON file (``--results``) after every fit, so an interrupted run
 resumes where it stopped. Writes ``stagewise_fig3_methods.png`` into ``--out``.
 """
@@ -30,6 +35,7 @@ import numpy as np
 from sparsegp import StagewiseGPClassifier
 from sparsegp.datasets import DatasetNotFoundError, load_dataset
 from sparsegp.metrics import error_rate, mean_nlp
+from sparsegp.experiments.stats import bonferroni_dunn, friedman, wilcoxon_pairs
 from sparsegp.plotting import plot_method_comparison, summarize_runs
 
 HERE = Path(__file__).resolve().parent
@@ -54,6 +60,28 @@ METHODS = {
     "random k=2": dict(selection="random", kappa=2),
     "validation k=59": dict(selection="validation", kappa=59),
 }
+
+
+#: the left panel: working-set sizes, data sets and d_max of the kappa sweep
+KAPPAS = (1, 2, 4, 8, 16, 32)
+SWEEP_DATASETS = ("waveform", "twonorm")
+SWEEP_DMAX = (40, 80)
+
+
+def method_settings(name):
+    """Constructor arguments of a method name: a key of METHODS or 'adaptive|random k=K'."""
+    if name in METHODS:
+        return METHODS[name]
+    selection, _, kappa = name.partition(" k=")
+    if selection not in ("adaptive", "random") or not kappa.isdigit():
+        raise ValueError(f"unknown method {name!r}: expected one of {sorted(METHODS)} or "
+                         "'adaptive k=K' / 'random k=K'")
+    return dict(selection=selection, kappa=int(kappa))
+
+
+def sweep_methods(kappas=KAPPAS):
+    """The kappa sweep's method names, adaptive and random at every kappa, then validation."""
+    return [f"{s} k={k}" for k in kappas for s in ("adaptive", "random")] + ["validation k=59"]
 
 
 def data_home(arg=None):
@@ -101,7 +129,8 @@ def fit_one(X, y, Xt, yt, d_max, method, outer_iter, seed):
     """Fit one method and return (test error, test NLP, seconds)."""
     t0 = time.perf_counter()
     est = StagewiseGPClassifier(d_max=d_max, lengthscale=float(np.sqrt(X.shape[1])),
-                                outer_iter=outer_iter, random_state=seed, **METHODS[method])
+                                outer_iter=outer_iter, random_state=seed,
+                                **method_settings(method))
     est.fit(X, y)
     proba = est.predict_proba(Xt)
     err = error_rate(yt, est.classes_[np.argmax(proba, axis=1)])
@@ -173,6 +202,115 @@ def print_table(results, datasets, methods):
                 print(m.ljust(18) + "".join(cells))
 
 
+def draw_kappa_sweep(results, datasets, d_values, kappas, out, tag=""):
+    """The left panel: error and NLP against kappa per (data set, d_max); None without data."""
+    from sparsegp.plotting import plot_learning_curves
+    from sparsegp.plotting._mpl import pyplot
+    rows = [(ds, d) for ds in datasets for d in d_values
+            if any(collect(results, ds, 0).get(f"adaptive k={k}", {}).get(d) for k in kappas)]
+    if not rows:
+        return None
+    plt = pyplot()
+    fig, axes = plt.subplots(len(rows), 2, figsize=(10, 3 * len(rows)), squeeze=False)
+    for i, (ds, d) in enumerate(rows):
+        for j, (metric, label) in enumerate(((0, "test error"), (1, "test NLP"))):
+            values = collect(results, ds, metric)
+            curves = {}
+            for sel in ("adaptive", "random"):
+                runs = [values.get(f"{sel} k={k}", {}).get(d, []) for k in kappas]
+                width = max(len(r) for r in runs)
+                # realisations as rows; a missing fit is NaN and left out of that mean
+                curves[f"{sel} sampling"] = np.array([[r[p] if p < len(r) else np.nan
+                                                        for r in runs] for p in range(width)])
+            ax = plot_learning_curves(kappas, curves, ax=axes[i, j],
+                                      ylabel=f"{ds}, d_max {d}: {label}")
+            valid = values.get("validation k=59", {}).get(d)
+            if valid:
+                ax.axhline(np.mean(valid), color="k", ls="-.", lw=1, label="validation k=59")
+                ax.legend(fontsize=7)
+            ax.set_xscale("log", base=2)
+            ax.set_xticks(kappas, [str(k) for k in kappas])
+            ax.set_xlabel("working-set size kappa")
+    fig.tight_layout()
+    png = out / f"stagewise_fig3_kappa{tag}.png"
+    fig.savefig(png, dpi=110)
+    print(f"wrote {png}")
+    return png
+
+
+#: the paper's significance tests: the proposed method (adaptive, kappa = 2) as the control
+CONTROL = "adaptive k=2"
+TESTED = (CONTROL, "validation k=59", "entropy", "infogain")
+METRICS = ((0, "error"), (1, "NLP"))
+
+
+def paired(results, ds, d, metric, methods):
+    """``{method: values}`` on the realisations every one of ``methods`` has at this d_max."""
+    per = {m: {} for m in methods}
+    for key, val in results.items():
+        name, r, dd, method = key.split("|")
+        if name == ds and int(dd) == d and method in per:
+            per[method][int(r)] = val[metric]
+    common = sorted(set.intersection(*(set(v) for v in per.values())))
+    return {m: [per[m][r] for r in common] for m in methods}, len(common)
+
+
+def significance_report(results, datasets, d_values):
+    """Markdown of the paper's tests (seed 004 §5) on the results so far.
+
+    Wilcoxon signed-rank of the control against each other tested method on the shared
+    realisations of every data set; Friedman over the data sets that have all four methods,
+    on their mean losses, and the Bonferroni-Dunn comparison with the control (alpha 0.05).
+    """
+    lines = ["# Seed 004, Figure 3: significance tests", "",
+             f"Control: {CONTROL}. Two-sided tests; p < 0.05 in bold. 'n' is the number of "
+             "realisations (Wilcoxon) or data sets (Friedman) with every method present.", "",
+             "## Wilcoxon signed-rank, per data set", "",
+             "| data set | d_max | n | " + " | ".join(f"{m} ({lab})" for m in TESTED[1:]
+                                                   for _, lab in METRICS) + " |",
+             "|---|---|---|" + "---|" * (2 * len(TESTED[1:]))]
+
+    def fmt(p):
+        return "–" if not np.isfinite(p) else (f"**{p:.3g}**" if p < 0.05 else f"{p:.3g}")
+
+    for ds in datasets:
+        for d in d_values:
+            cells, n = {}, 0
+            for metric, lab in METRICS:
+                scores, n = paired(results, ds, d, metric, TESTED)
+                if n < 2:
+                    break
+                for m, res in wilcoxon_pairs(scores, CONTROL).items():
+                    sign = "+" if res["median_difference"] < 0 else "−"
+                    cells[(m, lab)] = f"{fmt(res['p_value'])} ({sign})"
+            if cells:
+                lines.append(f"| {ds} | {d} | {n} | " + " | ".join(
+                    cells[(m, lab)] for m in TESTED[1:] for _, lab in METRICS) + " |")
+    lines += ["", "(+) the control's median loss is lower, (−) higher.", "",
+              "## Friedman over data sets, then Bonferroni-Dunn against the control", ""]
+    for d in d_values:
+        for metric, lab in METRICS:
+            table, used = {m: [] for m in TESTED}, []
+            for ds in datasets:
+                scores, n = paired(results, ds, d, metric, TESTED)
+                if n:
+                    used.append(ds)
+                    for m in TESTED:
+                        table[m].append(float(np.mean(scores[m])))
+            if len(used) < 2:
+                lines.append(f"- d_max {d}, {lab}: {len(used)} data set(s) with all four "
+                             "methods; no test")
+                continue
+            fr = friedman(table)
+            bd = bonferroni_dunn(table, CONTROL)
+            ranks = ", ".join(f"{m} {r:.2f}" for m, r in fr["average_rank"].items())
+            post = "; ".join(f"{m}: p {c['p_value']:.3g}" for m, c in bd["comparisons"].items())
+            lines.append(f"- d_max {d}, {lab} ({len(used)} data sets: {', '.join(used)}): "
+                         f"Friedman p {fmt(fr['p_value'])}; average ranks {ranks}; "
+                         f"Bonferroni-Dunn (CD {bd['critical_difference']:.2f}) {post}")
+    return "\n".join(lines) + "\n"
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--realizations", type=int, default=25)
@@ -190,6 +328,8 @@ def main(argv=None):
     parser.add_argument("--data-home", default=None)
     parser.add_argument("--plot-only", action="store_true",
                         help="fit nothing: table and figure from the results file(s)")
+    parser.add_argument("--kappa-sweep", action="store_true",
+                        help="the left panel: adaptive vs random sampling against kappa")
     parser.add_argument("--quick", action="store_true")
     args = parser.parse_args(argv)
     quick = args.quick or bool(os.environ.get("CI"))
@@ -202,6 +342,17 @@ def main(argv=None):
     results_path = Path(args.results) if args.results else \
         out / ("stagewise_fig3_results_quick.json" if quick else "stagewise_fig3_results.json")
     home = data_home(args.data_home)
+    if args.kappa_sweep:
+        kappas = (1, 2) if quick else KAPPAS
+        sweep_sets = datasets if quick else [d for d in SWEEP_DATASETS if d in args.datasets]
+        sweep_d = d_values if quick else [d for d in SWEEP_DMAX if d in args.dmax] or SWEEP_DMAX
+        results = {} if args.plot_only else run(sweep_sets, P, sweep_d, sweep_methods(kappas),
+                                                 outer, results_path, home, n_train,
+                                                 first=args.first_realization)
+        if results_path.is_file():
+            results = json.loads(results_path.read_text())
+        draw_kappa_sweep(results, sweep_sets, sweep_d, kappas, out, "_quick" if quick else "")
+        return results
     if args.plot_only:
         results = json.loads(results_path.read_text()) if results_path.is_file() else {}
     else:
@@ -210,6 +361,9 @@ def main(argv=None):
     for extra in args.merge:
         results.update(json.loads(Path(extra).read_text()))
     print_table(results, datasets, list(METHODS))
+    stats_md = out / ("stagewise_fig3_stats_quick.md" if quick else "stagewise_fig3_stats.md")
+    stats_md.write_text(significance_report(results, datasets, d_values))
+    print(f"wrote {stats_md}")
 
     from sparsegp.plotting._mpl import pyplot
     plt = pyplot()

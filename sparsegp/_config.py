@@ -14,3 +14,41 @@ EP_MAX_SWEEPS = 200
 DENSE_BLAS_MIN_ROWS = 3000
 #: Site precisions below this are treated as zero where a division would follow.
 TINY = 1e-300
+
+# -- sizes: blocks, and the work from which a pass is worth Numba's or BLAS's threads --------
+# (measured on 2 cores; below a threshold, waking the threads costs more than the work, and
+# far more on a loaded machine)
+
+#: Rows a thread pushes through one pass at a time (regression FITC/DTC passes, the phases of
+#: GFITC's parallel EP): three (ROW_BLOCK, M) blocks stay in the core's cache between the BLAS
+#: call and the compiled loop that follows it.
+ROW_BLOCK = 1024
+#: Row ranges of every regression pass that sums over rows: fixed, not one per thread, so
+#: the reduction order (and the result, bit for bit) does not depend on the thread count.
+ROW_PARTS = 16
+#: Test points per block in predictions (bounds the (M, block) temporaries).
+PREDICT_BLOCK = 2048
+#: N M D above which the regression's SE kernels run in parallel.
+REGRESSION_PARALLEL_SIZE = 2_000_000
+#: An IVM/ADF column pass runs multi-threaded from |cols| (k + D) flops on.
+ADF_PARALLEL_MIN_WORK = 200_000
+#: Greedy-selection candidates from which scoring runs multi-threaded (~0.1 us a score).
+SCORING_PARALLEL_MIN_CANDIDATES = 20_000
+#: Multi-class: below this many N M D terms a covariance is built in numpy.
+MC_SMALL_KERNEL = 50_000
+#: Multi-class: from this many features on (and enough terms), covariances and their
+#: gradients go through BLAS products instead of element-wise compiled loops.
+MC_GEMM_MIN_D = 8
+#: Multi-class EP: below this many multiply-adds (B C M) the factor pass runs serially.
+MC_PARALLEL_WORK = 20_000
+#: Multi-class EP: above this many multiply-adds the per-class products share row blocks
+#: among Numba's threads; below it they are one numpy call.
+MC_PARALLEL_GEMM = 2_000_000
+#: Multi-class GFITC: below this many rows a parallel-EP site update runs in one piece.
+MC_GFITC_MIN_UPDATE_ROWS = 2000
+#: Multi-class GFITC ``ep_schedule="auto"``: sequential EP while one sweep is at most this
+#: many multiply-adds (N C M^2), where the fit takes seconds and reaches the exact fixed point.
+MC_GFITC_AUTO_SEQUENTIAL_WORK = 1e6
+#: Fits and predictions on at least this many rows first check how many cores other programs
+#: keep busy and run their threads on the free ones (sparsegp._threads.load_aware_threads).
+LOAD_PROBE_MIN_ROWS = 1000

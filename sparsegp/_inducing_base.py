@@ -12,7 +12,7 @@ import math
 import numpy as np
 
 from ._base import SparseGPEstimator
-from ._validation import (check_array, check_int, check_lengthscale, check_option,
+from ._validation import (check_array, check_int, check_lengthscale, check_option, check_size,
                           check_positive, check_random_state)
 from .inducing import init_inducing, kmeans
 
@@ -110,21 +110,14 @@ class InducingPointEstimator(SparseGPEstimator):
                 raise ValueError(f"inducing_points has {Z.shape[-2]} rows, more than the "
                                  f"{n_samples} training points")
             return np.ascontiguousarray(Z)
-        M = self._n_inducing(n_samples)
+        self._n_inducing(n_samples)
         check_option(self.init, "init", self._inits)
-        if M > n_samples:
-            raise ValueError(f"n_inducing must be <= the number of training points "
-                             f"({n_samples}); got {M}")
         return None
 
     def _n_inducing(self, n_samples):
         """M: ``n_inducing`` as an int, ``"auto"`` meaning ``_auto_inducing`` capped at N."""
-        if isinstance(self.n_inducing, str):
-            if self.n_inducing != "auto":
-                raise ValueError(f"n_inducing must be a positive int or 'auto'; got "
-                                 f"{self.n_inducing!r}")
-            return min(self._auto_inducing, int(n_samples))
-        return check_int(self.n_inducing, "n_inducing", minimum=1)
+        return check_size(self.n_inducing, "n_inducing", self._auto_inducing, n_samples,
+                          "the number of training points")
 
     def _initial_inducing_points(self, X, rng, y_index=None, n_classes=None):
         """Draw the initial inducing inputs named by ``init`` (after the checks above).

@@ -77,6 +77,31 @@ def check_int(value, name, minimum=None, maximum=None):
     return value
 
 
+def check_size(value, name, auto, largest, why):
+    """A size in ``[1, largest]``; ``"auto"`` is ``auto`` capped at ``largest``.
+
+    Parameters
+    ----------
+    value : int or "auto"
+    name : str
+        The argument's name, for the message.
+    auto : int
+        What ``"auto"`` asks for on a large data set.
+    largest : int
+        The largest size this data allows.
+    why : str
+        What ``largest`` is, for the message (e.g. "the number of training points").
+    """
+    if isinstance(value, str):
+        if value != "auto":
+            raise ValueError(f"{name} must be a positive integer or 'auto'; got {value!r}")
+        return max(1, min(int(auto), int(largest)))
+    value = check_int(value, name, minimum=1)
+    if value > largest:
+        raise ValueError(f"{name} must be <= {why} ({largest}); got {value}")
+    return value
+
+
 def check_option(value, name, options):
     """``value`` must be one of ``options``."""
     if value not in options:

@@ -3,10 +3,11 @@ from sklearn.exceptions import ConvergenceWarning as _SklearnConvergenceWarning
 
 
 class ConvergenceWarning(_SklearnConvergenceWarning):
-    """An iterative procedure (EP, an optimiser) stopped before meeting its tolerance.
+    """An iterative procedure (EP, an optimiser) stopped before meeting its tolerance, or a fit
+    ended no better than a constant prediction.
 
-    A scikit-learn ``ConvergenceWarning``, so that filters written for scikit-learn's
-    estimators (``ignore::sklearn.exceptions.ConvergenceWarning``) cover these too.
+    A subclass of scikit-learn's ``ConvergenceWarning`` (itself a ``UserWarning``), so a filter
+    on scikit-learn's warning also covers sparsegp's.
     """
 
 

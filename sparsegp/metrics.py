@@ -8,8 +8,8 @@ contain every class.
 """
 import numpy as np
 
-__all__ = ["error_rate", "mean_nlp", "brier_score", "rejection_curve", "PROBA_FLOOR",
-           "ROW_SUM_TOL"]
+__all__ = ["error_rate", "mean_nlp", "brier_score", "rejection_curve", "class_indices",
+           "PROBA_FLOOR", "ROW_SUM_TOL"]
 
 #: Probabilities are floored at this value before the log in :func:`mean_nlp`, so a single
 #: confidently wrong prediction costs at most -log(1e-300) ~= 690.8 nats instead of inf.
@@ -246,6 +246,18 @@ def _check_proba(y_true, proba, classes):
                 f"{P[i].sum():.8g} ({int(np.sum(err > ROW_SUM_TOL))} bad row(s))"
             )
 
+    return P, class_indices(y_true, classes)
+
+
+def class_indices(y_true, classes):
+    """Column of ``classes`` holding each label of ``y_true``, int64 of shape (n,).
+
+    Raises
+    ------
+    ValueError
+        When a label is not in ``classes`` or cannot be compared with them.
+    """
+    y_true, classes = np.asarray(y_true), np.asarray(classes)
     sorter = np.argsort(classes, kind="stable")
     try:
         pos = np.searchsorted(classes, y_true, sorter=sorter)
@@ -262,4 +274,4 @@ def _check_proba(y_true, proba, classes):
             f"y_true has label(s) {np.unique(y_true[unknown]).tolist()[:10]} not in classes "
             f"{classes.tolist()[:10]}"
         )
-    return P, idx.astype(np.int64)
+    return idx.astype(np.int64)

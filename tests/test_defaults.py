@@ -67,3 +67,30 @@ def test_demo_lands_on_the_good_solution(tmp_path):
     assert out["error"] <= 0.13  # Bayes error 0.125; the lopsided optimum gave 0.137
     assert (tmp_path / "demo.png").stat().st_size > 10_000
     assert "k-means" in report.getvalue()
+
+
+@pytest.mark.parametrize("name, arg, auto", [
+    ("GFITCClassifier", "n_inducing", 10), ("IVMClassifier", "n_active", 100),
+    ("StagewiseGPClassifier", "d_max", 80), ("MultiClassEPClassifier", "n_inducing", 20)])
+def test_sizes_default_to_auto_capped_by_the_data(name, arg, auto):
+    import warnings
+
+    import sparsegp
+    from sparsegp.datasets import make_gp_classes
+    cls = getattr(sparsegp, name)
+    assert cls().get_params()[arg] == "auto"
+    multi = name.startswith("MultiClass")
+    X, y = make_gp_classes(12, random_state=3) if multi else make_xor(12, random_state=3)
+    small = dict(max_iter=2) if name in ("GFITCClassifier", "MultiClassEPClassifier") else {}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")          # two iterations on 12 rows: not the point
+        est = cls(random_state=0, **small).fit(X, y)
+    size = {"n_inducing": lambda e: e.inducing_points_.shape[-2],
+            "n_active": lambda e: e.active_set_.size,
+            "d_max": lambda e: e.active_set_.size}[arg](est)
+    # the cap: every row (the stagewise NLP of eq. 4 needs one non-active row)
+    assert size == min(auto, 11 if arg == "d_max" else 12)
+    with pytest.raises(ValueError, match=f"{arg} must be a positive integer or 'auto'"):
+        cls(**{arg: "atuo"}).fit(X, y)
+    with pytest.raises(ValueError, match=f"{arg} must be <="):
+        cls(**{arg: 13}).fit(X, y)

@@ -67,3 +67,8 @@ def test_rejection_script_quick(tmp_path):
     require_data("mnist")
     path = _run_script("ivm_fig1_rejection", tmp_path)
     assert os.path.getsize(path) > 0
+    stored = np.load(tmp_path / "ivm_fig1_rejection_quick.npz")
+    assert set(stored.files) == {"y_test", "IVM", "SVM (n = 2000)"}
+    os.remove(path)
+    assert _run_script("ivm_fig1_rejection", tmp_path, "--redraw") == path   # no refit
+    assert os.path.getsize(path) > 0

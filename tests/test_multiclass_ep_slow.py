@@ -17,7 +17,8 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_plotting_helpers_return_axes():
-    from sparsegp.plotting import plot_metric_vs_time, plot_multiclass_boundaries
+    from sparsegp.plotting import (plot_metric_vs_time, plot_multiclass_boundaries,
+                                   plot_probability_comparison)
     from sparsegp.plotting._mpl import pyplot
     X, y = make_gp_classes(60, n_classes=3, random_state=1)
     est = MultiClassEPClassifier(n_inducing=3, max_iter=2, random_state=0).fit(X, y)
@@ -29,11 +30,19 @@ def test_plotting_helpers_return_axes():
     assert ax.get_xscale() == "log" and len(ax.lines) == 1
     with pytest.raises(ValueError, match="differ"):
         plot_metric_vs_time({"EP": ([1, 2], [0.9])})
+    P = est.predict_proba(X)
+    ax = plot_probability_comparison(P, P[:, ::-1], names=("EP", "reversed"))
+    assert len(ax.collections) == 3 and ax.get_xlabel().startswith("EP")
+    gap = np.max(np.abs(P[:, 0] - P[:, 2]))
+    assert f"{gap:.3f}" in ax.get_legend().get_texts()[0].get_text()
+    with pytest.raises(ValueError, match="one shape"):
+        plot_probability_comparison(P, P[:, :2])
     pyplot().close("all")
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("script", ["figures/multiclass_tables.py",
+                                    "figures/multiclass_fig2_ep_sep.py",
                                     "figures/multiclass_fig3_inducing.py",
                                     "figures/multiclass_fig4_satellite.py",
                                     "figures/multiclass_fig5_minibatch.py",

@@ -134,6 +134,26 @@ def test_estimator_batch_fit_predict():
     assert est2.elbo_ == est.elbo_
 
 
+
+def test_expected_log_likelihood_is_the_elbo_data_term_and_below_log_predictive():
+    X, y = _toy()
+    est = MultiClassSVGPClassifier(n_inducing=5, max_iter=25, random_state=0).fit(X, y)
+    ell = est.expected_log_likelihood(X, y)
+    assert ell.shape == (len(y),)
+    y_idx = np.searchsorted(est.classes_, y).astype(np.int64)
+    nik, jitter = est._nik
+    elbo = [svgp_elbo(X, y_idx, est._hyp, est._q, EPS, jitter, nik, *est._gh, scale=s,
+                      with_grad=False)[0] for s in (1.0, 0.0)]
+    # the ELBO is sum_i E_q[log p(y_i | f_i)] - KL, and at scale 0 it is -KL
+    assert ell.sum() == pytest.approx(elbo[0] - elbo[1], rel=1e-12, abs=1e-10)
+    # Jensen: E_q[log p] <= log E_q[p], row by row
+    P = est.predict_proba(X)
+    assert np.all(ell <= np.log(P[np.arange(len(y)), y_idx]) + 1e-9)
+    with pytest.raises(ValueError, match="not in classes"):
+        est.expected_log_likelihood(X, np.where(y == 10, 99, y))
+    with pytest.raises(ValueError, match="rows"):
+        est.expected_log_likelihood(X[:-1], y)
+
 def test_estimator_minibatch_from_memmap(tmp_path):
     X, y = _toy(80, seed=1)
     mm = np.lib.format.open_memmap(tmp_path / "X.npy", mode="w+", dtype=np.float64,

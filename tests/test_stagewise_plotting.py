@@ -52,13 +52,15 @@ def test_summary_and_comparison_bars():
 
 @pytest.mark.slow
 @pytest.mark.parametrize("script", ["stagewise_fig3_methods.py",
+                                    "stagewise_fig3_methods.py --kappa-sweep",
                                     "stagewise_fig2_site_updates.py"])
 def test_figure_script_quick(script, tmp_path):
     require_data("raetsch_banana")
     require_data("raetsch_waveform")
     require_data("raetsch_image")
     env = dict(os.environ, CI="1")
-    subprocess.run([sys.executable, str(ROOT / "figures" / script), "--out", str(tmp_path)],
+    script, *extra = script.split()
+    subprocess.run([sys.executable, str(ROOT / "figures" / script), *extra, "--out", str(tmp_path)],
                    check=True, env=env, cwd=str(ROOT / "figures"), timeout=1200)
     assert list(tmp_path.glob("*.png"))
 
@@ -68,3 +70,28 @@ def test_benchmark_quick():
     require_data("raetsch_banana")
     subprocess.run([sys.executable, str(ROOT / "benchmarks" / "bench_stagewise.py"),
                     "--quick", "--repeat", "1"], check=True, timeout=1200)
+
+
+def test_significance_report_from_results():
+    import importlib.util
+    from sparsegp.experiments.stats import friedman
+    spec = importlib.util.spec_from_file_location(
+        "fig3", ROOT / "figures" / "stagewise_fig3_methods.py")
+    fig3 = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(fig3)
+    rng = np.random.default_rng(1)
+    results, means = {}, {m: [] for m in fig3.TESTED}
+    for ds in ("banana", "waveform", "image"):
+        for k, m in enumerate(fig3.TESTED):
+            vals = 0.1 * k + rng.uniform(0, 0.05, 4)
+            means[m].append(vals.mean())
+            for r, v in enumerate(vals):
+                results[f"{ds}|{r}|40|{m}"] = [v, 2 * v, 1.0]
+    results["banana|9|40|entropy"] = [0.5, 1.0, 1.0]        # a realisation no other has
+    md = fig3.significance_report(results, ["banana", "waveform", "image", "ringnorm"], [40, 80])
+    assert "| banana | 40 | 4 |" in md                     # only the shared realisations
+    # the control is best on every partition: the exact two-sided p of n = 4 is 2/16
+    assert "0.125 (+)" in md
+    p = friedman(means)["p_value"]
+    assert f"d_max 40, error (3 data sets: banana, waveform, image): Friedman p **{p:.3g}**" in md
+    assert "d_max 80, NLP: 0 data set(s) with all four methods; no test" in md

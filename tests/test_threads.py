@@ -29,9 +29,21 @@ class _Recorder(SparseGPEstimator):
         return self
 
 
+def _machine_load(monkeypatch, busy, cores=2):
+    """Make the load probe report ``busy`` cores of ``cores`` taken by other programs."""
+    monkeypatch.setattr(_threads, "busy_cores", lambda window=None: float(busy))
+    monkeypatch.setattr(_threads.os, "cpu_count", lambda: cores)
+    monkeypatch.setitem(_threads._PROBE, "time", -1e9)     # no probe cached from before
+
+
+@pytest.fixture
+def quiet_machine(monkeypatch):
+    _machine_load(monkeypatch, 0.0)
+
+
 @pytest.mark.parametrize("pool, inside", [("numba", 1), ("blas", 2)])
 def test_fit_runs_under_its_pool_and_gives_the_threads_back(openblas_at_two_threads, pool,
-                                                            inside):
+                                                            inside, quiet_machine):
     counts = openblas_at_two_threads
     est = _Recorder(pool).fit(np.ones((3, 2)))
     assert set(est.seen_) == {inside}
@@ -41,7 +53,7 @@ def test_fit_runs_under_its_pool_and_gives_the_threads_back(openblas_at_two_thre
     assert set(counts()) == {2}            # restored on the way out of an error too
 
 
-def test_the_users_settings_win(openblas_at_two_threads):
+def test_the_users_settings_win(openblas_at_two_threads, quiet_machine):
     saved = numba.get_num_threads()
     numba.set_num_threads(1)
     try:
@@ -53,6 +65,72 @@ def test_the_users_settings_win(openblas_at_two_threads):
         est = _Recorder("blas").fit(np.ones((3, 2)))   # a caller's limit is never raised
         assert set(est.seen_) == {1}
     assert set(openblas_at_two_threads()) == {2}
+
+
+@pytest.mark.parametrize("busy, cores, limit, expected", [
+    (0.0, 2, 2, 2), (0.3, 2, 2, 2), (0.9, 2, 2, 1), (1.0, 2, 2, 1), (2.0, 2, 2, 1),
+    (1.0, 8, 4, 4), (5.2, 8, 8, 3)])
+def test_free_threads_counts_the_cores_others_leave(monkeypatch, busy, cores, limit, expected):
+    monkeypatch.setattr(_threads.os, "cpu_count", lambda: cores)
+    assert _threads.free_threads(limit, busy=busy) == expected
+
+
+@pytest.mark.skipif(numba.config.NUMBA_DEFAULT_NUM_THREADS < 2, reason="one core")
+def test_a_busy_machine_gets_fewer_threads_and_they_come_back(monkeypatch,
+                                                              openblas_at_two_threads):
+    default = numba.config.NUMBA_DEFAULT_NUM_THREADS
+    monkeypatch.delenv("NUMBA_NUM_THREADS", raising=False)
+    _machine_load(monkeypatch, busy=default - 1, cores=default)
+    big = np.ones((_threads.LOAD_PROBE_MIN_ROWS, 2))
+    for pool in ("numba", "blas"):
+        est = _Recorder(pool).fit(big)
+        assert est.numba_threads_ == 1 and set(est.seen_) == {1}, pool
+        # small work is not worth a probe: it keeps the threads it has
+        assert _Recorder(pool).fit(np.ones((3, 2))).numba_threads_ == default
+        assert numba.get_num_threads() == default
+    assert set(openblas_at_two_threads()) == {2}
+    # a thread count the user set is theirs, busy machine or not
+    monkeypatch.setenv("NUMBA_NUM_THREADS", str(default))
+    assert _Recorder("numba").fit(big).numba_threads_ == default
+    # a real fit on the busy machine runs one thread and gives the default back
+    monkeypatch.delenv("NUMBA_NUM_THREADS")
+    seen = []
+    n = _threads.LOAD_PROBE_MIN_ROWS
+    X, y = np.random.default_rng(0).normal(size=(n, 2)), np.arange(n) % 3
+    sparsegp.MultiClassEPClassifier(n_inducing=3, max_iter=2, random_state=0,
+                                    callback=lambda e, it: seen.append(numba.get_num_threads())
+                                    ).fit(X, y)
+    assert set(seen) == {1} and numba.get_num_threads() == default
+
+
+@pytest.mark.skipif(not _threads.os.path.exists("/proc/stat"), reason="needs Linux's /proc")
+def test_the_probe_sees_another_program_but_not_our_own_threads():
+    import subprocess
+    import sys
+    import threading
+    hog = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    try:
+        import time
+        time.sleep(0.5)
+        assert _threads.busy_cores(window=0.2) > 0.5
+    finally:
+        hog.kill()
+        hog.wait()
+    base = _threads.busy_cores(window=0.2)                # whatever else runs here now
+    stop = threading.Event()
+
+    def spin():
+        while not stop.is_set():
+            pass
+    worker = threading.Thread(target=spin)
+    worker.start()
+    try:
+        # our own busy thread is not another program's load (only the GIL's hand-offs leak)
+        own = _threads.busy_cores(window=0.2)
+    finally:
+        stop.set()
+        worker.join()
+    assert own < base + 0.5
 
 
 def test_unknown_pool_is_refused():

@@ -93,7 +93,9 @@ import numpy as np
 
 from ._jit import jit
 from .covfuncs import SE, unit_k
+from .ep import marginal_step, site_target
 from .probit import probit_tilted
+from .._config import ADF_PARALLEL_MIN_WORK as PARALLEL_MIN_WORK
 
 
 class ADFState(NamedTuple):
@@ -227,11 +229,12 @@ def probit_site(y_i, h_i, a_ii, bias):
         log Phi(y_i (h_i + b) / sqrt(1 + a_ii)).
     """
     log_z, alpha, nu = probit_tilted(y_i, h_i, a_ii, bias)
-    if not (nu > 0.0):
+    # ADF: the site is still zero, so the cavity is the marginal itself (ep.cavity would
+    # return it unchanged); p = 0 when nu underflows and the site carries no information
+    p, pm, ok = site_target(h_i, a_ii, alpha, nu)
+    if not (ok and p > 0.0):
         return 0.0, h_i, alpha, 0.0, log_z
-    p = nu / (1.0 - a_ii * nu)
-    m = h_i + alpha / nu
-    return p, m, alpha, nu, log_z
+    return p, pm / p, alpha, nu, log_z
 
 
 @jit
@@ -242,8 +245,10 @@ def site_step(p_i, m_i, h_i, a_ii):
     h += alpha~ A[:, i], A -= eta A[:, i] A[i, :] (seed 004 eq. 7, notes §3.2). With the
     moment-matched site of :func:`probit_site`, eta = nu and alpha~ = alpha exactly.
     """
-    eta = p_i / (1.0 + p_i * a_ii)
-    return eta, eta * (m_i - h_i)
+    # the site goes from 0 to natural parameters (p, p m): ep.marginal_step's (c, g); p >= 0
+    # keeps its denominator >= 1
+    eta, alpha_t, _ = marginal_step(p_i, p_i * m_i, h_i, a_ii)
+    return eta, alpha_t
 
 
 # ------------------------------------------------------------------------------------------
@@ -318,10 +323,6 @@ def _append_entry(j, r, mu, g_r, Mt, diag_A, h, count):
     h[j] += g_r * mu
     count[j] = r + 1
 
-
-#: A column pass runs multi-threaded only when |cols| (k + D) reaches this many flops: below
-#: it the thread start-up costs more than it saves (and hurts a lot on a loaded machine).
-PARALLEL_MIN_WORK = 200_000
 
 _OP_CATCH_UP = 0
 _OP_COV = 1

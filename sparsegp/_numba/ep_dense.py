@@ -7,9 +7,8 @@ log-normaliser and its derivative from given posterior marginals (used by the ev
 gradient and the convergence bookkeeping).  The refresh of the covariance, the evidence and the
 gradients are BLAS work done in numpy by the caller.
 """
-import math
-
 from ._jit import jit
+from .ep import cavity, damp_site, marginal_step, site_residual, site_target
 from .probit import probit_tilted
 
 
@@ -32,7 +31,8 @@ def ep_dense_sweep(Sigma, mu, tau, nu, y, bias, damping, order, work):
     bias : float
         Likelihood bias: p(y | f) = Phi(y (f + bias)).
     damping : float
-        In (0, 1]: new site = (1 - damping) old + damping moment-matched, in natural parameters.
+        In (0, 1]: new site = (1 - damping) old + damping moment-matched, in natural parameters
+        (:mod:`sparsegp._numba.ep`: the target is clamped at tau >= 0 before damping).
     order : ndarray of int64, shape (N,)
         Site visiting order.
     work : ndarray of shape (N,)
@@ -41,10 +41,11 @@ def ep_dense_sweep(Sigma, mu, tau, nu, y, bias, damping, order, work):
     Returns
     -------
     max_change : float
-        Largest |change| of any tau_n or nu_n during the sweep.
+        Largest undamped residual (:func:`sparsegp._numba.ep.site_residual`) of the visited
+        sites: |target - current| of tau_n or nu_n, which the damped step is ``damping`` times.
     n_skipped : int
-        Sites skipped because the cavity precision or the updated marginal variance was not
-        positive (round-off only, for the log-concave probit; notes §1.3 step 2).
+        Sites skipped because the cavity, the matched Gaussian or the updated marginal variance
+        was not proper (round-off only, for the log-concave probit; notes §1.3 step 2).
     """
     n = Sigma.shape[0]
     max_change = 0.0
@@ -52,39 +53,34 @@ def ep_dense_sweep(Sigma, mu, tau, nu, y, bias, damping, order, work):
     for idx in range(order.shape[0]):
         i = order[idx]
         s_ii = Sigma[i, i]
-        tau_c = 1.0 / s_ii - tau[i]
-        nu_c = mu[i] / s_ii - nu[i]
-        if not (tau_c > 0.0):
+        mu_c, var_c, ok = cavity(mu[i], s_ii, tau[i], nu[i])
+        if not ok:
             n_skipped += 1
             continue
-        var_c = 1.0 / tau_c
-        mu_c = nu_c * var_c
         _, alpha, nu_hat = probit_tilted(y[i], mu_c, var_c, bias)
-        # site from matched moments (notes §0.4): tau = nu/(1 - s2 nu), nu~ = (alpha + mu nu)/(...)
-        denom = 1.0 - var_c * nu_hat
-        tau_new = (1.0 - damping) * tau[i] + damping * (nu_hat / denom)
-        nu_new = (1.0 - damping) * nu[i] + damping * ((alpha + mu_c * nu_hat) / denom)
-        if tau_new < 0.0:
-            tau_new = 0.0
-        dtau = tau_new - tau[i]
-        dnu = nu_new - nu[i]
-        scale = 1.0 + dtau * s_ii
-        if not (scale > 0.0):
+        tau_t, nu_t, ok = site_target(mu_c, var_c, alpha, nu_hat)
+        if not ok:
             n_skipped += 1
             continue
-        change = max(abs(dtau), abs(dnu))
+        # the residual counts even if the update is rejected below: that site has not converged
+        change = site_residual(tau[i], nu[i], tau_t, nu_t)
         if change > max_change:
             max_change = change
+        tau_new, nu_new = damp_site(tau[i], nu[i], tau_t, nu_t, damping)
+        dtau = tau_new - tau[i]
+        dnu = nu_new - nu[i]
+        c, coef, ok = marginal_step(dtau, dnu, mu[i], s_ii)
+        if not ok:
+            n_skipped += 1
+            continue
         tau[i] = tau_new
         nu[i] = nu_new
-        c = dtau / scale
         # column i of the symmetric Sigma, read from its (up-to-date) lower triangle
         for j in range(i):
             work[j] = Sigma[i, j]
         for j in range(i, n):
             work[j] = Sigma[j, i]
-        # mu' = Sigma' nu' with Sigma' = Sigma - c s s^T, nu' = nu + dnu e_i and s^T nu = mu_i
-        coef = dnu * (1.0 - c * s_ii) - c * mu[i]
+        # mu' = mu + coef s and Sigma' = Sigma - c s s^T with s = Sigma[:, i] (ep.marginal_step)
         for j in range(n):
             mu[j] += coef * work[j]
         # symmetric update: the lower triangle only (half the flops), mirrored after the sweep
@@ -122,17 +118,15 @@ def probit_cavity_terms(marg_var, marg_mean, tau, nu, y, bias, mu_cav, var_cav, 
     """
     n_bad = 0
     for i in range(marg_var.shape[0]):
-        tau_c = 1.0 / marg_var[i] - tau[i]
-        if not (tau_c > 0.0):
+        m_c, v_c, ok = cavity(marg_mean[i], marg_var[i], tau[i], nu[i])
+        mu_cav[i] = m_c
+        var_cav[i] = v_c
+        if not ok:
             n_bad += 1
-            mu_cav[i] = 0.0
-            var_cav[i] = math.inf
             log_z[i] = 0.0
             alpha[i] = 0.0
             continue
-        var_cav[i] = 1.0 / tau_c
-        mu_cav[i] = (marg_mean[i] / marg_var[i] - nu[i]) / tau_c
-        lz, a, _ = probit_tilted(y[i], mu_cav[i], var_cav[i], bias)
+        lz, a, _ = probit_tilted(y[i], m_c, v_c, bias)
         log_z[i] = lz
         alpha[i] = a
     return n_bad

@@ -25,13 +25,17 @@ import numpy as np
 
 from ._jit import jit
 from .blas import sum_lower_parts, syrk_rows, thread_ranges, trmm_rows
-from .linalg import DOWNDATE_MARGIN
+from .ep import cavity, damp_site, marginal_step, site_residual, site_target
 from .probit import probit_tilted, probit_tilted_moments
 
 #: Status codes returned by :func:`ep_fitc_sweep`.
 SWEEP_DONE = 0
 SWEEP_DOWNDATE_FAILED = 1
 
+
+#: A downdate is refused when a pivot would fall below this fraction of its old value
+#: squared: the result would be singular to working precision.
+DOWNDATE_MARGIN = 1e-12
 
 @jit
 def _upper_times_row(R, P, n, u):
@@ -137,7 +141,7 @@ def ep_fitc_sweep(y, order, start, tau, nu, d, P, R, nn, gamma, bias, damping,
     bias : float
         Probit bias beta: p(y | f) = Phi(y (f + beta)).
     damping : float
-        Step in natural parameters, in (0, 1]; 1 is plain EP.
+        Step in natural parameters, in (0, 1]; 1 is plain EP (:func:`sparsegp._numba.ep.damp_site`).
     u, w : ndarray of shape (M,)
         Scratch.
     fail_pos : int
@@ -153,7 +157,8 @@ def ep_fitc_sweep(y, order, start, tau, nu, d, P, R, nn, gamma, bias, damping,
     pos : int
         Position in ``order`` where the sweep stopped (``len(order)`` when done).
     max_change : float
-        Largest |change| of tau or nu over the visited sites.
+        Largest undamped residual |target - current| of tau or nu over the visited sites
+        (:func:`sparsegp._numba.ep.site_residual`).
     """
     M = R.shape[0]
     max_change = 0.0
@@ -169,44 +174,35 @@ def ep_fitc_sweep(y, order, start, tau, nu, d, P, R, nn, gamma, bias, damping,
         h = nn[n]
         for j in range(M):
             h += P[n, j] * gamma[j]
-        if not (a > 0.0):
+        # Cavity (step 2); an improper one is round-off: skip the site (ep.cavity).
+        mu_c, var_c, ok = cavity(h, a, tau[n], nu[n])
+        if not ok:
             continue
-        # Cavity (step 2); a non-positive cavity precision is round-off: skip the site.
-        tau_c = 1.0 / a - tau[n]
-        if not (tau_c > 0.0):
-            continue
-        nu_c = h / a - nu[n]
-        mu_c = nu_c / tau_c
-        var_c = 1.0 / tau_c
-        # Moment match (step 3, notes §0.4).
+        # Moment match (step 3, notes §0.4), clamp, damp.
         _, alpha, nuq = probit_tilted(y[n], mu_c, var_c, bias)
-        denom = 1.0 - var_c * nuq
-        tau_new = nuq / denom
-        nu_new = (alpha + mu_c * nuq) / denom
-        if tau_new < 0.0:
-            tau_new = 0.0
-        if damping != 1.0:
-            tau_new = (1.0 - damping) * tau[n] + damping * tau_new
-            nu_new = (1.0 - damping) * nu[n] + damping * nu_new
-        pi = tau_new - tau[n]
-        b = nu_new - nu[n]
-        change = max(abs(pi), abs(b))
+        tau_t, nu_t, ok = site_target(mu_c, var_c, alpha, nuq)
+        if not ok:
+            continue
+        # the residual counts even if the update is rejected below: that site has not converged
+        change = site_residual(tau[n], nu[n], tau_t, nu_t)
         if change > max_change:
             max_change = change
-        den = 1.0 + pi * a
-        if not (den > 0.0):
+        tau_new, nu_new = damp_site(tau[n], nu[n], tau_t, nu_t, damping)
+        pi = tau_new - tau[n]
+        b = nu_new - nu[n]
+        # c = pi / (1 + pi A_nn), g = (b - pi h) / (1 + pi A_nn) (step 5)
+        c, g, ok = marginal_step(pi, b, h, a)
+        if not ok:
             continue  # the new marginal variance would not be positive: reject
-        c = pi / den
         dn = d[n]
         # w = R^T R p_n; gamma' = gamma + (b - pi h) / (1 + pi d_n) R'^T R' p_n, and
         # R'^T R' p_n = w (1 - c u.u) = w (1 + pi d_n) / (1 + pi A_nn)   (step 5).
         _upper_t_times(R, u, w)
-        g = (b - pi * h) / den
         for j in range(M):
             gamma[j] += g * w[j]
         if c > 0.0:
-            # Downdate by sqrt(c) w; feasible iff 1 - c u.u = (1 + pi d_n)/den > 0.
-            rho = (1.0 + pi * dn) / den
+            # Downdate by sqrt(c) w; feasible iff 1 - c u.u = (1 + pi d_n)/(1 + pi A_nn) > 0.
+            rho = (1.0 + pi * dn) / (1.0 + pi * a)
             sc = math.sqrt(c)
             for j in range(M):
                 w[j] *= sc
@@ -239,48 +235,45 @@ def ep_site_targets(y, tau, nu, diag_a, h, bias, tau_new, nu_new, log_z, dlog_z,
     """Cavities and moment-matched sites of every site from one posterior (parallel schedule).
 
     Inputs ``diag_a``, ``h`` (N,) are the posterior marginals. Outputs (all (N,), written in
-    place): ``tau_new``, ``nu_new`` the undamped new sites (the current values where the cavity
-    precision is not positive), ``log_z`` log Phi(z_n), ``dlog_z`` its derivative w.r.t. the
-    cavity mean (equal to the one w.r.t. the bias, §1.9 step 6), ``cav_tau``, ``cav_nu`` the cavity
-    natural parameters (notes §1.3 steps 2-3). Also used for the evidence (§1.8).
+    place): ``tau_new``, ``nu_new`` the undamped targets of :func:`sparsegp._numba.ep.site_target`
+    (the current values where the cavity is improper), ``log_z`` log Phi(z_n), ``dlog_z`` its
+    derivative w.r.t. the cavity mean (equal to the one w.r.t. the bias, §1.9 step 6),
+    ``cav_tau``, ``cav_nu`` the cavity natural parameters (notes §1.3 steps 2-3; ``cav_tau`` is
+    0 where the cavity is improper, and ``log_z``, ``dlog_z`` are 0 there). Also used for the
+    evidence (§1.8).
     """
     N = y.shape[0]
     for n in range(N):
-        a = diag_a[n]
-        tc = 1.0 / a - tau[n]
-        nc = h[n] / a - nu[n]
-        cav_tau[n] = tc
-        cav_nu[n] = nc
-        if not (tc > 0.0):
-            tau_new[n] = tau[n]
-            nu_new[n] = nu[n]
-            log_z[n] = 0.0
-            dlog_z[n] = 0.0
-            continue
-        mu_c = nc / tc
-        var_c = 1.0 / tc
-        lz, alpha, nuq = probit_tilted(y[n], mu_c, var_c, bias)
-        denom = 1.0 - var_c * nuq
-        t = nuq / denom
-        tau_new[n] = t if t > 0.0 else 0.0
-        nu_new[n] = (alpha + mu_c * nuq) / denom
+        mu_c, var_c, ok = cavity(h[n], diag_a[n], tau[n], nu[n])
+        lz = 0.0
+        alpha = 0.0
+        if ok:
+            lz, alpha, nuq = probit_tilted(y[n], mu_c, var_c, bias)
+            tau_t, nu_t, ok = site_target(mu_c, var_c, alpha, nuq)
+        if not ok:
+            # improper cavity or matched Gaussian: the site keeps its value (ep module policy)
+            tau_t, nu_t = tau[n], nu[n]
+        tau_new[n] = tau_t
+        nu_new[n] = nu_t
         log_z[n] = lz
         dlog_z[n] = alpha
+        cav_tau[n] = 1.0 / var_c
+        cav_nu[n] = mu_c / var_c
 
 
 @jit
-def parallel_targets(C, Vt, t, d, nn, gamma, y, tau, nu, bias, step_tau, step_nu):
-    """Marginals, cavities and undamped site steps of one parallel EP iteration, fused.
+def parallel_targets(C, Vt, t, d, nn, gamma, y, tau, nu, bias, tau_target, nu_target):
+    """Marginals, cavities and undamped site targets of one parallel EP iteration, fused.
 
     The posterior is the implicit one of a refresh: P = diag(t) Vt, so with ``C = Vt Rᵀ``
     (N, M) the marginals are A_nn = d_n + t_n² ‖C[n]‖² and h_n = nn_n + t_n Vt[n]·γ
     (notes §1.4). Each site's cavity is moment-matched as in :func:`ep_site_targets`; the
-    steps ``new − current`` go to ``step_tau``, ``step_nu`` (N,) (zero where the cavity
-    precision is not positive). Returns the largest |step|, the undamped residual of the
+    targets go to ``tau_target``, ``nu_target`` (N,) (the current site where the cavity is
+    improper). Returns the largest undamped residual |target − current|, the residual of the
     fixed-point map. One read of C and Vt; no log Z is computed.
     """
     N, M = Vt.shape
-    # First the marginals (A_nn into step_tau, h_n into step_nu, as scratch), then the
+    # First the marginals (A_nn into tau_target, h_n into nu_target, as scratch), then the
     # per-site scalar work in a loop of its own: two simple loops run about 1.4x faster than
     # one that interleaves the row reductions with the divisions and erfc of the moments.
     for n in range(N):
@@ -289,52 +282,40 @@ def parallel_targets(C, Vt, t, d, nn, gamma, y, tau, nu, bias, step_tau, step_nu
         for m in range(M):
             c2 += C[n, m] * C[n, m]
             vg += Vt[n, m] * gamma[m]
-        step_tau[n] = d[n] + t[n] * t[n] * c2
-        step_nu[n] = nn[n] + t[n] * vg
+        tau_target[n] = d[n] + t[n] * t[n] * c2
+        nu_target[n] = nn[n] + t[n] * vg
     change = 0.0
     for n in range(N):
-        a = step_tau[n]
-        tc = 1.0 / a - tau[n]
-        if not (tc > 0.0):
-            step_tau[n] = 0.0
-            step_nu[n] = 0.0
-            continue
-        var_c = 1.0 / tc
-        mu_c = (step_nu[n] / a - nu[n]) * var_c
-        alpha, nuq = probit_tilted_moments(y[n], mu_c, var_c, bias)
-        inv_den = 1.0 / (1.0 - var_c * nuq)
-        tn = nuq * inv_den
-        if tn < 0.0:
-            tn = 0.0
-        st = tn - tau[n]
-        sn = (alpha + mu_c * nuq) * inv_den - nu[n]
-        step_tau[n] = st
-        step_nu[n] = sn
-        if abs(st) > change:
-            change = abs(st)
-        if abs(sn) > change:
-            change = abs(sn)
+        mu_c, var_c, ok = cavity(nu_target[n], tau_target[n], tau[n], nu[n])
+        if ok:
+            alpha, nuq = probit_tilted_moments(y[n], mu_c, var_c, bias)
+            tau_t, nu_t, ok = site_target(mu_c, var_c, alpha, nuq)
+        if not ok:
+            tau_t, nu_t = tau[n], nu[n]
+        tau_target[n] = tau_t
+        nu_target[n] = nu_t
+        r = site_residual(tau[n], nu[n], tau_t, nu_t)
+        if r > change:
+            change = r
     return change
 
 
 @jit
-def parallel_apply(Vt, d0, tau, nu, step_tau, step_nu, delta, t, omega, btil, d, nn, Ws, b):
+def parallel_apply(Vt, d0, tau, nu, tau_target, nu_target, delta, t, omega, btil, d, nn, Ws,
+                   b):
     """Damped site update and the O(N M) part of the refresh that follows it, fused.
 
-    ``tau += delta step_tau`` (clamped at 0), ``nu += delta step_nu``; then, as in the
-    refresh (notes §1.4, whitened): t = 1/(1 + d0 τ), ω = τ t, b̃ = ν t, d = d0 t,
-    nn = d ν, ``Ws[n] = √ω_n Vt[n]`` (so that S − I = Wsᵀ Ws) and ``b = Vtᵀ b̃`` (M,).
-    All arrays are written in place.
+    ``(tau, nu)`` move a fraction ``delta`` of the way to the targets
+    (:func:`sparsegp._numba.ep.damp_site`); then, as in the refresh (notes §1.4, whitened):
+    t = 1/(1 + d0 τ), ω = τ t, b̃ = ν t, d = d0 t, nn = d ν, ``Ws[n] = √ω_n Vt[n]`` (so that
+    S − I = Wsᵀ Ws) and ``b = Vtᵀ b̃`` (M,). All arrays are written in place.
     """
     N, M = Vt.shape
     for m in range(M):
         b[m] = 0.0
     for n in range(N):
-        tn_ = tau[n] + delta * step_tau[n]
-        if tn_ < 0.0:
-            tn_ = 0.0
+        tn_, nu_n = damp_site(tau[n], nu[n], tau_target[n], nu_target[n], delta)
         tau[n] = tn_
-        nu_n = nu[n] + delta * step_nu[n]
         nu[n] = nu_n
         tt = 1.0 / (1.0 + d0[n] * tn_)
         t[n] = tt
@@ -353,14 +334,14 @@ def parallel_apply(Vt, d0, tau, nu, step_tau, step_nu, delta, t, omega, btil, d,
 
 
 @jit(parallel=True)
-def parallel_targets_split(Vt, RT, t, d, nn, gamma, y, tau, nu, bias, step_tau, step_nu,
+def parallel_targets_split(Vt, RT, t, d, nn, gamma, y, tau, nu, bias, tau_target, nu_target,
                            n_parts, block):
     """:func:`parallel_targets` with the rows split among ``n_parts`` threads.
 
     Each thread forms ``C = Vt Rᵀ`` for a block of ``block`` rows at a time in scratch
     (trmm; ``RT`` (M, M) is Rᵀ, lower triangular, C-contiguous) and runs the fused targets on
     that block while it is in cache. Arguments otherwise as :func:`parallel_targets`; returns
-    the largest |step| over all sites.
+    the largest undamped residual over all sites.
     """
     N, M = Vt.shape
     edges = thread_ranges(N, n_parts)
@@ -373,14 +354,14 @@ def parallel_targets_split(Vt, RT, t, d, nn, gamma, y, tau, nu, bias, step_tau, 
             Cb[:nb] = Vt[lo:hi]
             trmm_rows(Cb, RT, 0, nb, False)
             c = parallel_targets(Cb[:nb], Vt[lo:hi], t[lo:hi], d[lo:hi], nn[lo:hi], gamma,
-                                 y[lo:hi], tau[lo:hi], nu[lo:hi], bias, step_tau[lo:hi],
-                                 step_nu[lo:hi])
+                                 y[lo:hi], tau[lo:hi], nu[lo:hi], bias, tau_target[lo:hi],
+                                 nu_target[lo:hi])
             change[p] = max(change[p], c)
     return change.max()
 
 
 @jit(parallel=True)
-def parallel_apply_split(Vt, d0, tau, nu, step_tau, step_nu, delta, t, omega, btil, d, nn,
+def parallel_apply_split(Vt, d0, tau, nu, tau_target, nu_target, delta, t, omega, btil, d, nn,
                          n_parts, block):
     """:func:`parallel_apply` with the rows split among ``n_parts`` threads, Ws never stored.
 
@@ -399,8 +380,8 @@ def parallel_apply_split(Vt, d0, tau, nu, step_tau, step_nu, delta, t, omega, bt
         for lo in range(edges[p], edges[p + 1], block):
             hi = min(lo + block, edges[p + 1])
             nb = hi - lo
-            parallel_apply(Vt[lo:hi], d0[lo:hi], tau[lo:hi], nu[lo:hi], step_tau[lo:hi],
-                           step_nu[lo:hi], delta, t[lo:hi], omega[lo:hi], btil[lo:hi],
+            parallel_apply(Vt[lo:hi], d0[lo:hi], tau[lo:hi], nu[lo:hi], tau_target[lo:hi],
+                           nu_target[lo:hi], delta, t[lo:hi], omega[lo:hi], btil[lo:hi],
                            d[lo:hi], nn[lo:hi], Wb[:nb], bb)
             for m in range(M):
                 b[p, m] += bb[m]

@@ -22,7 +22,8 @@ import numpy as np
 
 from ._jit import jit
 from .blas import gemm_rows, gemm_tn_rows, thread_ranges
-from .probit import inv_mills_and_shift, log_ndtr
+from .ep import damp_site, site_delta, site_residual, site_target
+from .probit import log_ndtr, pairwise_tilted
 
 _LOG_SQRT_2PI = 0.5 * math.log(2.0 * math.pi)
 
@@ -30,54 +31,6 @@ _LOG_SQRT_2PI = 0.5 * math.log(2.0 * math.pi)
 STATUS_OK = 0
 STATUS_IMPROPER_CAVITY = 1
 STATUS_NEGATIVE_VARIANCE = 2
-
-
-@jit
-def site_delta(tau, eta, s, mu):
-    """Delta(tau, eta; s, mu) = G(cavity) - G(posterior) along one rank-one site (notes §3).
-
-    ``s``/``mu`` are the posterior variance/mean projected on the site's own direction.
-    Finite at tau = 0 (where it is 0). Returns -inf when 1 - tau s <= 0 (improper cavity).
-    """
-    one_m = 1.0 - tau * s
-    if one_m <= 0.0:
-        return -np.inf
-    return -0.5 * math.log(one_m) + (tau * mu * mu - 2.0 * eta * mu + eta * eta * s) / (2.0 * one_m)
-
-
-@jit
-def pairwise_tilted(a_p, s_p, d_p, a_m, s_m, d_m):
-    """Tilted normaliser of one pairwise-probit factor and its derivatives (notes §2.4).
-
-    The factor is Phi((f_p - f_m) / 1) integrated against independent Gaussians with projected
-    cavity means ``a_p``, ``a_m``, variances ``s_p``, ``s_m`` and FITC variances ``d_p``, ``d_m``.
-
-    Returns
-    -------
-    log_z : float
-        log Phi(beta), beta = (a_p - a_m) / sqrt(z), z = d_p + s_p + d_m + s_m.
-    g : float
-        d log Z / d a_p (= -d log Z / d a_m) = r / sqrt(z).
-    nu : float
-        -d^2 log Z / d a_p^2 = r (r + beta) / z, with r(r + beta) clipped into (0, 1).
-    w : float
-        d log Z / d z = -r beta / (2 z).
-    z : float
-        The total variance (<= 0 signals a failure to the caller).
-    """
-    z = d_p + s_p + d_m + s_m
-    if not z > 0.0:
-        return -np.inf, 0.0, 0.0, 0.0, z
-    sz = math.sqrt(z)
-    beta = (a_p - a_m) / sz
-    r, shift = inv_mills_and_shift(beta)
-    # r (r + beta) lies in (0, 1) exactly; rounding can push it onto the boundary (notes §8.1)
-    rr = r * shift
-    if rr >= 1.0:
-        rr = 1.0 - 1e-16
-    elif rr <= 0.0:
-        rr = 1e-300
-    return log_ndtr(beta), r / sz, rr / z, -0.5 * r * beta / z, z
 
 
 def _factor_pass_body(y, V, Vo, SV, SO, Kfu, d, m, tau_p, eta_p, tau_m, eta_m,
@@ -194,15 +147,18 @@ def _factor_pass_body(y, V, Vo, SV, SO, Kfu, d, m, tau_p, eta_p, tau_m, eta_m,
             if not z > 0.0:
                 st = 2
                 break
+            # eqs. 47-55: dividing the matched Gaussian by the cavity, d log Z / d a = +-g
+            ntp, nep, ok_p = site_target(a_p, s_p, g, nu)
+            ntm, nem, ok_m = site_target(a_m, s_m, -g, nu)
+            if not (ok_p and ok_m):
+                st = 2
+                break
             lz += lzk
             dl += site_delta(tp, ep, aoo[yi], muo[yi]) + site_delta(tm, em, aoo[k], muo[k])
-            # eqs. 47-55: dividing the matched Gaussian by the cavity
-            ntp = nu / (1.0 - nu * s_p)
-            ntm = nu / (1.0 - nu * s_m)
             new_tau_p[i, k] = ntp
-            new_eta_p[i, k] = g * (1.0 + ntp * s_p) + ntp * a_p
+            new_eta_p[i, k] = nep
             new_tau_m[i, k] = ntm
-            new_eta_m[i, k] = -g * (1.0 + ntm * s_m) + ntm * a_m
+            new_eta_m[i, k] = nem
             if compute_grad:
                 # winner side: G^V = g m_cav + w (2 S_cav v - k), S_cav v and m_cav from §2.3
                 c_m[yi] += g
@@ -255,6 +211,28 @@ def factor_pass_serial(y, V, Vo, Kfu, d, S, m, tau_p, eta_p, tau_m, eta_m,
     factor_pass_projected_serial(y, V, Vo, SV, SO, Kfu, d, m, tau_p, eta_p, tau_m, eta_m,
                                  new_tau_p, new_eta_p, new_tau_m, new_eta_m, log_z, delta, GV,
                                  wsum, status, same_dirs, compute_grad)
+
+
+@jit
+def damp_factor_sites(tau, eta, tau_target, eta_target, damping, tau_out, eta_out):
+    """Damped sites of one side of every factor and their undamped residual (notes §2.6).
+
+    ``tau, eta`` (B, C) are the current sites, ``tau_target, eta_target`` (B, C) the undamped
+    ones of :func:`factor_pass_projected`; ``tau_out, eta_out`` (B, C) receive
+    :func:`sparsegp._numba.ep.damp_site` of each pair. Returns the largest
+    :func:`sparsegp._numba.ep.site_residual`, the convergence measure of every EP engine.
+    """
+    B, C = tau.shape
+    residual = 0.0
+    for i in range(B):
+        for k in range(C):
+            t, e = damp_site(tau[i, k], eta[i, k], tau_target[i, k], eta_target[i, k], damping)
+            tau_out[i, k] = t
+            eta_out[i, k] = e
+            r = site_residual(tau[i, k], eta[i, k], tau_target[i, k], eta_target[i, k])
+            if r > residual:
+                residual = r
+    return residual
 
 
 @jit(parallel=True)

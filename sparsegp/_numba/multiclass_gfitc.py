@@ -28,7 +28,8 @@ import numba
 import numpy as np
 
 from ._jit import jit
-from .probit import inv_mills, inv_mills_and_shift, log_ndtr
+from .ep import cavity, damp_site, site_delta, site_residual, site_target
+from .probit import inv_mills, log_ndtr, pairwise_tilted
 
 _SQRT2 = math.sqrt(2.0)
 
@@ -127,31 +128,49 @@ def factor_sites(mu_p, v_p, mu_m, v_m, t_po, n_po, t_mo, n_mo):
     and f- = f_ik and the factor's current sites (notes §7.1).
 
     Returns ``(ok, tau+, nu+, tau-, nu-)``; ``ok`` is False (sites unchanged) when a cavity or
-    new-site denominator is not positive, i.e. the factor must be skipped this time.
+    matched Gaussian is not proper, i.e. the factor is skipped this time (the policy of
+    :mod:`sparsegp._numba.ep`, whose cavity and target it uses; the tilted moments are
+    :func:`sparsegp._numba.probit.pairwise_tilted`).
     """
-    # cavity of this factor's own sites: q / site, in the stable tau/(1 - tau v) form
-    den_p = 1.0 - t_po * v_p
-    den_m = 1.0 - t_mo * v_m
-    if not (den_p > 0.0 and den_m > 0.0):
+    mc_p, vc_p, ok_p = cavity(mu_p, v_p, t_po, n_po)
+    mc_m, vc_m, ok_m = cavity(mu_m, v_m, t_mo, n_mo)
+    if not (ok_p and ok_m):
         return False, t_po, n_po, t_mo, n_mo
-    vc_p = v_p / den_p
-    mc_p = (mu_p - n_po * v_p) / den_p
-    vc_m = v_m / den_m
-    mc_m = (mu_m - n_mo * v_m) / den_m
-    z = vc_p + vc_m
+    # the FITC variances are inside the marginals already: no extra variance in the factor
+    _, g, nu2, _, z = pairwise_tilted(mc_p, vc_p, 0.0, mc_m, vc_m, 0.0)
     if not (z > 0.0):
         return False, t_po, n_po, t_mo, n_mo
-    sz = math.sqrt(z)
-    beta = (mc_p - mc_m) / sz
-    r, br = inv_mills_and_shift(beta)
-    alpha = r / sz
-    nu2 = r * br / z  # -d2 log Z / d mu^2, in (0, 1/z)
-    den_p = 1.0 - nu2 * vc_p
-    den_m = 1.0 - nu2 * vc_m
-    if not (den_p > 0.0 and den_m > 0.0):
+    t_p, n_p, ok_p = site_target(mc_p, vc_p, g, nu2)
+    t_m, n_m, ok_m = site_target(mc_m, vc_m, -g, nu2)
+    if not (ok_p and ok_m):
         return False, t_po, n_po, t_mo, n_mo
-    return (True, nu2 / den_p, (alpha + mc_p * nu2) / den_p,
-            nu2 / den_m, (-alpha + mc_m * nu2) / den_m)
+    return True, t_p, n_p, t_m, n_m
+
+
+@jit
+def factor_evidence_terms(y, mu, var, tp, np_, tm, nm, out):
+    """Each factor's share of log Z_EP: log Z_ik + Delta(+) + Delta(-) (notes §3, §7.1).
+
+    ``mu, var`` (C, N) are the posterior marginals, ``tp, np_, tm, nm`` (N, C) the sites as in
+    :func:`gfitc_ep_sweep`. ``out`` (N, C) receives the term of factor (i, k), 0 at k = y_i and
+    -inf where a cavity is improper. Returns ``out``.
+    """
+    N, C = tp.shape
+    for i in range(N):
+        yi = y[i]
+        for k in range(C):
+            if k == yi:
+                out[i, k] = 0.0
+                continue
+            mc_p, vc_p, ok_p = cavity(mu[yi, i], var[yi, i], tp[i, k], np_[i, k])
+            mc_m, vc_m, ok_m = cavity(mu[k, i], var[k, i], tm[i, k], nm[i, k])
+            if not (ok_p and ok_m):
+                out[i, k] = -math.inf
+                continue
+            log_z = pairwise_tilted(mc_p, vc_p, 0.0, mc_m, vc_m, 0.0)[0]
+            out[i, k] = (log_z + site_delta(tp[i, k], np_[i, k], var[yi, i], mu[yi, i])
+                         + site_delta(tm[i, k], nm[i, k], var[k, i], mu[k, i]))
+    return out
 
 
 @jit
@@ -202,13 +221,11 @@ def gfitc_parallel_update(y, mu, var, tp, np_, tm, nm, damping, residual, start,
             if not ok:
                 skipped += 1
                 continue
-            ch = max(abs(t_p - t_po), abs(n_p - n_po), abs(t_m - t_mo), abs(n_m - n_mo))
+            ch = max(site_residual(t_po, n_po, t_p, n_p), site_residual(t_mo, n_mo, t_m, n_m))
             if ch > res:
                 res = ch
-            tp[i, k] = t_po + damping * (t_p - t_po)
-            np_[i, k] = n_po + damping * (n_p - n_po)
-            tm[i, k] = t_mo + damping * (t_m - t_mo)
-            nm[i, k] = n_mo + damping * (n_m - n_mo)
+            tp[i, k], np_[i, k] = damp_site(t_po, n_po, t_p, n_p, damping)
+            tm[i, k], nm[i, k] = damp_site(t_mo, n_mo, t_m, n_m, damping)
         residual[i] = res
     return skipped
 
@@ -239,7 +256,8 @@ def gfitc_ep_sweep(y, U, Dg, tau_bar, nu_bar, Binv, gam, tp, np_, tm, nm, dampin
     Returns
     -------
     max_change : float
-        Largest |change| of any site parameter in this sweep.
+        Largest undamped residual |target - current| of any site parameter in this sweep
+        (:func:`sparsegp._numba.ep.site_residual`).
     n_skipped : int
         Factors skipped because a cavity variance was not positive.
     n_refresh : int
@@ -268,13 +286,12 @@ def gfitc_ep_sweep(y, U, Dg, tau_bar, nu_bar, Binv, gam, tp, np_, tm, nm, dampin
             if not ok:
                 n_skipped += 1
                 continue
-            t_p = damping * t_p + (1.0 - damping) * t_po
-            n_p = damping * n_p + (1.0 - damping) * n_po
-            t_m = damping * t_m + (1.0 - damping) * t_mo
-            n_m = damping * n_m + (1.0 - damping) * n_mo
-            ch = max(abs(t_p - t_po), abs(n_p - n_po), abs(t_m - t_mo), abs(n_m - n_mo))
+            # converged on the undamped residual: a damped step is only damping x as large
+            ch = max(site_residual(t_po, n_po, t_p, n_p), site_residual(t_mo, n_mo, t_m, n_m))
             if ch > max_change:
                 max_change = ch
+            t_p, n_p = damp_site(t_po, n_po, t_p, n_p, damping)
+            t_m, n_m = damp_site(t_mo, n_mo, t_m, n_m, damping)
             tp[i, k] = t_p
             np_[i, k] = n_p
             tm[i, k] = t_m

@@ -97,6 +97,43 @@ def probit_tilted_moments(y, mu, var, bias):
 
 
 @jit
+def pairwise_tilted(a_p, s_p, d_p, a_m, s_m, d_m):
+    """Tilted normaliser of one pairwise-probit factor and its derivatives (notes multiclass §2.4).
+
+    The step factor Theta(f_p - f_m) of the multi-class likelihood (notes multiclass §1.2)
+    integrated against independent Gaussians with cavity means ``a_p``, ``a_m``, variances
+    ``s_p``, ``s_m`` and extra (FITC) variances ``d_p``, ``d_m`` (0 for a GFITC factor, whose
+    FITC variance is already inside its marginals).
+
+    Returns
+    -------
+    log_z : float
+        log Phi(beta), beta = (a_p - a_m) / sqrt(z), z = d_p + s_p + d_m + s_m.
+    g : float
+        d log Z / d a_p (= -d log Z / d a_m) = r / sqrt(z).
+    nu : float
+        -d^2 log Z / d a_p^2 = r (r + beta) / z, with r(r + beta) clipped into (0, 1).
+    w : float
+        d log Z / d z = -r beta / (2 z).
+    z : float
+        The total variance (<= 0 signals a failure to the caller).
+    """
+    z = d_p + s_p + d_m + s_m
+    if not z > 0.0:
+        return -np.inf, 0.0, 0.0, 0.0, z
+    sz = math.sqrt(z)
+    beta = (a_p - a_m) / sz
+    r, shift = inv_mills_and_shift(beta)
+    # r (r + beta) lies in (0, 1) exactly; rounding can push it onto the boundary (notes §8.1)
+    rr = r * shift
+    if rr >= 1.0:
+        rr = 1.0 - 1e-16
+    elif rr <= 0.0:
+        rr = 1e-300
+    return log_ndtr(beta), r / sz, rr / z, -0.5 * r * beta / z, z
+
+
+@jit
 def log_ndtr_array(z, out):
     """Element-wise log Phi of a 1-D array into ``out`` (same shape)."""
     for i in range(z.shape[0]):

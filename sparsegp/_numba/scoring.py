@@ -17,6 +17,7 @@ import numpy as np
 
 from ._jit import jit
 from .probit import probit_tilted
+from .._config import SCORING_PARALLEL_MIN_CANDIDATES as PARALLEL_MIN_CANDIDATES
 
 SCORE_ENTROPY = 0
 SCORE_INFOGAIN = 1
@@ -32,10 +33,6 @@ def score_one(kind, y_j, h_j, a_jj, bias):
     if kind == SCORE_ENTROPY:
         return 0.5 * ent
     return 0.5 * (ent - anu + a_jj * alpha * alpha)
-
-
-#: Candidates from which scoring runs multi-threaded (one score is ~0.1 microseconds).
-PARALLEL_MIN_CANDIDATES = 20_000
 
 
 @jit(parallel=True)

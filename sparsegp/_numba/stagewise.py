@@ -28,6 +28,7 @@ import math
 import numpy as np
 
 from ._jit import jit
+from .ep import marginal_step, site_target
 from .probit import inv_mills, log_ndtr, probit_tilted
 
 _INV_SQRT2 = 1.0 / math.sqrt(2.0)
@@ -85,20 +86,25 @@ def lookahead_moment(J, kt, diag_A, h, y, bias, weights, skip_self, nlp_out, alp
         Leave the candidate itself out of the sum (the validation loss of eq. 4 sums over the
         non-active set after the inclusion).
     nlp_out, alpha_out, nu_out : ndarray of shape (kappa,)
-        Receive the weighted loss and the moment-matched alpha_j (= alpha~_j) and nu_j (= eta_j).
+        Receive the weighted loss and the inclusion's alpha~_j and eta_j
+        (:func:`sparsegp._numba.ep.marginal_step` of the moment-matched site; equal to the
+        moments alpha_j and nu_j in exact arithmetic).
 
     O(kappa n).
     """
     for c in range(J.shape[0]):
         j = J[c]
+        # the moment-matched ADF site (cavity = marginal: the site is still zero) and the
+        # rank-one move it causes, (eta, alpha~) = (nu, alpha) in exact arithmetic
         _, alpha, nu = probit_tilted(y[j], h[j], diag_A[j], bias)
-        if not (nu > 0.0):
-            # nu underflows for a point classified with certainty: its site is zero
-            nu = 0.0
-            alpha = 0.0
-        alpha_out[c] = alpha
-        nu_out[c] = nu
-        nlp_out[c] = _nlp_after(y, h, diag_A, bias, weights, kt[c], alpha, nu,
+        p, pm, ok = site_target(h[j], diag_A[j], alpha, nu)
+        eta, alpha_t = 0.0, 0.0
+        if ok and p > 0.0:
+            # p = 0 when nu underflows (a point classified with certainty): a zero site
+            eta, alpha_t, _ = marginal_step(p, pm, h[j], diag_A[j])
+        alpha_out[c] = alpha_t
+        nu_out[c] = eta
+        nlp_out[c] = _nlp_after(y, h, diag_A, bias, weights, kt[c], alpha_t, eta,
                                 j if skip_self else -1)
 
 

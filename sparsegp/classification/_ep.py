@@ -28,10 +28,9 @@ from ._binary import (
     theta_gradient,
     unpack_theta,
 )
+from .._config import PREDICT_BLOCK as _PREDICT_BATCH
 
 __all__ = ["EPClassifier"]
-
-_PREDICT_BATCH = 2048
 
 
 class _EPFit:
@@ -206,7 +205,8 @@ class EPClassifier(_BinaryGPClassifierMixin, ClassifierMixin, SparseGPEstimator)
         bounds (within a factor 10 of the given values where unbounded, as for the default
         kernel); the bias starts where given. The fit with the best evidence is kept.
     ep_tol : float, default=1e-6
-        EP stops when the largest change of a site parameter in a sweep is below this.
+        EP stops when the largest undamped site residual of a sweep, |moment-matched target -
+        current| of any site parameter, is below this (also when damped).
     max_sweeps : int, default=200
         EP sweep limit (per evidence evaluation).
     damping : float, default=1.0

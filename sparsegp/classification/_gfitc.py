@@ -31,14 +31,13 @@ from ..kernels import grad_contract, kernel_matrix
 from ._binary import (
     _BinaryGPClassifierMixin, pack_theta, search_box, theta_gradient, unpack_theta,
 )
+from .._config import ROW_BLOCK
 
 __all__ = ["GFITCClassifier"]
 
 _SCHEDULES = ("sequential", "parallel")
 #: Smallest step the parallel schedule falls back to when its site changes grow.
 PARALLEL_MIN_DAMPING = 0.05
-#: Rows a thread takes through one phase of a parallel EP iteration at a time
-ROW_BLOCK = 1024
 
 
 # --------------------------------------------------------------------------------------------
@@ -171,11 +170,11 @@ def _site_targets(y, tau, nu, diag_a, h, bias):
 class _ParallelWork:
     """Buffers of the parallel schedule, allocated once per EP run."""
 
-    __slots__ = ("step_tau", "step_nu")
+    __slots__ = ("tau_target", "nu_target")
 
     def __init__(self, N, M):
-        self.step_tau = np.empty(N)
-        self.step_nu = np.empty(N)
+        self.tau_target = np.empty(N)
+        self.nu_target = np.empty(N)
 
 
 def _n_parts():
@@ -206,12 +205,12 @@ def _parallel_step(prior, y, bias, tau, nu, post, work, delta, prev_change, max_
     """
     change = _ep.parallel_targets_split(
         post.Vt, np.ascontiguousarray(post.R.T), post.t, post.d, post.nn, post.gamma, y, tau,
-        nu, float(bias), work.step_tau, work.step_nu, _n_parts(), ROW_BLOCK)
+        nu, float(bias), work.tau_target, work.nu_target, _n_parts(), ROW_BLOCK)
     if change > prev_change:
         delta = max(0.5 * delta, PARALLEL_MIN_DAMPING)
     else:
         delta = min(1.25 * delta, float(max_delta))
-    G, b = _ep.parallel_apply_split(prior.Vt, prior.d0, tau, nu, work.step_tau, work.step_nu,
+    G, b = _ep.parallel_apply_split(prior.Vt, prior.d0, tau, nu, work.tau_target, work.nu_target,
                                     delta, post.t, post.omega, post.btil, post.d, post.nn,
                                     _n_parts(), ROW_BLOCK)
     _finish_refresh(post, G, b)
@@ -237,7 +236,8 @@ def run_ep(prior, y, bias, tau=None, nu=None, tol=EP_TOL, max_sweeps=EP_MAX_SWEE
     tau, nu : ndarray of shape (N,), optional
         Initial sites (warm start); copied.
     tol : float
-        Stop when the largest |change| of a site parameter over a sweep is below ``tol``.
+        Stop when the largest undamped residual |target - current| of a site parameter over
+        a sweep (or parallel iteration) is below ``tol``.
     max_sweeps : int
     damping : float in (0, 1]
     schedule : {"sequential", "parallel"}
@@ -395,9 +395,9 @@ class GFITCClassifier(_BinaryGPClassifierMixin, ClassifierMixin, InducingPointEs
 
     Parameters
     ----------
-    n_inducing : int, default=10
-        Number of pseudo-inputs M (1 <= M <= n_samples). Ignored when ``inducing_points`` is
-        given.
+    n_inducing : int or "auto", default="auto"
+        Number of pseudo-inputs M (1 <= M <= n_samples). ``"auto"``: 10, or n_samples when
+        that is smaller. Ignored when ``inducing_points`` is given.
     inducing_points : array-like of shape (M, n_features), optional
         Initial pseudo-input locations (fixed if ``optimize=False``).
     init : {"random", "kmeans"}, default="kmeans"
@@ -440,7 +440,8 @@ class GFITCClassifier(_BinaryGPClassifierMixin, ClassifierMixin, InducingPointEs
         length-scales drawn uniformly inside the kernel's bounds, within a factor 10 of the
         given values where unbounded); the fit with the best evidence is kept.
     ep_tol : float, default=1e-6
-        EP stops when the largest change of a site parameter over a sweep is below this.
+        EP stops when the largest undamped site residual of a sweep, |moment-matched target -
+        current| of any site parameter, is below this (also when damped).
     max_sweeps : int, default=200
         Maximum EP sweeps per evidence evaluation.
     damping : float, default=1.0
@@ -493,7 +494,9 @@ class GFITCClassifier(_BinaryGPClassifierMixin, ClassifierMixin, InducingPointEs
     A. Naish-Guzman and S. Holden, "The Generalized FITC Approximation", NIPS 2007.
     """
 
-    def __init__(self, n_inducing=10, inducing_points=None, init="kmeans", kernel=None,
+    _auto_inducing = 10
+
+    def __init__(self, n_inducing="auto", inducing_points=None, init="kmeans", kernel=None,
                  lengthscale=1.0, variance=1.0, bias=0.0, ard=False, jitter=JITTER,
                  optimize=True, optimizer="cg", max_iter=20, n_restarts=0, ep_tol=EP_TOL,
                  max_sweeps=EP_MAX_SWEEPS, damping=1.0, schedule="parallel",

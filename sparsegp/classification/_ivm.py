@@ -52,16 +52,20 @@ from .._validation import (
     check_int,
     check_option,
     check_random_state,
+    check_size,
 )
 from .._numba.covfuncs import SE
 from ..exceptions import ConvergenceWarning
 from .. import kernels as _kernels
 from .._optimize import kernel_log_bounds, maximize
 from ._binary import _BinaryGPClassifierMixin
+from .._config import PREDICT_BLOCK as _PREDICT_BLOCK
 
 __all__ = ["IVMClassifier"]
 
 #: Defaults of the randomized greedy scheme: seed 003's MNIST settings (footnote 7).
+#: the active-set size ``n_active="auto"`` asks for, capped by the number of training points
+AUTO_ACTIVE = 100
 RANDOMIZED_DEFAULTS = {"n_random": 2, "n_greedy": 198, "size": 500, "retain": 0.5}
 
 #: Optimiser iterations per hyper-parameter refit when ``optimize=True`` (toolbox kernIters).
@@ -79,8 +83,6 @@ VARIANCE_RANGE = (1e-2, 1e4)
 #: Default grid of ``optimize="validation"``: factors applied to the start (s2, l).
 VALIDATION_GRID = {"variance": (1.0, 4.0, 16.0), "lengthscale": (0.25, 0.5, 1.0, 2.0, 4.0)}
 
-#: Test points per block in predictions (bounds the (d, block) temporaries).
-_PREDICT_BLOCK = 2048
 
 _SCORE_KIND = {"entropy": _scoring.SCORE_ENTROPY, "infogain": _scoring.SCORE_INFOGAIN}
 
@@ -618,8 +620,9 @@ class IVMClassifier(_BinaryGPClassifierMixin, ClassifierMixin, SparseGPEstimator
 
     Parameters
     ----------
-    n_active : int, default=100
-        Active-set size d (1 <= d <= number of training points).
+    n_active : int or "auto", default="auto"
+        Active-set size d (1 <= d <= number of training points). ``"auto"``: 100, or the
+        number of training points when that is smaller.
     selection : {"entropy", "infogain", "random"}, default="entropy"
         Score of a candidate j: differential entropy -1/2 log(1 - a_jj nu_j) (seed 003 eq. 4),
         information gain KL(Q_new || Q) (notes §2.3), or uniform random choice.
@@ -731,7 +734,7 @@ class IVMClassifier(_BinaryGPClassifierMixin, ClassifierMixin, SparseGPEstimator
         tags.classifier_tags.multi_class = True     # one IVM per class against the rest
         return tags
 
-    def __init__(self, n_active=100, selection="entropy", randomized=None, kernel=None,
+    def __init__(self, n_active="auto", selection="entropy", randomized=None, kernel=None,
                  lengthscale=None, variance=None, ard=False, bias=0.0, bias_variance=0.0,
                  optimize="auto", max_iter=8, validation_fraction=0.2, validation_grid=None,
                  random_state=None, verbose=False):
@@ -757,14 +760,8 @@ class IVMClassifier(_BinaryGPClassifierMixin, ClassifierMixin, SparseGPEstimator
         X, y = self._validate_fit_data(X, y, classifier=True)
         n, D = X.shape
         classes, y_index = check_classes(y)
-        if isinstance(self.n_active, (bool, np.bool_)) or not isinstance(
-                self.n_active, (int, np.integer)):
-            raise ValueError(f"n_active must be an integer; got {self.n_active!r}")
-        if not 1 <= int(self.n_active) <= n:
-            raise ValueError(
-                f"n_active must be between 1 and the number of training points ({n}); got "
-                f"{self.n_active}"
-            )
+        n_active = check_size(self.n_active, "n_active", AUTO_ACTIVE, n,
+                              "the number of training points")
         selection = check_option(self.selection, "selection", ("entropy", "infogain", "random"))
         randomized = self._check_randomized()
         lengthscale = 1.0 if self.lengthscale is None else self.lengthscale
@@ -798,7 +795,7 @@ class IVMClassifier(_BinaryGPClassifierMixin, ClassifierMixin, SparseGPEstimator
         if not isinstance(self.verbose, (bool, np.bool_, int, np.integer)):
             raise ValueError(f"verbose must be a bool; got {self.verbose!r}")
         rng = check_random_state(self.random_state)
-        opts = dict(n_active=int(self.n_active), selection=selection, randomized=randomized,
+        opts = dict(n_active=n_active, selection=selection, randomized=randomized,
                     optimize=optimize_mode, max_iter=max_iter, verbose=bool(self.verbose),
                     validation_fraction=float(fraction), validation_grid=grid)
         if optimize_mode == "evidence" and spec.guard and self.lengthscale is not None:

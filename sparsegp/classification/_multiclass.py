@@ -34,15 +34,11 @@ from .._numba import multiclass as _nbmc
 from .._optimize import Adam, EvaluationFailure, SignAdaptiveStep, ascend
 from .._validation import check_int, check_option, check_positive
 from . import _multiclass_common as _mc
+from .._config import MC_PARALLEL_WORK as _PARALLEL_WORK, MC_PARALLEL_GEMM as _PARALLEL_GEMM
 
 __all__ = ["MultiClassEPClassifier"]
 
 _METHODS = ("ep", "sep")
-#: Below this many multiply-adds (B C M) the compiled factor pass runs serially.
-_PARALLEL_WORK = 20_000
-#: Below this many multiply-adds a stack of per-class products is one numpy call; above it the
-#: row blocks of all classes are shared among Numba's threads (_nbmc.stacked_gemm)
-_PARALLEL_GEMM = 2_000_000
 
 
 def _n_parts(C):
@@ -361,13 +357,17 @@ def ep_row_refine(y, data, q, sites, Vo, damping):
     """Damped EP refinement of the rows' own sites; returns ``(T, h, change, new_sites)``.
 
     (T, h) are the u-space totals of the new sites, a sum over rows; ``change`` the largest
-    change of a site parameter. Nothing is stored: the caller keeps ``new_sites`` (with the
+    undamped residual |target - current| of a site parameter (the measure of
+    :mod:`sparsegp._numba.ep`). Nothing is stored: the caller keeps ``new_sites`` (with the
     current directions V as their new ``Vo``) once the whole posterior is accepted.
     """
     Kfu, V, d = data
     res = _factor_pass(y, V, Vo, Kfu, d, q.S, q.m, sites, False, False)
-    new_sites = tuple(damping * n + (1.0 - damping) * o for n, o in zip(res.new, sites))
-    change = max(float(np.max(np.abs(n - o))) for n, o in zip(new_sites, sites))
+    new_sites = tuple(np.empty_like(o, dtype=np.float64) for o in sites)
+    change = max(_nbmc.damp_factor_sites(sites[2 * s], sites[2 * s + 1], res.new[2 * s],
+                                         res.new[2 * s + 1], float(damping),
+                                         new_sites[2 * s], new_sites[2 * s + 1])
+                 for s in (0, 1))
     w_tau, w_eta = _site_totals(V, y, V.shape[0], *new_sites)
     T, h = _u_space(V, w_tau, w_eta)
     return T, h, change, new_sites
@@ -492,7 +492,8 @@ def _zero_sites(B, C):
 def batch_refine(X, y, hyp, state, damping, noise_in_kuu, jitter, prior=None, data=None):
     """One damped parallel refinement of every factor (notes §2.6); updates ``state`` in place.
 
-    Returns the largest absolute change of the site parameters (EP) or of (T, h) (SEP).
+    Returns the largest undamped residual of the site parameters (EP) or the largest change
+    of (T, h) (SEP, whose tied sites are not per-factor sites).
     Raises ``_EPFailure`` / ``LinAlgError`` without touching ``state`` on a numerical failure.
     """
     C, M, D = hyp.shape
@@ -606,8 +607,9 @@ class MultiClassEPClassifier(_mc.MultiClassGPClassifier):
     method : {"ep", "sep"}, default="ep"
         ``"ep"``: one site per factor (memory O(N C M)); ``"sep"``: stochastic EP with one tied
         site per class (memory O(C M^2), independent of N).
-    n_inducing : int, default=20
-        Inducing points per class, M (ignored when ``inducing_points`` is given).
+    n_inducing : int or "auto", default="auto"
+        Inducing points per class, M: ``"auto"`` is 20, or the number of training points when
+        that is smaller (ignored when ``inducing_points`` is given).
     inducing_points : ndarray of shape (M, D) or (C, M, D), optional
         Initial inducing inputs (shared by every class when 2-D).
     init : {"random", "kmeans", "subset"}, default="random"
@@ -693,7 +695,7 @@ class MultiClassEPClassifier(_mc.MultiClassGPClassifier):
     classification using expectation propagation. ICML 2017.
     """
 
-    def __init__(self, method="ep", n_inducing=20, inducing_points=None, init="random",
+    def __init__(self, method="ep", n_inducing="auto", inducing_points=None, init="random",
                  kernel=None, lengthscale=None, variance=1.0, noise=1.0, batch_size=None,
                  max_iter=250,
                  learning_rate=None, damping=0.5, learn_hyperparameters=True,

@@ -40,6 +40,7 @@ from .._numba import multiclass as _nbmc
 from .._inducing_base import InducingPointEstimator, median_lengthscale, take_rows  # noqa: F401
 from .._validation import check_classes, check_int
 from ..exceptions import ConvergenceWarning
+from .._config import MC_GEMM_MIN_D as GEMM_MIN_D, MC_SMALL_KERNEL as _SMALL_KERNEL
 
 #: Default absolute jitter on K_c's diagonal (the R code's 1e-10 nugget).
 DEFAULT_JITTER = 1e-10
@@ -94,15 +95,6 @@ def kernel_kuu(Z, variance, lengthscale, noise, noise_in_kuu=True, jitter=DEFAUL
     return K, K_se
 
 
-#: Below this many N*M*D terms the covariance is built in numpy: waking the threads of the
-#: parallel kernel costs more (tens of ms on a loaded machine) than the work itself.
-_SMALL_KERNEL = 50_000
-
-
-#: From this many N*M*D terms on, and with D >= _GEMM_MIN_D features, covariances and their
-#: gradients go through matrix products (BLAS) instead of the element-wise compiled loops.
-_GEMM_MIN_D = GEMM_MIN_D = 8
-
 #: A start whose median 0.5 |x - z|^2 / l^2 exceeds this (k/s2 < 1e-9) has vanishing kernel
 #: values and gradients; see MultiClassGPClassifier._rescue_degenerate_lengthscale
 DEGENERATE_EXPONENT = 20.0
@@ -133,7 +125,7 @@ def _se(X, Z, variance, lengthscale):
     if work < _SMALL_KERNEL:
         diff = (X[:, None, :] - Z[None, :, :]) / lengthscale
         return variance * np.exp(-0.5 * np.einsum("nmd,nmd->nm", diff, diff))
-    if X.shape[1] >= _GEMM_MIN_D:
+    if X.shape[1] >= GEMM_MIN_D:
         # |a - b|^2 = |a|^2 + |b|^2 - 2 a.b: one GEMM; the rounding (~1e-16 |a|^2) is far
         # below what matters in exp(-d2/2)
         Xs, Zs = X / lengthscale, Z / lengthscale
@@ -152,7 +144,7 @@ def _se_grad_contract(X, Z, K, W, lengthscale, symmetric=False):
     with G = W * K.
     """
     N, D = X.shape
-    if N * Z.shape[0] * D < _SMALL_KERNEL or D < _GEMM_MIN_D:
+    if N * Z.shape[0] * D < _SMALL_KERNEL or D < GEMM_MIN_D:
         return _kernels.se_grad_contract(X, Z, K, W, lengthscale, symmetric=symmetric)
     G = W * K
     GtX = G.T @ X
@@ -326,6 +318,7 @@ class MultiClassGPClassifier(ClassifierMixin, InducingPointEstimator):
     """
 
     _inits = ("random", "kmeans", "subset")
+    _auto_inducing = 20
 
     def _validate_training_data(self, X, y, row_sliceable):
         """Check X and y; return ``(X, N, D, classes, y_index)``.

@@ -28,25 +28,20 @@ import scipy.linalg as sla
 from . import _multiclass_common as _mc
 from .._numba import covfuncs as _cf
 from .._numba import multiclass_gfitc as _nb
-from .._numba.probit import log_ndtr_vec
 from .._optimize import NUMERICAL_ERRORS, maximize, unbounded
 from .._threads import map_threads
 from .._validation import check_int, check_positive
 from ..exceptions import ConvergenceWarning
+from .._config import (MC_GFITC_AUTO_SEQUENTIAL_WORK as _AUTO_SEQUENTIAL_WORK,
+                       MC_GFITC_MIN_UPDATE_ROWS as _MIN_UPDATE_ROWS)
 
 __all__ = ["MultiClassGFITCClassifier"]
 
 #: parallel EP iterations before a run falls back to sequential sweeps (a cold start on 3 000
 #: points needs about 900 at tolerance 1e-6, warm starts far fewer)
 _PARALLEL_BUDGET = 500
-#: ``ep_schedule="auto"`` keeps sequential EP while one sweep is at most this many
-#: multiply-adds (N C M^2): there the whole fit takes seconds and reaches the exact fixed point
-#: the paper's small tables are checked against; above it the parallel schedule is faster
-_AUTO_SEQUENTIAL_WORK = 1e6
 #: ``ep_tol=None``: the tolerance of each schedule (see the class docstring)
 _DEFAULT_TOL = {"sequential": 1e-6, "parallel": 1e-2}
-#: below this many rows a parallel-EP site update (about 0.1 us a factor) runs in one piece
-_MIN_UPDATE_ROWS = 2000
 
 _LOG_BOUND = 10.0  # box bounds on the log hyper-parameters for L-BFGS-B (notes §7.2, R code)
 
@@ -376,12 +371,6 @@ def _inverse_of_B(U, w, M):
     return Binv, 2.0 * np.sum(np.log(np.diag(R)))
 
 
-def _site_delta(tau, nu, v, mu):
-    """G(cavity) - G(q) of a 1-D site (tau, nu) on the marginal N(mu, v) (notes §3, Delta)."""
-    den = 1.0 - tau * v
-    return -0.5 * np.log(den) + (tau * mu * mu - 2.0 * nu * mu + nu * nu * v) / (2.0 * den)
-
-
 def gfitc_log_evidence(y, state, sites, return_parts=False, posterior=None):
     """EP estimate log Z_EP for the given sites (notes §7.1); valid for any sites.
 
@@ -399,20 +388,9 @@ def gfitc_log_evidence(y, state, sites, return_parts=False, posterior=None):
     for c, piece in enumerate(pieces):
         logdet = np.sum(np.log1p(state.Dg[c] * tau_bar[c])) + piece.logdet_B
         total += -0.5 * logdet + 0.5 * float(nu_bar[c] @ mus[c])
-    rows = np.arange(N)
-    mask = np.ones((N, state.C), dtype=bool)
-    mask[rows, y] = False
-    mu_p = np.broadcast_to(mus[y, rows][:, None], (N, state.C))
-    v_p = np.broadcast_to(vs[y, rows][:, None], (N, state.C))
-    mu_m, v_m = mus.T, vs.T
-    den_p = 1.0 - sites.tp * v_p
-    den_m = 1.0 - sites.tm * v_m
-    vc_p, mc_p = v_p / den_p, (mu_p - sites.np_ * v_p) / den_p
-    vc_m, mc_m = v_m / den_m, (mu_m - sites.nm * v_m) / den_m
-    beta = (mc_p - mc_m) / np.sqrt(vc_p + vc_m)
-    terms = (log_ndtr_vec(beta) + _site_delta(sites.tp, sites.np_, v_p, mu_p)
-             + _site_delta(sites.tm, sites.nm, v_m, mu_m))
-    total += float(np.sum(terms[mask]))
+    terms = _nb.factor_evidence_terms(y, mus, vs, sites.tp, sites.np_, sites.tm, sites.nm,
+                                      np.empty((N, state.C)))
+    total += float(np.sum(terms))
     if return_parts:
         return total, posterior
     return total
@@ -527,8 +505,9 @@ class MultiClassGFITCClassifier(_mc.MultiClassGPClassifier):
 
     Parameters
     ----------
-    n_inducing : int, default=20
-        Inducing points per class, M (ignored when ``inducing_points`` is given).
+    n_inducing : int or "auto", default="auto"
+        Inducing points per class, M: ``"auto"`` is 20, or the number of training points when
+        that is smaller (ignored when ``inducing_points`` is given).
     inducing_points : ndarray of shape (M, D) or (C, M, D), optional
         Initial inducing inputs (shared by every class when 2-D).
     init : {"random", "kmeans", "subset"}, default="random"
@@ -630,7 +609,7 @@ class MultiClassGFITCClassifier(_mc.MultiClassGPClassifier):
     A. Naish-Guzman and S. Holden. The generalized FITC approximation. NIPS 2008.
     """
 
-    def __init__(self, n_inducing=20, inducing_points=None, init="random", kernel=None,
+    def __init__(self, n_inducing="auto", inducing_points=None, init="random", kernel=None,
                  lengthscale=None, variance=1.0, noise=1.0, max_iter=250,
                  learn_hyperparameters=True, noise_in_kuu=True, jitter=_mc.DEFAULT_JITTER,
                  ep_schedule="auto", ep_damping=1.0, ep_tol=None, ep_max_sweeps=1000,

@@ -30,11 +30,12 @@ from sklearn.base import ClassifierMixin
 
 from .._base import SparseGPEstimator
 from .._validation import (
+    check_binary_labels,
     check_int,
     check_option,
     check_random_state,
+    check_size,
 )
-from .._validation import check_binary_labels
 from .._numba import adf as _adf
 from .._numba import scoring as _scoring
 from .._numba import stagewise as _sw
@@ -51,6 +52,8 @@ from ._binary import (
 
 __all__ = ["StagewiseGPClassifier"]
 
+#: the number of basis vectors ``d_max="auto"`` asks for, capped at one less than the rows
+AUTO_D_MAX = 80
 SELECTIONS = ("adaptive", "random", "validation", "entropy", "infogain")
 SITE_UPDATES = ("moment", "optimize")
 #: Working-set size used by the validation rule when ``kappa`` is None (notes §3.5).
@@ -69,9 +72,10 @@ class StagewiseGPClassifier(_BinaryGPClassifierMixin, ClassifierMixin, SparseGPE
 
     Parameters
     ----------
-    d_max : int, default=80
+    d_max : int or "auto", default="auto"
         Number of basis vectors (active-set size), smaller than the number of training
-        points (the NLP of eq. 4 needs a non-active point).
+        points (the NLP of eq. 4 needs a non-active point). ``"auto"``: 80, or one less than
+        the number of training points when that is smaller.
     selection : {"adaptive", "random", "validation", "entropy", "infogain"}, default="adaptive"
         Basis-vector selection rule (see the module docstring).
     kappa : int or None, default=None
@@ -151,7 +155,7 @@ class StagewiseGPClassifier(_BinaryGPClassifierMixin, ClassifierMixin, SparseGPE
     classifier design" (seed 004); notes §3.
     """
 
-    def __init__(self, d_max=80, selection="adaptive", kappa=None, site_update="moment",
+    def __init__(self, d_max="auto", selection="adaptive", kappa=None, site_update="moment",
                  kernel=None, lengthscale=1.0, variance=1.0, ard=False, bias=0.0,
                  outer_iter=20, tol=1e-4, optimize=True, random_state=None, verbose=False):
         self.d_max = d_max
@@ -176,13 +180,9 @@ class StagewiseGPClassifier(_BinaryGPClassifierMixin, ClassifierMixin, SparseGPE
         X, y = self._validate_fit_data(X, y, classifier=True)
         classes, y_pm = check_binary_labels(y)
         n, D = X.shape
-        d_max = check_int(self.d_max, "d_max", minimum=1)
-        if d_max >= n:
-            # eq. 4 averages over the non-active points: at least one must remain
-            raise ValueError(
-                f"d_max={d_max} must be smaller than the number of training points ({n}); "
-                f"use d_max <= {n - 1}"
-            )
+        # eq. 4 averages over the non-active points: at least one must remain
+        d_max = check_size(self.d_max, "d_max", AUTO_D_MAX, n - 1,
+                           "the number of training points less one")
         selection = check_option(self.selection, "selection", SELECTIONS)
         if self.kappa is None:
             kappa = VALIDATION_KAPPA if selection == "validation" else 2

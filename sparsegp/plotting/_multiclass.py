@@ -3,7 +3,7 @@ import numpy as np
 
 from ._mpl import get_ax, readable_log_axis
 
-__all__ = ["plot_multiclass_boundaries", "plot_metric_vs_time"]
+__all__ = ["plot_multiclass_boundaries", "plot_metric_vs_time", "plot_probability_comparison"]
 
 _COLOURS = ("tab:blue", "tab:red", "tab:green", "tab:orange", "tab:purple", "tab:brown",
             "tab:pink", "tab:gray", "tab:olive", "tab:cyan")
@@ -93,6 +93,49 @@ def plot_metric_vs_time(traces, ax=None, ylabel="test NLL", logx=True, title=Non
     ax.set_xlabel("training time (s)")
     ax.set_ylabel(ylabel)
     ax.legend(fontsize=8)
+    if title:
+        ax.set_title(title, fontsize=9)
+    return ax
+
+
+def plot_probability_comparison(proba_a, proba_b, names=("A", "B"), ax=None, title=None,
+                                point_size=4):
+    """Predictive class probabilities of two models against each other, one colour per class.
+
+    Points on the diagonal are rows where the two models agree; the legend gives, per class,
+    the largest absolute difference.
+
+    Parameters
+    ----------
+    proba_a, proba_b : array-like of shape (n_samples, C)
+        ``predict_proba`` of the two models on the same rows, columns in the same order.
+    names : (str, str), default=("A", "B")
+        Axis labels.
+    ax : matplotlib Axes, optional
+    title : str, optional
+    point_size : float, default=4
+
+    Returns
+    -------
+    ax : matplotlib Axes
+    """
+    Pa = np.asarray(proba_a, dtype=np.float64)
+    Pb = np.asarray(proba_b, dtype=np.float64)
+    if Pa.ndim != 2 or Pa.shape != Pb.shape:
+        raise ValueError(f"proba_a and proba_b must be 2-D of one shape; got {Pa.shape} and "
+                         f"{Pb.shape}")
+    ax = get_ax(ax)
+    ax.plot([0, 1], [0, 1], color="0.6", lw=0.8, zorder=0)
+    for k in range(Pa.shape[1]):
+        gap = float(np.max(np.abs(Pa[:, k] - Pb[:, k])))
+        ax.scatter(Pa[:, k], Pb[:, k], s=point_size, color=_COLOURS[k % len(_COLOURS)],
+                   alpha=0.6, linewidths=0, label=f"class {k}: max |diff| {gap:.3f}")
+    ax.set_xlim(0, 1)
+    ax.set_ylim(0, 1)
+    ax.set_aspect("equal")
+    ax.set_xlabel(f"{names[0]} p(y = c | x)")
+    ax.set_ylabel(f"{names[1]} p(y = c | x)")
+    ax.legend(fontsize=7, markerscale=3)
     if title:
         ax.set_title(title, fontsize=9)
     return ax

@@ -74,17 +74,11 @@ from .._numba.covfuncs import SE
 from .._numba import regression as _nr
 from .._threads import single_threaded_blas
 from ..exceptions import JitterWarning
+from .._config import REGRESSION_PARALLEL_SIZE as _PARALLEL_SIZE, ROW_BLOCK, ROW_PARTS
 
 SPARSE_METHODS = ("sor", "dtc", "fitc", "fic", "pitc", "vfe")
 APPROXIMATIONS = ("sod",) + SPARSE_METHODS + ("exact",)
 _LOG_2PI = math.log(2.0 * math.pi)
-#: N·M·D above which the parallel SE kernels are used
-_PARALLEL_SIZE = 2_000_000
-#: Rows a thread pushes through a whole FITC/DTC pass at once: three (ROW_BLOCK, M) blocks
-#: stay in the core's cache between the BLAS call and the compiled loop that follows it
-ROW_BLOCK = 1024
-#: Row ranges of every pass that sums over rows (see :func:`_n_parts`)
-ROW_PARTS = 16
 
 
 class Posterior:

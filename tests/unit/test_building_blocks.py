@@ -1,4 +1,4 @@
-"""Compiled building blocks: probit moments, triangular updates, SE covariance gradients."""
+"""Compiled building blocks: probit moments, rank-one Cholesky updates, SE covariance gradients."""
 import math
 
 import numpy as np
@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 from scipy import special, stats
 
-from sparsegp._numba import linalg, probit
+from sparsegp._numba import ep_fitc, probit
 from sparsegp.kernels import kuu, se_grad_contract, se_kernel
 
 # --- probit ------------------------------------------------------------------------------
@@ -74,7 +74,7 @@ def test_probit_moments_only_equal_the_full_tilted_moments(z):
         assert probit.probit_tilted_moments(y, mu, var, bias) == (alpha, nu)
 
 
-# --- Cholesky rank-one ---------------------------------------------------------------------
+# --- Cholesky rank-one (the upper-factor update GFITC's EP uses) ------------------------------
 
 def _spd(rng, n):
     B = rng.standard_normal((n, n))
@@ -86,46 +86,27 @@ def _spd(rng, n):
 def test_update_then_downdate_restores_factor(n, seed, scale):
     rng = np.random.default_rng(seed)
     A = _spd(rng, n)
-    L = np.linalg.cholesky(A)
+    R = np.linalg.cholesky(A).T.copy()
     x = scale * rng.standard_normal(n)
-    L1 = L.copy()
-    linalg.chol_update_rank1(L1, x.copy())
-    np.testing.assert_allclose(L1, np.linalg.cholesky(A + np.outer(x, x)), rtol=1e-10,
+    R1 = R.copy()
+    assert ep_fitc.chol_update_upper(R1, x.copy(), 1.0)
+    np.testing.assert_allclose(R1, np.linalg.cholesky(A + np.outer(x, x)).T, rtol=1e-10,
                                atol=1e-12)
-    ok = linalg.chol_downdate_rank1(L1, x.copy(), np.empty(2 * n))
-    assert ok
-    np.testing.assert_allclose(L1, L, rtol=1e-9, atol=1e-11)
+    assert ep_fitc.chol_update_upper(R1, x.copy(), -1.0)
+    np.testing.assert_allclose(R1, R, rtol=1e-9, atol=1e-11)
 
 
-def test_downdate_matches_recomputation(rng):
+def test_downdate_matches_recomputation_and_refuses_infeasible(rng):
     n = 8
     A = _spd(rng, n)
     x = 0.5 * rng.standard_normal(n)
-    L = np.linalg.cholesky(A)
-    assert linalg.chol_downdate_rank1(L, x.copy(), np.empty(2 * n))
-    np.testing.assert_allclose(L, np.linalg.cholesky(A - np.outer(x, x)), rtol=1e-10, atol=1e-12)
-
-
-def test_failed_downdate_reports_and_leaves_factor_untouched(rng):
-    n = 5
-    L = np.linalg.cholesky(_spd(rng, n))
-    before = L.copy()
-    x = 100 * rng.standard_normal(n)
-    assert not linalg.chol_downdate_rank1(L, x, np.empty(2 * n))
-    np.testing.assert_array_equal(L, before)
-    assert not linalg.chol_downdate_rank1(L, np.full(n, np.nan), np.empty(2 * n))
-    np.testing.assert_array_equal(L, before)
-
-
-def test_triangular_solves(rng):
-    n = 7
-    L = np.linalg.cholesky(_spd(rng, n))
-    b = rng.standard_normal(n)
-    np.testing.assert_allclose(linalg.solve_lower_inplace(L, b.copy()), np.linalg.solve(L, b),
-                               rtol=1e-12)
-    np.testing.assert_allclose(linalg.solve_lower_t_inplace(L, b.copy()),
-                               np.linalg.solve(L.T, b), rtol=1e-12)
-    assert linalg.logdet_from_chol(L) == pytest.approx(np.linalg.slogdet(L @ L.T)[1], rel=1e-12)
+    R = np.linalg.cholesky(A).T.copy()
+    assert ep_fitc.chol_update_upper(R, x.copy(), -1.0)
+    np.testing.assert_allclose(R, np.linalg.cholesky(A - np.outer(x, x)).T, rtol=1e-10,
+                               atol=1e-12)
+    # infeasible (A - x x^T not positive definite) and NaN downdates are refused
+    assert not ep_fitc.chol_update_upper(R.copy(), 100 * rng.standard_normal(n), -1.0)
+    assert not ep_fitc.chol_update_upper(R.copy(), np.full(n, np.nan), -1.0)
 
 
 # --- SE covariance -------------------------------------------------------------------------
