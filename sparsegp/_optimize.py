@@ -28,9 +28,12 @@ Restarts
 
 Failure policy (one, everywhere)
     An evaluation that raises one of :data:`NUMERICAL_ERRORS` (a failed Cholesky, a
-    floating-point overflow, invalid value or division by zero — evaluations run under
-    ``np.errstate(raise)`` for those — or an :class:`EvaluationFailure`) or returns a
-    non-finite value or gradient is a *failed point*, and the search backs off from it.
+    floating-point error, an :class:`EvaluationFailure`) or returns a non-finite value or
+    gradient is a *failed point*, and the search backs off from it. :func:`maximize` runs
+    evaluations under ``np.errstate`` raising on overflow, invalid values and division by
+    zero, as the binary classifiers' driver always did; :func:`ascend` does not (the
+    multi-class EP-inner objectives were written for NumPy's default state), so there such a
+    point fails through its non-finite value.
     :func:`maximize` answers scipy with the huge finite objective :data:`FAILED_OBJECTIVE`
     and a zero gradient, so that its line search shortens the step; the result is the best
     point that evaluated, never a failed one (value ``-inf`` only if every point failed).
