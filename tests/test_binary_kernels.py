@@ -175,7 +175,8 @@ def test_fits_with_sklearn_constant_times_matern(cls, extra, optimizer):
         assert 1e-5 <= est.variance_ <= 1e5 and 1e-5 <= est.lengthscale_ <= 1e5
     p = est.predict_proba(X)
     assert p.shape == (50, 2) and np.all(np.isfinite(p))
-    clone(est).fit(X, y)                                # clone copies the kernel argument
+    with pytest.warns(ConvergenceWarning, match="max_iter="):
+        clone(est).fit(X, y)                                # clone copies the kernel argument
 
 
 @pytest.mark.parametrize("cls, extra", [(GFITCClassifier, dict(n_inducing=6)),

@@ -14,7 +14,7 @@ from sklearn.base import clone
 from sklearn.exceptions import NotFittedError
 from sparsegp.datasets import make_gp_classes, make_regression_1d, make_xor
 
-from conftest import readonly
+from conftest import AT_THE_CAP, readonly
 
 # name -> (constructor kwargs for a quick fit, problem kind)
 CONFIGS = {
@@ -71,6 +71,7 @@ def test_params_roundtrip_and_unfitted_errors(name):
 
 
 @pytest.mark.parametrize("name", ESTIMATORS)
+@AT_THE_CAP
 def test_fit_predict_conventions(name):
     est, kind = _make(name)
     X, y = _data(kind)
@@ -97,6 +98,7 @@ def test_fit_predict_conventions(name):
 
 
 @pytest.mark.parametrize("name", [n for n in ESTIMATORS if CONFIGS[n][1] != "regression"])
+@AT_THE_CAP
 def test_arbitrary_labels_and_reproducibility(name):
     est, kind = _make(name)
     X, y = _data(kind)

@@ -291,7 +291,8 @@ def test_log_evidence_gradient_matches_central_differences(ard):
 def test_fit_any_two_labels_and_attributes():
     X, y = _xor(80, seed=14)
     labels = np.where(y > 0, "spam", "ham")
-    clf = GFITCClassifier(n_inducing=5, max_iter=4, random_state=0).fit(X, labels)
+    with pytest.warns(ConvergenceWarning, match="max_iter="):
+        clf = GFITCClassifier(n_inducing=5, max_iter=4, random_state=0).fit(X, labels)
     assert list(clf.classes_) == ["ham", "spam"]
     assert clf.inducing_points_.shape == (5, 2)
     assert isinstance(clf.lengthscale_, float) and clf.variance_ > 0
@@ -313,12 +314,14 @@ def test_optimisation_increases_evidence_and_is_reproducible():
     X, y = _xor(80, seed=15)
     kw = dict(n_inducing=4, random_state=3)
     fixed = GFITCClassifier(optimize=False, **kw).fit(X, y)
-    a = GFITCClassifier(max_iter=6, **kw).fit(X, y)
-    b = GFITCClassifier(max_iter=6, **kw).fit(X, y)
+    with pytest.warns(ConvergenceWarning, match="max_iter="):
+        a = GFITCClassifier(max_iter=6, **kw).fit(X, y)
+        b = GFITCClassifier(max_iter=6, **kw).fit(X, y)
     assert a.log_evidence_ > fixed.log_evidence_ + 1.0
     assert a.log_evidence_ == b.log_evidence_
     assert np.array_equal(a.inducing_points_, b.inducing_points_)
-    lb = GFITCClassifier(max_iter=6, optimizer="lbfgs", n_restarts=1, **kw).fit(X, y)
+    with pytest.warns(ConvergenceWarning, match="max_iter="):
+        lb = GFITCClassifier(max_iter=6, optimizer="lbfgs", n_restarts=1, **kw).fit(X, y)
     assert lb.log_evidence_ > fixed.log_evidence_
 
 
@@ -354,7 +357,8 @@ def test_does_not_modify_inputs():
     X.setflags(write=False)
     y.setflags(write=False)
     Z.setflags(write=False)
-    GFITCClassifier(inducing_points=Z, max_iter=2, random_state=0).fit(X, y)
+    with pytest.warns(ConvergenceWarning, match="max_iter="):
+        GFITCClassifier(inducing_points=Z, max_iter=2, random_state=0).fit(X, y)
 
 
 @pytest.mark.parametrize("kwargs, X_y, match", [
@@ -423,7 +427,8 @@ def test_plot_decision_contours_draws_and_returns_axes():
     from sparsegp.plotting._mpl import pyplot
     X, y = _xor(40, seed=22)
     Z0 = X[:3].copy()
-    clf = GFITCClassifier(inducing_points=Z0, max_iter=2, random_state=0).fit(X, y)
+    with pytest.warns(ConvergenceWarning, match="max_iter="):
+        clf = GFITCClassifier(inducing_points=Z0, max_iter=2, random_state=0).fit(X, y)
     ax = plot_decision_contours(clf, X, y, initial_inducing=Z0, grid_size=30)
     labels = ax.get_legend_handles_labels()[1]
     assert "pseudo-inputs" in labels and "initial pseudo-inputs" in labels
@@ -451,7 +456,8 @@ def test_memory_is_linear_in_n_no_n_by_n_matrix():
     GFITCClassifier(n_inducing=10, optimize=False, random_state=0).fit(X[:50], y[:50])
     tracemalloc.start()
     try:
-        clf = GFITCClassifier(n_inducing=10, max_iter=1, random_state=0).fit(X, y)
+        with pytest.warns(ConvergenceWarning, match="max_iter="):
+            clf = GFITCClassifier(n_inducing=10, max_iter=1, random_state=0).fit(X, y)
         _, peak = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()
@@ -464,7 +470,8 @@ def test_ard_fit_learns_irrelevant_dimension():
     X = rng.standard_normal((120, 2))
     X[:, 1] *= 3.0  # irrelevant, wide dimension
     y = np.where(X[:, 0] > 0, 1, -1)
-    clf = GFITCClassifier(n_inducing=5, ard=True, max_iter=15, random_state=0).fit(X, y)
+    with pytest.warns(ConvergenceWarning, match="max_iter="):
+        clf = GFITCClassifier(n_inducing=5, ard=True, max_iter=15, random_state=0).fit(X, y)
     assert clf.lengthscale_.shape == (2,)
     assert clf.lengthscale_[1] > 2 * clf.lengthscale_[0]
     assert clf.log_evidence_gradient_["lengthscale"].shape == (2,)
@@ -478,5 +485,6 @@ def test_fit_holds_openblas_at_one_thread_and_restores_it(schedule, pinned,
     phases call BLAS on every Numba thread); the user's counts come back after fit."""
     seen = blas_threads_at_calls(G, "log_evidence_gradient")
     X, y = _xor(60, seed=5)
-    GFITCClassifier(n_inducing=5, max_iter=3, schedule=schedule, random_state=0).fit(X, y)
+    with pytest.warns(ConvergenceWarning, match="max_iter="):
+        GFITCClassifier(n_inducing=5, max_iter=3, schedule=schedule, random_state=0).fit(X, y)
     assert_pinned_during_optimisation(seen, pinned, openblas_at_two_threads())

@@ -3,6 +3,7 @@ import numpy as np
 import pytest
 
 from sparsegp import SparseGPRegressor
+from sparsegp.exceptions import ConvergenceWarning
 
 METHODS = ["sod", "sor", "dtc", "fitc", "fic", "pitc", "vfe", "exact"]
 
@@ -46,7 +47,9 @@ def test_fitted_exact_gp_follows_affine_maps_of_y(a, b):
 
 def test_log_marginal_likelihood_reads_user_units():
     X, y, _ = _data(2)
-    gp = SparseGPRegressor("fitc", n_inducing=8, random_state=0, max_iter=10).fit(X, 50 * y + 7)
+    with pytest.warns(ConvergenceWarning, match="max_iter="):
+        gp = SparseGPRegressor("fitc", n_inducing=8, random_state=0,
+                               max_iter=10).fit(X, 50 * y + 7)
     theta = np.log([gp.variance_, gp.lengthscale_, gp.noise_variance_])
     lml, grad = gp.log_marginal_likelihood(theta, eval_gradient=True)
     assert abs(lml - gp.log_marginal_likelihood_) < 1e-8 * abs(lml)
@@ -71,7 +74,8 @@ def test_normalize_y_false_is_the_zero_mean_gp():
 def test_constant_targets_are_not_divided_by_zero():
     X, _, Xs = _data(4)
     gp = SparseGPRegressor("vfe", n_inducing=5, random_state=0, max_iter=5)
-    gp.fit(X, np.full(X.shape[0], 3.0))
+    with pytest.warns(ConvergenceWarning, match="max_iter="):
+        gp.fit(X, np.full(X.shape[0], 3.0))
     np.testing.assert_allclose(gp.predict(Xs), 3.0, atol=1e-6)
 
 

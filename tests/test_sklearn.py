@@ -20,6 +20,8 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 import sparsegp
 from sparsegp.datasets import make_gp_classes, make_regression_1d, make_xor
 
+from conftest import AT_THE_CAP
+
 # Small settings that fit the checks' data (as few as 10 rows) in well under a second.
 CHECK_CONFIGS = {
     "GFITCClassifier": dict(n_inducing=5, max_iter=2, random_state=0),
@@ -73,6 +75,7 @@ def _expected_failures(estimator):
 
 @parametrize_with_checks([_make(n) for n in ESTIMATORS],
                          expected_failed_checks=_expected_failures)
+@AT_THE_CAP
 def test_sklearn_estimator_checks(estimator, check):
     check(estimator)
 
@@ -84,6 +87,7 @@ def test_expected_failures_state_their_reason(name):
 
 
 @pytest.mark.parametrize("name", ESTIMATORS)
+@AT_THE_CAP
 def test_pipeline_cross_validation_and_grid_search(name):
     est = _make(name)
     X, y = _data(est)
@@ -104,6 +108,7 @@ def test_pipeline_cross_validation_and_grid_search(name):
 
 
 @pytest.mark.parametrize("name", [n for n in ESTIMATORS if n != "SparseGPRegressor"])
+@AT_THE_CAP
 def test_neg_log_loss_scorer_with_string_labels(name):
     est = _make(name)
     X, y = _data(est)
@@ -114,6 +119,7 @@ def test_neg_log_loss_scorer_with_string_labels(name):
 
 
 @pytest.mark.parametrize("name", ESTIMATORS)
+@AT_THE_CAP
 def test_pickle_and_clone(name):
     est = _make(name)
     X, y = _data(est)
@@ -125,6 +131,7 @@ def test_pickle_and_clone(name):
 
 
 @pytest.mark.parametrize("name", ESTIMATORS)
+@AT_THE_CAP
 def test_pandas_column_names(name):
     pd = pytest.importorskip("pandas", reason="the pandas checks need the 'test' extra")
     est = _make(name)

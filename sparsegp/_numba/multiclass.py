@@ -273,28 +273,6 @@ def stacked_gemm_tn(A, B, out, n_parts):
             out[c] += parts[c * n_parts + p]
 
 
-@jit
-def adam_ascent_scaled(theta, grad, scale, m, v, t, lr, beta1, beta2, eps, out):
-    """One ADAM ascent step taken in the coordinates phi = theta / scale, in one pass.
-
-    Coordinates with ``scale`` 0 are frozen (out = theta). The moment estimates ``m``, ``v``
-    (of the gradient in phi, grad * scale) are updated in place; ``t`` is the step number
-    (from 1). The same operations, in the same order, as ``Adam.step`` on phi.
-    """
-    c1 = 1.0 - beta1 ** t
-    c2 = 1.0 - beta2 ** t
-    for j in range(theta.shape[0]):
-        s = scale[j]
-        g = grad[j] * s
-        m[j] = beta1 * m[j] + (1.0 - beta1) * g
-        v[j] = beta2 * v[j] + (1.0 - beta2) * g * g
-        if s > 0.0:
-            phi = theta[j] / s + lr * (m[j] / c1) / (math.sqrt(v[j] / c2) + eps)
-            out[j] = phi * s
-        else:
-            out[j] = theta[j]
-
-
 @jit(parallel=True)
 def se_from_cross(cross, x2, z2, variance):
     """K[c, n, m] = s2_c exp(-(x2[c, n] + z2[c, m] - 2 cross[c, n, m]) / 2), in place of cross.

@@ -34,16 +34,13 @@ ARD), bias, *extra]`` where ``extra`` is an optional flat block (GFITC: the indu
 ``Z.ravel()``).  ``pack_theta``, ``unpack_theta`` and ``theta_gradient`` (chain rule from the
 natural-parameter gradient: d/dlog p = p d/dp) convert between the two.  Given a ``spec``, a
 hyper-parameter the kernel holds fixed is left out of theta (and its value comes from the
-spec); ``n_log_params(spec, D)`` counts the leading log entries and ``theta_bounds`` gives the
-matching L-BFGS-B box (None where unbounded).  The probit bias is a likelihood parameter, not
-part of the kernel: it is always in theta and never bounded.
+spec); ``search_box(spec, D, n_extra)`` gives the matching bounds for the training driver
+(:mod:`sparsegp._optimize`) and the entries its restarts re-draw.  The probit bias is a
+likelihood parameter, not part of the kernel: it is always in theta and never bounded.
 
-Optimiser driver: ``maximize_evidence(evaluate, theta0, ...)`` runs scipy's ``CG`` (default,
-``max_iter`` iterations as in seed 000 §5) or ``L-BFGS-B`` on ``-log Z``, passes the state of
-the previous evaluation back in for EP warm starts, turns failures inside ``evaluate`` (a Cholesky
-failure, NaN) into ``log Z = -inf``, runs ``n_restarts`` extra starts drawn around ``theta0`` with
-the estimator's Generator and keeps the best evidence.  ``verbose`` prints
-``"iter k: log evidence ..."`` per optimiser iteration.
+Training: the classifiers call :func:`sparsegp._optimize.maximize` with ``warm=True`` (each EP
+run starts from the previous evaluation's sites); ``optimizer=None`` (or ``optimize=False``)
+holds every hyper-parameter at its start.
 
 Probabilities: ``probit_proba(mean, var, bias)`` = Phi((mean + bias) / sqrt(1 + var)) (notes
 §1.7, with the erratum that the bias belongs inside).
@@ -52,8 +49,7 @@ import warnings
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import linalg as sla
-from scipy import optimize, special
+from scipy import special
 
 from .._validation import (
     check_binary_labels,
@@ -63,35 +59,19 @@ from .._validation import (
     check_positive,
     check_random_state,
 )
+from .._optimize import METHODS, kernel_log_bounds, unbounded
 from ..exceptions import ConvergenceWarning
 from ..kernels import StationarySpec, kernel_spec
 
 __all__ = [
     "HyperParams",
-    "EvidenceOptimum",
     "_BinaryGPClassifierMixin",
     "pack_theta",
     "unpack_theta",
     "theta_gradient",
-    "n_log_params",
-    "theta_bounds",
-    "maximize_evidence",
     "probit_proba",
-    "free_log_params",
-    "log_param_bounds",
-    "OPTIMIZERS",
+    "search_box",
 ]
-
-#: Accepted values of the ``optimizer`` argument and the scipy method each maps to.
-OPTIMIZERS = {"cg": "CG", "lbfgs": "L-BFGS-B", "l-bfgs-b": "L-BFGS-B"}
-
-#: Standard deviation of the log-parameter perturbation for random restarts.
-RESTART_SCALE = 1.0
-
-#: Exceptions that mean "these hyper-parameters are numerically unusable" inside an objective.
-_NUMERICAL_ERRORS = (np.linalg.LinAlgError, sla.LinAlgError, FloatingPointError,
-                     ZeroDivisionError, OverflowError)
-
 
 @dataclass
 class HyperParams:
@@ -136,7 +116,7 @@ def pack_theta(variance, lengthscale, bias, ard, extra=None, spec=None):
     Returns
     -------
     theta : ndarray of shape (n_log + 1 + extra.size,)
-        ``n_log`` = :func:`n_log_params` (1 + (D if ard else 1) without a spec).
+        ``n_log`` = the spec's free log parameters (1 + (D if ard else 1) without a spec).
     """
     free_var, free_ls = _free_masks(spec)
     ls = np.atleast_1d(np.asarray(lengthscale, dtype=np.float64))
@@ -216,44 +196,24 @@ def theta_gradient(g_variance, g_lengthscale, g_bias, variance, lengthscale, ard
     return np.concatenate(parts).astype(np.float64)
 
 
-def n_log_params(spec, n_features):
-    """Number of leading log hyper-parameters of :func:`pack_theta`'s vector for ``spec``.
-
-    ``spec=None`` means the free squared exponential with one length-scale per feature when
-    ARD is meant; pass the spec whenever there is one.
-    """
-    free_var, free_ls = _free_masks(spec)
-    n_ls = (n_features if spec is not None and spec.ard else 1) if free_ls else 0
-    return int(free_var) + n_ls
-
-
-def theta_bounds(spec, n_features, n_extra=0):
-    """L-BFGS-B bounds matching :func:`pack_theta` with ``spec``, or None when unbounded.
-
-    Log bounds of the free kernel hyper-parameters from the spec; the bias and the extra block
-    (GFITC's inducing inputs) are unbounded.  Infinite log bounds become None, and when no
-    entry is bounded at all the result is None, so that such a search runs exactly as an
-    unconstrained one.
+def search_box(spec, n_features, n_extra=0):
+    """Bounds and restart mask of :func:`pack_theta`'s vector for the training driver.
 
     Returns
     -------
-    bounds : list of (low, high) pairs of length len(theta), or None
+    bounds : ndarray of shape (len(theta), 2)
+        The kernel's log bounds on its free parameters (:func:`sparsegp._optimize.
+        kernel_log_bounds`); the bias and the extra block are unbounded.
+    restart_mask : ndarray of shape (len(theta),), bool
+        True on the kernel's log parameters: restarts re-draw those, not the bias (nor the
+        extra block, which a caller's ``restart`` hook may re-draw).
     """
-    if spec is None:
-        return None
-    rows = []
-    if spec.free_variance:
-        rows.append(_finite_pair(spec.variance_bounds))
-    if spec.free_lengthscale:
-        rows += [_finite_pair(spec.lengthscale_bounds)] * (n_features if spec.ard else 1)
-    if all(r == (None, None) for r in rows):
-        return None
-    return rows + [(None, None)] * (1 + int(n_extra))
-
-
-def _finite_pair(log_bounds):
-    lo, hi = (float(v) for v in np.ravel(log_bounds)[:2])
-    return (lo if np.isfinite(lo) else None, hi if np.isfinite(hi) else None)
+    free, lims = kernel_log_bounds(spec, n_features)
+    n_log = int(free.sum())
+    bounds = np.vstack([lims[free], unbounded(1 + int(n_extra))])
+    restart_mask = np.zeros(bounds.shape[0], dtype=bool)
+    restart_mask[:n_log] = True
+    return bounds, restart_mask
 
 
 def _free_masks(spec):
@@ -264,213 +224,7 @@ def _free_masks(spec):
 
 
 # ----------------------------------------------------------------------------------------------
-# optimiser driver
-
-
-@dataclass
-class EvidenceOptimum:
-    """Outcome of :func:`maximize_evidence`.
-
-    Attributes
-    ----------
-    theta : ndarray
-        The best parameter vector found (highest evidence evaluated over all starts).
-    log_evidence : float
-        Its log evidence (``-inf`` if every evaluation failed).
-    state : object
-        What ``evaluate`` returned as state at ``theta`` (e.g. EP sites for a warm final fit).
-    n_iter : int
-        Optimiser iterations of the start that produced ``theta``.
-    n_evaluations : int
-        Objective evaluations over all starts.
-    start_log_evidence : list of float
-        Best log evidence of each start (the first is ``theta0``).
-    """
-
-    theta: np.ndarray
-    log_evidence: float
-    state: object
-    n_iter: int
-    n_evaluations: int
-    start_log_evidence: list
-
-
-def maximize_evidence(evaluate, theta0, optimizer="cg", max_iter=20, n_restarts=0, rng=None,
-                      perturb=None, n_log_params=None, verbose=False, label="evidence",
-                      bounds=None):
-    """Maximise an evidence over ``theta`` with warm-started evaluations and random restarts.
-
-    Parameters
-    ----------
-    evaluate : callable ``evaluate(theta, warm_state) -> (log_evidence, grad, state)``
-        ``grad`` is d log_evidence / d theta (same shape as theta); ``state`` is anything the
-        next evaluation may start from (EP site parameters); ``warm_state`` is the state of the
-        previous evaluation of the same start, or None at the start.  Numerical failures
-        (``LinAlgError``, ``FloatingPointError``, non-finite output) count as ``-inf`` evidence.
-    theta0 : ndarray
-        Starting point of the first run (see :func:`pack_theta`).
-    optimizer : {"cg", "lbfgs"}
-        scipy ``CG`` or ``L-BFGS-B``.
-    max_iter : int
-        Optimiser iterations per start (seed 000 uses 20 CG iterations).
-    n_restarts : int
-        Extra starts; start k draws ``perturb(theta0, rng)`` (default: the first ``n_log_params``
-        entries — the log-parameters — plus independent N(0, RESTART_SCALE**2) draws; the bias
-        and any extra block unchanged).
-    rng : numpy.random.Generator
-    perturb : callable ``perturb(theta0, rng) -> theta``, optional
-        Custom restart sampler (e.g. GFITC: also re-draw the inducing inputs).
-    n_log_params : int, optional
-        Number of leading log-parameters in theta (1 + number of length-scales); default
-        ``theta0.size - 1``, right for ``[log s2, log l.., bias]`` without an extra block.
-    verbose : bool
-        Show a progress bar per start (``tqdm.auto``: a widget in Jupyter, a text bar in a
-        terminal) whose postfix is the current log evidence, and print each start's initial
-        theta and best log evidence.
-    label : str
-        Prefix for verbose lines.
-    bounds : list of (low, high) pairs, optional
-        Box for ``L-BFGS-B`` (None entries are unbounded; see :func:`theta_bounds`); every
-        start is clipped into it.  ``CG`` has no constraints and ignores it.
-
-    Returns
-    -------
-    EvidenceOptimum
-    """
-    method = OPTIMIZERS[optimizer]
-    rng = np.random.default_rng() if rng is None else rng
-    theta0 = np.asarray(theta0, dtype=np.float64)
-    n_log = theta0.size - 1 if n_log_params is None else int(n_log_params)
-    starts = [theta0]
-    for _ in range(n_restarts):
-        if perturb is not None:
-            starts.append(np.asarray(perturb(theta0, rng), dtype=np.float64))
-        else:
-            start = theta0.copy()
-            start[:n_log] += RESTART_SCALE * rng.standard_normal(n_log)
-            starts.append(start)
-    if bounds is not None and method == "L-BFGS-B":
-        # a restart drawn outside the kernel's box starts on its face instead
-        lo = np.array([-np.inf if b[0] is None else b[0] for b in bounds])
-        hi = np.array([np.inf if b[1] is None else b[1] for b in bounds])
-        starts = [np.clip(start, lo, hi) for start in starts]
-    else:
-        bounds = None
-
-    best = None
-    n_evals = 0
-    start_values = []
-    if verbose:
-        # imported here: tqdm is only needed when someone watches
-        from tqdm.auto import tqdm
-    for k, start in enumerate(starts):
-        run = _Run(evaluate)
-        bar = None
-        if verbose:
-            print(f"[{label}] start {k}: theta = {np.array2string(start, precision=4)}",
-                  flush=True)
-            bar = tqdm(total=max_iter, desc=f"[{label}] start {k}",
-                       unit="iter", leave=True)
-        run.fun(start)  # first evaluation also provides the initial best
-        it = [0]
-
-        def callback(xk, *args, run=run, it=it, bar=bar):
-            it[0] += 1
-            if bar is not None:
-                bar.update(1)
-                bar.set_postfix_str(f"log evidence {run.value_at(xk):.4f}")
-
-        try:
-            with warnings.catch_warnings():
-                # the line search may probe -inf (failed) points; scipy warns about them
-                warnings.simplefilter("ignore", RuntimeWarning)
-                # bounds=None is scipy's own default: unconstrained runs are unchanged
-                res = optimize.minimize(run.fun, start, jac=True, method=method,
-                                        bounds=bounds, callback=callback,
-                                        options={"maxiter": max_iter})
-            n_iter = int(res.nit)
-        except _NUMERICAL_ERRORS + (ValueError,):
-            n_iter = it[0]
-        n_evals += run.n_evals
-        start_values.append(run.best_value)
-        if bar is not None:
-            bar.close()
-            print(f"[{label}] start {k} done: best log evidence {run.best_value:.6f} after "
-                  f"{n_iter} iterations", flush=True)
-        if best is None or run.best_value > best.log_evidence:
-            best = EvidenceOptimum(run.best_theta, run.best_value, run.best_state, n_iter, 0,
-                                   [])
-    best.n_evaluations = n_evals
-    best.start_log_evidence = start_values
-    return best
-
-
-class _Run:
-    """Objective wrapper of one optimiser start: warm state, failure handling, best point."""
-
-    def __init__(self, evaluate):
-        self.evaluate = evaluate
-        self.state = None
-        self.best_value = -np.inf
-        self.best_theta = None
-        self.best_state = None
-        self.n_evals = 0
-        self._cache = {}
-
-    def fun(self, theta):
-        theta = np.array(theta, dtype=np.float64)
-        self.n_evals += 1
-        try:
-            with np.errstate(over="raise", invalid="raise", divide="raise"):
-                value, grad, state = self.evaluate(theta, self.state)
-            value = float(value)
-            grad = np.asarray(grad, dtype=np.float64)
-            ok = np.isfinite(value) and np.all(np.isfinite(grad))
-        except _NUMERICAL_ERRORS:
-            ok = False
-        if self.best_theta is None:
-            self.best_theta = theta.copy()
-        if not ok:
-            self._cache[theta.tobytes()] = -np.inf
-            # a huge but finite objective keeps scipy's line searches backtracking cleanly
-            return 1e300, np.zeros_like(theta)
-        self.state = state
-        self._cache[theta.tobytes()] = value
-        if value > self.best_value:
-            self.best_value, self.best_theta, self.best_state = value, theta.copy(), state
-        return -value, -grad
-
-    def value_at(self, theta):
-        return self._cache.get(np.asarray(theta, dtype=np.float64).tobytes(), np.nan)
-
-
-# ----------------------------------------------------------------------------------------------
 # predictions
-
-
-def free_log_params(spec, n_features):
-    """Mask over ``[log s2, log l (1 value, or D with ARD)]``: True where not held fixed.
-
-    Returns
-    -------
-    free : ndarray of shape (1 + (n_features if spec.ard else 1),), bool
-    """
-    n_ls = n_features if spec.ard else 1
-    return np.array([spec.free_variance] + [spec.free_lengthscale] * n_ls, dtype=bool)
-
-
-def log_param_bounds(spec, n_features):
-    """Log bounds of ``[log s2, log l (1 value, or D with ARD)]`` from a kernel spec.
-
-    Returns
-    -------
-    bounds : ndarray of shape (1 + (n_features if spec.ard else 1), 2)
-        Rows (low, high); a fixed parameter's row is (-inf, inf) and is meant to be dropped
-        with :func:`free_log_params`.
-    """
-    n_ls = n_features if spec.ard else 1
-    return np.array([spec.variance_bounds] + [spec.lengthscale_bounds] * n_ls,
-                    dtype=np.float64)
 
 
 def probit_proba(mean, var, bias):
@@ -507,7 +261,9 @@ class _BinaryGPClassifierMixin:
             raise ValueError(f"jitter must be a non-negative finite number; got {jitter!r}")
         if not isinstance(self.optimize, (bool, np.bool_)):
             raise ValueError(f"optimize must be True or False; got {self.optimize!r}")
-        optimizer = check_option(self.optimizer, "optimizer", tuple(OPTIMIZERS))
+        # optimizer=None holds every hyper-parameter fixed, as in scikit-learn's GPs
+        optimizer = (None if self.optimizer is None
+                     else check_option(self.optimizer, "optimizer", tuple(METHODS)))
         max_iter = check_int(self.max_iter, "max_iter", minimum=0)
         n_restarts = check_int(self.n_restarts, "n_restarts", minimum=0)
         ep_tol = float(check_positive(self.ep_tol, "ep_tol", allow_array=False))
@@ -519,7 +275,8 @@ class _BinaryGPClassifierMixin:
         rng = check_random_state(self.random_state)
         self.classes_ = classes
         hyper = HyperParams(spec.variance, spec.lengthscale.copy(), float(bias), bool(spec.ard),
-                            float(jitter), bool(self.optimize), optimizer, max_iter, n_restarts,
+                            float(jitter), bool(self.optimize) and optimizer is not None,
+                            optimizer, max_iter, n_restarts,
                             ep_tol, max_sweeps, float(damping), rng, spec)
         return X, y_pm, hyper
 

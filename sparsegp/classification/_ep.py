@@ -17,14 +17,14 @@ from sklearn.utils.validation import check_is_fitted
 from .._base import SparseGPEstimator
 from .._numba.ep_dense import ep_dense_sweep, probit_cavity_terms
 from .._numba.probit import log_ndtr_vec
+from .._optimize import maximize
 from ..kernels import grad_contract, kernel_matrix
 from .._validation import check_random_state
 from ._binary import (
     HyperParams,
     _BinaryGPClassifierMixin,
-    maximize_evidence,
     pack_theta,
-    theta_bounds,
+    search_box,
     theta_gradient,
     unpack_theta,
 )
@@ -192,14 +192,18 @@ class EPClassifier(_BinaryGPClassifierMixin, ClassifierMixin, SparseGPEstimator)
     optimize : bool, default=True
         Maximise the EP evidence over variance, length-scale(s) (those the kernel does not
         hold fixed) and bias; otherwise run EP at the given values only.
-    optimizer : {"cg", "lbfgs"}, default="cg"
+    optimizer : {"cg", "lbfgs"} or None, default="cg"
         scipy ``CG`` (seed 000 uses 20 CG iterations) or ``L-BFGS-B`` (log kernel parameters
-        within the kernel's bounds, bias unbounded).
+        within the kernel's bounds, bias unbounded; CG evaluates at the point clipped into
+        them), through :func:`sparsegp._optimize.maximize`. None holds every
+        hyper-parameter fixed, as ``optimize=False`` does. Stopping at ``max_iter`` before
+        converging raises a :class:`~sparsegp.exceptions.ConvergenceWarning`.
     max_iter : int, default=20
         Optimiser iterations per start.
     n_restarts : int, default=0
-        Extra starts from log-parameters drawn around the given ones (N(0, 1) in log space);
-        the fit with the best evidence is kept.
+        Extra starts whose log kernel parameters are drawn uniformly inside the kernel's
+        bounds (within a factor 10 of the given values where unbounded, as for the default
+        kernel); the bias starts where given. The fit with the best evidence is kept.
     ep_tol : float, default=1e-6
         EP stops when the largest undamped site residual of a sweep, |moment-matched target -
         current| of any site parameter, is below this (also when damped).
@@ -331,12 +335,14 @@ class EPClassifier(_BinaryGPClassifierMixin, ClassifierMixin, SparseGPEstimator)
                 grad = theta_gradient(*g, variance, lengthscale, hyper.ard, spec=spec)
                 return fit.log_evidence, grad, (fit.tau, fit.nu)
 
-            best = maximize_evidence(evaluate, theta0, optimizer=hyper.optimizer,
-                                     max_iter=hyper.max_iter, n_restarts=hyper.n_restarts,
-                                     rng=hyper.rng, n_log_params=theta0.size - 1,
-                                     verbose=self.verbose, label="EPClassifier",
-                                     bounds=theta_bounds(spec, D))
-            if not np.isfinite(best.log_evidence):
+            bounds, restart_mask = search_box(spec, D)
+            best = maximize(evaluate, theta0, method=hyper.optimizer, bounds=bounds,
+                            max_iter=hyper.max_iter, n_restarts=hyper.n_restarts,
+                            random_state=hyper.rng, restart_mask=restart_mask, warm=True,
+                            progress=bool(self.verbose), label="EPClassifier",
+                            value_name="log evidence",
+                            advice=", or try optimizer='lbfgs'")
+            if not np.isfinite(best.value):
                 raise ValueError(
                     "EP failed at every hyper-parameter value tried (Cholesky failure or "
                     "non-finite evidence); increase jitter or rescale X / the initial "

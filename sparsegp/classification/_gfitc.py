@@ -22,14 +22,14 @@ from .._linalg import cholesky_jitter
 from .._config import EP_MAX_SWEEPS, EP_TOL, JITTER
 from .._numba import ep_fitc as _ep
 from .._numba.probit import log_ndtr_vec
+from .._optimize import maximize
 from .._threads import single_threaded_blas
 from .._validation import check_option
 from ..exceptions import ConvergenceWarning
 from .._numba.covfuncs import SE
 from ..kernels import grad_contract, kernel_matrix
 from ._binary import (
-    RESTART_SCALE, _BinaryGPClassifierMixin, maximize_evidence, n_log_params, pack_theta,
-    theta_bounds, theta_gradient, unpack_theta,
+    _BinaryGPClassifierMixin, pack_theta, search_box, theta_gradient, unpack_theta,
 )
 from .._config import ROW_BLOCK
 
@@ -427,14 +427,18 @@ class GFITCClassifier(_BinaryGPClassifierMixin, ClassifierMixin, InducingPointEs
         Learn variance, length-scale(s) (those the kernel does not hold fixed), bias and
         pseudo-inputs by maximising log Z_EP. If False, run EP at the given hyper-parameters
         only.
-    optimizer : {"cg", "lbfgs"}, default="cg"
+    optimizer : {"cg", "lbfgs"} or None, default="cg"
         scipy's nonlinear conjugate gradients (the paper's choice) or L-BFGS-B (log kernel
-        parameters within the kernel's bounds; bias and pseudo-inputs unbounded).
+        parameters within the kernel's bounds, which CG meets by clipping; bias and
+        pseudo-inputs unbounded), through :func:`sparsegp._optimize.maximize`. None holds
+        every hyper-parameter and the pseudo-inputs fixed, as ``optimize=False`` does.
     max_iter : int, default=20
-        Optimiser iterations per (re)start.
+        Optimiser iterations per (re)start; stopping there before converging raises a
+        :class:`~sparsegp.exceptions.ConvergenceWarning`.
     n_restarts : int, default=0
-        Extra random initialisations (new pseudo-inputs from ``init``, variance and
-        length-scales scaled by exp(N(0, 1))); the fit with the best evidence is kept.
+        Extra random initialisations (new pseudo-inputs from ``init``; variance and
+        length-scales drawn uniformly inside the kernel's bounds, within a factor 10 of the
+        given values where unbounded); the fit with the best evidence is kept.
     ep_tol : float, default=1e-6
         EP stops when the largest undamped site residual of a sweep, |moment-matched target -
         current| of any site parameter, is below this (also when damped).
@@ -569,31 +573,28 @@ class GFITCClassifier(_BinaryGPClassifierMixin, ClassifierMixin, InducingPointEs
                 grad = theta_gradient(dv, dl, db, v, l, hp.ard, dz, spec)
                 return lz, grad, (res.tau, res.nu)
 
-            # the free log kernel parameters lead theta; fixed ones are not in it
-            n_log = n_log_params(spec, D)
-
-            def perturb(theta0, rng):
-                # A restart re-draws the pseudo-inputs (or jitters given ones) and scales the
-                # kernel parameters by exp(N(0, 1)); the bias starts where it was.
-                theta = theta0.copy()
-                theta[:n_log] += RESTART_SCALE * rng.standard_normal(n_log)
+            def restart(theta, rng):
+                # a restart also re-draws the pseudo-inputs (or jitters given ones); its
+                # kernel parameters come from the driver, the bias starts where it was
                 if self.inducing_points is None:
                     Zr = self._initial_inducing_points(X, rng)
                 else:
                     Zr = Z0 + 0.1 * np.std(X, axis=0) * rng.standard_normal(Z0.shape)
-                theta[n_log + 1:] = Zr.ravel()
+                theta[theta.size - Zr.size:] = Zr.ravel()
                 return theta
 
             # fit runs under the thread policy (_parallel_pool): with the parallel schedule
             # OpenBLAS is held to one thread for the whole optimisation, which switches it once
             # instead of twice per evaluation (20 CG steps at N = 10 000, M = 100 on 2 cores:
             # 5.6 s against 6.4 s)
-            opt = maximize_evidence(
-                evaluate, pack_theta(variance, ls, bias, hp.ard, Z0, spec), hp.optimizer,
-                hp.max_iter, hp.n_restarts, rng, perturb=perturb, n_log_params=n_log,
-                verbose=bool(self.verbose), label="GFITC",
-                bounds=theta_bounds(spec, D, Z0.size))
-            if not np.isfinite(opt.log_evidence):
+            bounds, restart_mask = search_box(spec, D, Z0.size)
+            opt = maximize(
+                evaluate, pack_theta(variance, ls, bias, hp.ard, Z0, spec),
+                method=hp.optimizer, bounds=bounds, max_iter=hp.max_iter,
+                n_restarts=hp.n_restarts, random_state=rng, restart_mask=restart_mask,
+                restart=restart, warm=True, progress=bool(self.verbose), label="GFITC",
+                value_name="log evidence", advice=", or try optimizer='lbfgs'")
+            if not np.isfinite(opt.value):
                 raise ValueError("the EP evidence could not be evaluated at any start; check "
                                  "the scale of X, the initial lengthscale and jitter")
             variance, ls, bias, z = unpack_theta(opt.theta, D, hp.ard, spec)

@@ -57,12 +57,8 @@ from .._validation import (
 from .._numba.covfuncs import SE
 from ..exceptions import ConvergenceWarning
 from .. import kernels as _kernels
-from ._binary import (
-    _BinaryGPClassifierMixin,
-    free_log_params,
-    log_param_bounds,
-    maximize_evidence,
-)
+from .._optimize import kernel_log_bounds, maximize
+from ._binary import _BinaryGPClassifierMixin
 from .._config import PREDICT_BLOCK as _PREDICT_BLOCK
 
 __all__ = ["IVMClassifier"]
@@ -461,7 +457,7 @@ def _fit_binary(X, y, spec, bias_variance, bias, fit_bias, opts, rng, label):
     fitter = _Fitter(X, y, spec, bias_variance, fit_bias, opts, rng, label)
     variance, lengthscale = spec.variance, spec.lengthscale.copy()
     mode = opts["optimize"]
-    free = free_log_params(spec, X.shape[1])
+    free, _ = kernel_log_bounds(spec, X.shape[1])
     if mode == "validation" and free.any():
         variance, lengthscale, n_iter = _validation_search(X, y, spec, bias_variance, bias,
                                                            fit_bias, opts, rng, label)
@@ -489,15 +485,13 @@ def _evidence_bounds(spec, D, start_ls):
     """L-BFGS-B box over the free entries of [log s2, log l..]: the kernel's own bounds, and
     for the default SE kernel the guard of :data:`LENGTHSCALE_RANGE`/:data:`VARIANCE_RANGE`
     around the data scale (notes §2.6: the degenerate limits are at the box's far side)."""
-    free = free_log_params(spec, D)
-    lims = log_param_bounds(spec, D).copy()
+    free, lims = kernel_log_bounds(spec, D)
     if spec.guard:
         lo, hi = np.log(LENGTHSCALE_RANGE)
         ls_lims = np.column_stack([np.log(start_ls) + lo, np.log(start_ls) + hi])
         lims[1:] = ls_lims if spec.ard else ls_lims[:1]
         lims[0] = np.log(VARIANCE_RANGE)
-    lims = lims[free]
-    return [tuple(b) for b in lims] if np.isfinite(lims).any() else None
+    return lims[free]
 
 
 def _evidence_search(fitter, X, spec, variance, lengthscale, bias, opts, rng, label):
@@ -512,7 +506,7 @@ def _evidence_search(fitter, X, spec, variance, lengthscale, bias, opts, rng, la
     D = X.shape[1]
     ard = spec.ard
     family = spec.family
-    free = free_log_params(spec, D)
+    free, _ = kernel_log_bounds(spec, D)
     bounds = _evidence_bounds(spec, D, spec.data_lengthscale)
     best = None
     n_iter = 0
@@ -547,9 +541,11 @@ def _evidence_search(fitter, X, spec, variance, lengthscale, bias, opts, rng, la
             return v, np.concatenate([[gv * s2], g_log_ls])[free], None
 
         theta0 = full0[free]
-        res = maximize_evidence(evaluate, theta0, optimizer="lbfgs", max_iter=KERNEL_ITERS,
-                                rng=rng, n_log_params=theta0.size, verbose=opts["verbose"],
-                                label=f"{label} kernel", bounds=bounds)
+        # a refit is one round of the alternation: its cap is the toolbox's, not max_iter
+        res = maximize(evaluate, theta0, method="lbfgs", bounds=bounds,
+                       max_iter=KERNEL_ITERS, progress=opts["verbose"],
+                       label=f"{label} kernel", value_name="approx. log likelihood",
+                       warn_at_cap=False)
         theta = full0.copy()
         theta[free] = res.theta
         variance = float(np.exp(theta[0]))
@@ -557,7 +553,7 @@ def _evidence_search(fitter, X, spec, variance, lengthscale, bias, opts, rng, la
         n_iter = it + 1
         if opts["verbose"]:
             print(f"[{label}] round {it + 1}/{opts['max_iter']}: approx. log likelihood "
-                  f"{res.log_evidence:.4f}, variance {variance:.4g}, lengthscale "
+                  f"{res.value:.4f}, variance {variance:.4g}, lengthscale "
                   f"{np.array2string(lengthscale[:4], precision=4)}")
     _, state, variance, lengthscale, bias, kept = best
     if opts["verbose"]:

@@ -24,7 +24,6 @@ log Z_EP (eq. 10, notes §4), held at the current sites.
 """
 import math
 import time
-import warnings
 
 import numba
 import numpy as np
@@ -32,16 +31,14 @@ from scipy import linalg as sla
 
 from .._numba import covfuncs as _cf
 from .._numba import multiclass as _nbmc
+from .._optimize import Adam, EvaluationFailure, SignAdaptiveStep, ascend
 from .._validation import check_int, check_option, check_positive
-from ..exceptions import ConvergenceWarning
 from . import _multiclass_common as _mc
 from .._config import MC_PARALLEL_WORK as _PARALLEL_WORK, MC_PARALLEL_GEMM as _PARALLEL_GEMM
 
 __all__ = ["MultiClassEPClassifier"]
 
 _METHODS = ("ep", "sep")
-#: Retries of one batch iteration after a numerical failure (damping and rates halved).
-_MAX_RETRIES = 12
 
 
 def _n_parts(C):
@@ -126,7 +123,8 @@ class Hyper:
                      self.family, self.isotropic, self.log_bounds)
 
     def advance(self, optimiser, grad, scale):
-        """One ascent step of ``optimiser`` on ``grad`` (see :func:`_scaled_step`).
+        """One ascent step of ``optimiser`` on ``grad`` in the coordinates theta / scale
+        (scale 0: held), as :meth:`sparsegp._optimize.Adam.step` takes it.
 
         An isotropic kernel's length-scales get the tied gradient
         (:func:`_multiclass_common.tie_lengthscales`), and the kernel's log bounds clip the
@@ -135,7 +133,7 @@ class Hyper:
         C, M, D = self.shape
         if self.isotropic:
             grad = _mc.tie_lengthscales(grad, C, D)
-        theta = _scaled_step(optimiser, self.pack(), grad, scale)
+        theta = optimiser.step(self.pack(), grad, scale)
         if self.log_bounds is not None:
             theta = np.clip(theta, *self.log_bounds)
         return self.like(theta)
@@ -277,7 +275,7 @@ def _factor_pass(y, V, Vo, Kfu, d, S, m, sites, same_dirs, compute_grad):
     return out
 
 
-class _EPFailure(ArithmeticError):
+class _EPFailure(EvaluationFailure):
     """A site update produced an improper cavity or a non-positive variance."""
 
 
@@ -592,16 +590,6 @@ class InMemoryRows:
                               1.0, prior, self._terms(hyp, prior))
 
 
-def _scaled_step(optimiser, theta, grad, scale):
-    """One ascent step in the coordinates phi = theta / scale (scale 0: coordinate fixed)."""
-    if hasattr(optimiser, "step_scaled"):
-        return optimiser.step_scaled(theta, grad, scale)
-    free = scale > 0
-    safe = np.where(free, scale, 1.0)
-    phi = optimiser.step(theta / safe, grad * scale)
-    return np.where(free, phi * safe, theta)
-
-
 # --------------------------------------------------------------------------------------------
 # Estimator
 # --------------------------------------------------------------------------------------------
@@ -801,87 +789,88 @@ class MultiClassEPClassifier(_mc.MultiClassGPClassifier):
         return hyp, n_factors, mask, rng
 
     def _fit_batch(self, rows, hyp, n_factors, max_iter, damping, lr, mask, verbose):
-        """Batch training over ``rows`` (:class:`InMemoryRows` or a distributed equivalent)."""
+        """Batch training over ``rows`` (:class:`InMemoryRows` or a distributed equivalent).
+
+        EP-inner (notes §5.1): every iteration refines the sites at the current
+        hyper-parameters, then takes one sign-adaptive step, through the training driver's
+        stepping loop; a failed iteration (improper cavity, non-PD matrix) is retried from
+        the previous state with halved damping and rates, as in the R code.
+        """
         C, M, D = hyp.shape
         nik, jitter = self._nik
-        state = rows.new_state(self.method, C, M, n_factors)
-        stepper = _mc.SignAdaptiveStep(hyp.pack().size, lr)
-        history = []
-        failures = 0
+        stepper = SignAdaptiveStep(hyp.pack().size, lr)
+        ep = {"state": rows.new_state(self.method, C, M, n_factors), "saved": None,
+              "damping": damping}
         t0 = time.perf_counter()
-        it = 0
-        last_hyp = hyp.copy()
-        while it < max_iter:
-            saved = state.copy()
-            try:
-                prior = _Prior(hyp, nik, jitter)
-                rows.refine(hyp, prior, state, damping)
-                log_z, grad, q = rows.evidence(hyp, prior, state)
-                if not (np.isfinite(log_z) and np.all(np.isfinite(grad))):
-                    raise _EPFailure("non-finite evidence")
-            except (_EPFailure, np.linalg.LinAlgError, sla.LinAlgError):
-                state = saved
-                failures += 1
-                if failures > _MAX_RETRIES:
-                    warnings.warn(
-                        f"EP failed {failures} times at iteration {it}; stopping early. Try a "
-                        f"smaller damping or learning_rate, or noise_in_kuu=True.",
-                        ConvergenceWarning)
-                    break
-                damping *= 0.5
-                stepper.shrink(0.5)
-                # undo the last hyper-parameter step, which led here
-                hyp = last_hyp.copy()
-                continue
-            failures = 0
-            history.append(log_z)
-            self._store(hyp, prior, q, log_z, history, it + 1)
+
+        def evaluate(hyp, _batch):
+            ep["saved"] = ep["state"].copy()
+            prior = _Prior(hyp, nik, jitter)
+            rows.refine(hyp, prior, ep["state"], ep["damping"])
+            log_z, grad, q = rows.evidence(hyp, prior, ep["state"])
+            return log_z, grad, (prior, q)
+
+        def on_success(n_iter, hyp, log_z, info, history):
+            self._store(hyp, *info, log_z, history, n_iter)
+            it = n_iter - 1
             if verbose and (it % verbose == 0 or it == max_iter - 1):
                 print(f"[{self.method}] iter {it:4d}  log Z_EP {log_z: .6f}  "
-                      f"damping {damping:.3g}  {time.perf_counter() - t0:.1f}s")
+                      f"damping {ep['damping']:.3g}  {time.perf_counter() - t0:.1f}s")
             if self.callback is not None:
                 self.callback(self, it)
-            it += 1
-            if it < max_iter:
-                last_hyp = hyp.copy()
-                hyp = hyp.advance(stepper, grad, mask)
-                damping *= 0.99
+
+        def on_failure(_n_failed):
+            # back to the sites before the failed refinement, with a softer update
+            ep["state"] = ep["saved"]
+            ep["damping"] *= 0.5
+
+        def advance(hyp, grad):
+            ep["damping"] *= 0.99          # the annealing of notes §2.6
+            return hyp.advance(stepper, grad, mask)
+
+        ascend(evaluate, hyp, stepper, max_iter, advance=advance, on_success=on_success,
+               on_failure=on_failure, label=f"MultiClassEPClassifier ({self.method})")
 
     def _fit_minibatch(self, X, y, N, hyp, n_factors, max_iter, batch_size, lr, mask,
                        verbose, rng):
+        """ADAM on minibatch estimates (notes §5.2) through the training driver."""
         C, M, D = hyp.shape
         nik, jitter = self._nik
         state = EPState(self.method, N, C, M, n_factors)
-        adam = _mc.Adam(hyp.pack().size, lr)
-        history = []
-        step = 0
+        adam = Adam(hyp.pack().size, lr)
+        epochs = [0]
         t0 = time.perf_counter()
-        for epoch in range(max_iter):
-            epoch_log_z = []
-            for idx in _mc.iter_minibatches(N, batch_size, rng):
-                Xb = _mc.take_rows(X, idx)
-                yb = y[idx]
-                scale = N / idx.size
-                prior = _Prior(hyp, nik, jitter)
-                data = _data_terms(Xb, hyp, prior)
-                Kfu, V, d = data
-                log_z, grad, q = self._minibatch_update(Xb, yb, idx, hyp, state, prior, data,
-                                                        scale)
-                epoch_log_z.append(log_z)
-                hyp = hyp.advance(adam, grad, mask)
-                step += 1
-                if self.callback is not None:
-                    prior_new = _Prior(hyp, nik, jitter)
-                    self._store(hyp, prior_new, _Gauss(prior_new.L, state.T, state.h),
-                                log_z, history + [float(np.mean(epoch_log_z))], epoch + 1)
-                    self.callback(self, step)
-            history.append(float(np.mean(epoch_log_z)))
+
+        def evaluate(hyp, idx):
+            Xb = _mc.take_rows(X, idx)
+            prior = _Prior(hyp, nik, jitter)
+            data = _data_terms(Xb, hyp, prior)
+            log_z, grad, _ = self._minibatch_update(Xb, y[idx], idx, hyp, state, prior, data,
+                                                    N / idx.size)
+            return log_z, grad, None
+
+        def on_step(step, hyp, log_z, _info, history):
+            if self.callback is not None:
+                prior_new = _Prior(hyp, nik, jitter)
+                self._store(hyp, prior_new, _Gauss(prior_new.L, state.T, state.h), log_z,
+                            history, epochs[0] + 1)
+                self.callback(self, step)
+
+        def on_epoch(n_epochs, history):
+            epochs[0] = n_epochs
+            epoch = n_epochs - 1
             if verbose and (epoch % verbose == 0 or epoch == max_iter - 1):
                 print(f"[{self.method} minibatch] epoch {epoch:4d}  mean log Z_EP "
                       f"{history[-1]: .4f}  {time.perf_counter() - t0:.1f}s")
-        prior = _Prior(hyp, nik, jitter)
-        self._store(hyp, prior, _Gauss(prior.L, state.T, state.h), history[-1], history,
-                    max_iter)
+
+        res = ascend(evaluate, hyp, adam, max_iter,
+                     advance=lambda hyp, grad: hyp.advance(adam, grad, mask),
+                     batches=lambda: _mc.iter_minibatches(N, batch_size, rng),
+                     on_success=on_step, on_epoch=on_epoch,
+                     label=f"MultiClassEPClassifier ({self.method}, minibatch)")
+        prior = _Prior(res.theta, nik, jitter)
+        self._store(res.theta, prior, _Gauss(prior.L, state.T, state.h), res.history[-1],
+                    res.history, max_iter)
 
     def _minibatch_update(self, Xb, yb, idx, hyp, state, prior, data, scale):
         """Refine the factors of one minibatch, then the minibatch evidence and gradient."""

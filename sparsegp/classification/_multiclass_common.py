@@ -587,68 +587,6 @@ def true_class_probability(mean, var, y_index, **kwargs):
 
 
 # --------------------------------------------------------------------------------------------
-# optimisers (both *ascend*: they maximise an objective)
-# --------------------------------------------------------------------------------------------
-class Adam:
-    """ADAM ascent steps (Kingma & Ba 2015), defaults as in the paper (notes §5.2).
-
-    ``step(theta, grad)`` returns the new parameter vector (theta is not modified).
-    """
-
-    def __init__(self, size, learning_rate=1e-3, beta1=0.9, beta2=0.999, eps=1e-8):
-        self.learning_rate = float(learning_rate)
-        self.beta1, self.beta2, self.eps = beta1, beta2, eps
-        self.m = np.zeros(size)
-        self.v = np.zeros(size)
-        self.t = 0
-
-    def step(self, theta, grad):
-        """theta + lr * m_hat / (sqrt(v_hat) + eps)."""
-        self.t += 1
-        self.m = self.beta1 * self.m + (1.0 - self.beta1) * grad
-        self.v = self.beta2 * self.v + (1.0 - self.beta2) * grad * grad
-        m_hat = self.m / (1.0 - self.beta1 ** self.t)
-        v_hat = self.v / (1.0 - self.beta2 ** self.t)
-        return theta + self.learning_rate * m_hat / (np.sqrt(v_hat) + self.eps)
-
-    def step_scaled(self, theta, grad, scale):
-        """:meth:`step` in the coordinates theta / scale (scale 0: frozen), compiled in one
-        pass: minibatch training moves C M D inducing coordinates every step."""
-        self.t += 1
-        out = np.empty_like(theta)
-        _nbmc.adam_ascent_scaled(theta, grad, scale, self.m, self.v, self.t,
-                                 self.learning_rate, self.beta1, self.beta2, self.eps, out)
-        return out
-
-
-class SignAdaptiveStep:
-    """The per-parameter adaptive learning rate of the paper's appendix G (notes §5.1).
-
-    Each scalar has its own rate: x1.02 when its gradient keeps its sign, x0.5 when it flips,
-    capped at ``max_rate``; the step is ``rate * grad`` (ascent).
-    """
-
-    def __init__(self, size, learning_rate=1e-2, increase=1.02, decrease=0.5, max_rate=1.0):
-        self.rate = np.full(size, float(learning_rate))
-        self.increase, self.decrease, self.max_rate = increase, decrease, max_rate
-        self.prev_sign = None
-
-    def step(self, theta, grad):
-        """Return theta + rate * grad after adapting the rates to the sign pattern."""
-        sign = np.sign(grad)
-        if self.prev_sign is not None:
-            same = sign == self.prev_sign
-            self.rate = np.where(same, np.minimum(self.max_rate, self.rate * self.increase),
-                                 self.rate * self.decrease)
-        self.prev_sign = sign
-        return theta + self.rate * grad
-
-    def shrink(self, factor=0.5):
-        """Multiply every rate by ``factor`` (the R code does this after a failed update)."""
-        self.rate = self.rate * factor
-
-
-# --------------------------------------------------------------------------------------------
 # minibatches over row-sliceable array-likes
 # --------------------------------------------------------------------------------------------
 def _is_lazy_store(X):

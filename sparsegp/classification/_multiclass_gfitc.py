@@ -24,11 +24,11 @@ from typing import NamedTuple
 import numba
 import numpy as np
 import scipy.linalg as sla
-from scipy.optimize import minimize
 
 from . import _multiclass_common as _mc
 from .._numba import covfuncs as _cf
 from .._numba import multiclass_gfitc as _nb
+from .._optimize import NUMERICAL_ERRORS, maximize, unbounded
 from .._threads import map_threads
 from .._validation import check_int, check_positive
 from ..exceptions import ConvergenceWarning
@@ -98,16 +98,17 @@ class _Hyper:
         return cls(np.zeros(C), np.zeros(C), np.zeros((C, D)), np.zeros((C, M, D)))
 
     def bounds(self):
-        """L-BFGS-B bounds of the packed vector: the box [-10, 10] on the log parameters,
-        narrowed to a kernel's log bounds when there is one; Z unbounded."""
+        """Bounds (n, 2) of the packed vector for the training driver: the box [-10, 10] on
+        the log parameters, narrowed to a kernel's log bounds when there is one; Z unbounded."""
         C, M, D = self.Z.shape
         n_log = 2 * C + C * D
-        out = [(-_LOG_BOUND, _LOG_BOUND)] * n_log + [(None, None)] * (C * M * D)
+        out = np.vstack([np.tile([-_LOG_BOUND, _LOG_BOUND], (n_log, 1)), unbounded(C * M * D)])
         if self.log_bounds is not None:
             lo, hi = self.log_bounds
-            for j in range(n_log):
-                out[j] = (max(-_LOG_BOUND, min(float(lo[j]), _LOG_BOUND)),
-                          min(_LOG_BOUND, max(float(hi[j]), -_LOG_BOUND)))
+            out[:n_log, 0] = np.clip(np.asarray(lo[:n_log], dtype=np.float64), -_LOG_BOUND,
+                                     _LOG_BOUND)
+            out[:n_log, 1] = np.clip(np.asarray(hi[:n_log], dtype=np.float64), -_LOG_BOUND,
+                                     _LOG_BOUND)
         return out
 
     def copy(self):
@@ -664,58 +665,52 @@ class MultiClassGFITCClassifier(_mc.MultiClassGPClassifier):
         full0 = hyp0.pack()
         warm = {"sites": _Sites(N, C)}
         sweeps = []  # EP sweeps of every evaluation, cold restarts included
-        cache = {}
 
-        def evaluate(theta):
-            key = theta.tobytes()
-            if key in cache:
-                return cache[key]
+        def evaluate(theta, _warm):
+            # EP starts from the sites of the last evaluation that succeeded (kept here, with
+            # a cold restart when they fail); the driver answers repeated points from memory
             full = full0.copy()
             full[free] = theta
             hyp = _Hyper.unpack(full, C, M, D, *hyp0.settings())
-            out = (np.inf, np.zeros_like(theta), None)
-            try:
-                state = _GFITCState(X, hyp, jitter, nik)
-                sites = warm["sites"].copy()
-                n_sweeps, ok, _, posterior = run_ep(y_idx, state, sites, ep_tol, ep_max)
-                if not ok:
-                    sites = _Sites(N, C)
-                    n_cold, ok, _, posterior = run_ep(y_idx, state, sites, ep_tol, ep_max)
-                    n_sweeps += n_cold
-                sweeps.append(n_sweeps)
-                lz, parts = gfitc_log_evidence(y_idx, state, sites, return_parts=True,
-                                               posterior=posterior)
-                if np.isfinite(lz):
-                    grad = gfitc_gradient(X, y_idx, hyp, state, sites, parts).pack()
-                    if hyp.isotropic:
-                        # the point depends on each class's mean log length-scale (_Hyper)
-                        grad = _mc.tie_lengthscales(grad, C, D)
-                    grad = grad[free]
-                    if np.all(np.isfinite(grad)):
-                        warm["sites"] = sites
-                        out = (-lz, -grad, (hyp, state, sites, ok, lz))
-            except (np.linalg.LinAlgError, sla.LinAlgError):
-                pass  # -inf evidence: L-BFGS-B backtracks
-            cache.clear()
-            cache[key] = out
-            return out
+            state = _GFITCState(X, hyp, jitter, nik)
+            sites = warm["sites"].copy()
+            n_sweeps, ok, _, posterior = run_ep(y_idx, state, sites, ep_tol, ep_max)
+            if not ok:
+                sites = _Sites(N, C)
+                n_cold, ok, _, posterior = run_ep(y_idx, state, sites, ep_tol, ep_max)
+                n_sweeps += n_cold
+            sweeps.append(n_sweeps)
+            lz, parts = gfitc_log_evidence(y_idx, state, sites, return_parts=True,
+                                           posterior=posterior)
+            if not np.isfinite(lz):
+                return lz, np.zeros(theta.size), None      # the driver's failure policy
+            grad = gfitc_gradient(X, y_idx, hyp, state, sites, parts).pack()
+            if hyp.isotropic:
+                # the point depends on each class's mean log length-scale (_Hyper)
+                grad = _mc.tie_lengthscales(grad, C, D)
+            grad = grad[free]
+            if np.all(np.isfinite(grad)):
+                warm["sites"] = sites
+            return lz, grad, (hyp, state, sites, ok, lz)
 
         theta0 = full0[free].copy()
-        f0, _, info = evaluate(theta0)
-        if info is None:
+        try:
+            first = evaluate(theta0, None)
+        except NUMERICAL_ERRORS:
+            first = (-np.inf, None, None)
+        if not (np.isfinite(first[0]) and np.all(np.isfinite(first[1]))):
             raise ValueError(
                 "EP failed at the initial hyper-parameters (non-finite evidence or a failed "
                 "Cholesky); try standardised inputs, noise_in_kuu=True or a larger jitter")
-        self._store(info, y_idx)
-        history = [-f0]
+        self._store(first[2], y_idx)
+        history = [first[0]]
         self.n_iter_ = 0
         t0 = time.perf_counter()
 
-        def on_iteration(theta):
-            self.n_iter_ += 1
-            _, _, it_info = evaluate(theta)
-            if it_info is not None:
-                self._store(it_info, y_idx)
+        def on_iteration(n_iter, _theta, _value, info):
+            self.n_iter_ = n_iter
+            if info is not None:
+                self._store(info, y_idx)
             history.append(self.log_evidence_)
             self.evidence_history_ = np.array(history)
             if verbose and self.n_iter_ % verbose == 0:
@@ -726,12 +721,12 @@ class MultiClassGFITCClassifier(_mc.MultiClassGPClassifier):
 
         self.evidence_history_ = np.array(history)
         if max_iter > 0:
-            bounds = [b for b, f in zip(hyp0.bounds(), free) if f]
-            res = minimize(lambda th: evaluate(th)[:2], theta0, jac=True, method="L-BFGS-B",
-                           bounds=bounds, callback=on_iteration, options={"maxiter": max_iter})
-            _, _, info = evaluate(res.x)
-            if info is not None:
-                self._store(info, y_idx)
+            # max_iter is a budget here (the paper's experiments), not a convergence cap
+            res = maximize(evaluate, theta0, method="lbfgs", bounds=hyp0.bounds()[free],
+                           max_iter=max_iter, initial=first, callback=on_iteration,
+                           label="MultiClassGFITC", value_name="log Z_EP", warn_at_cap=False)
+            if res.state is not None:
+                self._store(res.state, y_idx)
         if not self._ep_converged:
             warnings.warn(
                 f"EP did not converge at the final hyper-parameters within ep_max_sweeps="

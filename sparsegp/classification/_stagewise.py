@@ -42,11 +42,9 @@ from .._numba import stagewise as _sw
 from .._numba.covfuncs import SE
 from .._numba.probit import inv_mills_vec, log_ndtr_vec
 from ..kernels import grad_contract, kernel_matrix, kernel_spec
+from .._optimize import kernel_log_bounds, maximize, unbounded
 from ._binary import (
     _BinaryGPClassifierMixin,
-    free_log_params,
-    log_param_bounds,
-    maximize_evidence,
     pack_theta,
     theta_gradient,
     unpack_theta,
@@ -231,9 +229,9 @@ class StagewiseGPClassifier(_BinaryGPClassifierMixin, ClassifierMixin, SparseGPE
         family = spec.family
         s2, ls = spec.variance, spec.lengthscale.copy()
         # the bias is always free; fixed kernel parameters keep their entries of theta
-        free = np.append(free_log_params(spec, X.shape[1]), True)
-        lims = np.vstack([log_param_bounds(spec, X.shape[1]), [[-np.inf, np.inf]]])[free]
-        bounds = lims if np.isfinite(lims).any() else None
+        free, lims = kernel_log_bounds(spec, X.shape[1])
+        free = np.append(free, True)
+        bounds = np.vstack([lims, unbounded(1)])[free]
         n_outer = outer_iter if self.optimize else 1
         state = _adf.new_state(X.shape[0], d_max, s2)
         theta = pack_theta(s2, ls, b, ard)
@@ -527,28 +525,23 @@ def _optimise_hyper(X, y, active, p, m, theta0, ard, family=SE, free=None, bound
 
     ``free`` (bool mask over theta, default all True) selects the entries the optimiser moves;
     the others (kernel parameters held "fixed") keep their values in ``theta0``. ``bounds``
-    (n_free, 2), optional, are box constraints on the free entries: CG takes none, so the
-    objective is evaluated at the clipped point (flat outside the box, zero gradient in a
-    clipped coordinate) and the result is clipped.
+    (n_free, 2), optional, bound the free entries; CG meets them as the training driver does
+    (:func:`sparsegp._optimize.maximize`: evaluated at the clipped point, result clipped).
     """
     free = np.ones(theta0.size, dtype=bool) if free is None else free
 
     def evaluate(x, _warm):
         theta = theta0.copy()
-        xc = x if bounds is None else np.clip(x, bounds[:, 0], bounds[:, 1])
-        theta[free] = xc
+        theta[free] = x
         nlp, grad = nlp_eq4(theta, X, y, active, p, m, ard, gradient=True, family=family)
-        g = -grad[free]
-        if bounds is not None:
-            g[xc != x] = 0.0
-        return -nlp, g, None
+        return -nlp, -grad[free], None
 
-    best = maximize_evidence(evaluate, theta0[free], optimizer="cg", max_iter=CG_MAXITER,
-                             label="NLP eq. 4")
+    # one CG run per outer iteration of Algorithm 1: its cap is the algorithm's, not a fit's
+    best = maximize(evaluate, theta0[free], method="cg", bounds=bounds, max_iter=CG_MAXITER,
+                    label="NLP eq. 4", warn_at_cap=False)
     theta = theta0.copy()
-    theta[free] = (best.theta if bounds is None
-                   else np.clip(best.theta, bounds[:, 0], bounds[:, 1]))
-    return theta, -best.log_evidence
+    theta[free] = best.theta
+    return theta, -best.value
 
 
 def _predictor(Xu, p, m, s2, ls, family=SE):

@@ -15,6 +15,7 @@ import numpy as np
 
 from ..classification import _multiclass as _mce
 from ..classification import _multiclass_common as _mc
+from .._optimize import Adam, ascend
 from ._cluster import local_cluster
 
 __all__ = ["DaskRows", "fit_on_dask"]
@@ -380,29 +381,42 @@ def fit_on_dask(estimator, X, y, client=None):
 
 def _fit_minibatch(estimator, rows, hyp, n_factors, max_iter, batch_size, lr, mask, rng,
                    width):
-    """ADAM on minibatch estimates, ``width`` chunks (one per worker) per step."""
+    """ADAM on minibatch estimates, ``width`` chunks (one per worker) per step, through the
+    training driver's stepping loop."""
     C, M, D = hyp.shape
     nik, jitter = estimator._nik
     state = _mce.EPState("sep", rows.n_rows, C, M, n_factors)
-    adam = _mc.Adam(hyp.pack().size, lr)
+    adam = Adam(hyp.pack().size, lr)
     steps = max(1, math.ceil(rows.n_rows / (width * batch_size)))
-    history, step = [], 0
-    for epoch in range(max_iter):
-        epoch_log_z = []
+    epochs = [0]
+
+    def batches():
+        # drawn one step at a time, between the steps' evaluations
         for _ in range(steps):
             chunks = np.sort(rng.choice(len(rows.X_blocks), size=width, replace=False))
             picks = [(int(s), batch_size) for s in rng.integers(0, 2 ** 63 - 1, size=width)]
-            prior = _mce._Prior(hyp, nik, jitter)
-            log_z, grad, _ = rows.minibatch_step(hyp, prior, state, chunks, picks)
-            epoch_log_z.append(log_z)
-            hyp = hyp.advance(adam, grad, mask)   # keeps the kernel family and its bounds
-            step += 1
-            if estimator.callback is not None:
-                prior_new = _mce._Prior(hyp, nik, jitter)
-                estimator._store(hyp, prior_new, _mce._Gauss(prior_new.L, state.T, state.h),
-                                 log_z, history + [float(np.mean(epoch_log_z))], epoch + 1)
-                estimator.callback(estimator, step)
-        history.append(float(np.mean(epoch_log_z)))
-    prior = _mce._Prior(hyp, nik, jitter)
-    estimator._store(hyp, prior, _mce._Gauss(prior.L, state.T, state.h), history[-1], history,
-                     max_iter)
+            yield chunks, picks
+
+    def evaluate(hyp, batch):
+        prior = _mce._Prior(hyp, nik, jitter)
+        log_z, grad, _ = rows.minibatch_step(hyp, prior, state, *batch)
+        return log_z, grad, None
+
+    def on_step(step, hyp, log_z, _info, history):
+        if estimator.callback is not None:
+            prior_new = _mce._Prior(hyp, nik, jitter)
+            estimator._store(hyp, prior_new, _mce._Gauss(prior_new.L, state.T, state.h),
+                             log_z, history, epochs[0] + 1)
+            estimator.callback(estimator, step)
+
+    def on_epoch(n_epochs, _history):
+        epochs[0] = n_epochs
+
+    # Hyper.advance keeps the kernel family and its bounds
+    res = ascend(evaluate, hyp, adam, max_iter,
+                 advance=lambda hyp, grad: hyp.advance(adam, grad, mask), batches=batches,
+                 on_success=on_step, on_epoch=on_epoch,
+                 label="MultiClassEPClassifier (sep, minibatch on Dask)")
+    prior = _mce._Prior(res.theta, nik, jitter)
+    estimator._store(res.theta, prior, _mce._Gauss(prior.L, state.T, state.h),
+                     res.history[-1], res.history, max_iter)

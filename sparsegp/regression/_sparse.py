@@ -3,15 +3,15 @@ import math
 import warnings
 
 import numpy as np
-from scipy.optimize import minimize
 
 from sklearn.base import RegressorMixin
 from sklearn.utils.validation import check_is_fitted
 
 from .._config import DENSE_BLAS_MIN_ROWS, JITTER
 from .._inducing_base import InducingPointEstimator
+from .._optimize import kernel_log_bounds, maximize, unbounded
 from .._validation import check_int, check_option
-from ..exceptions import ConvergenceWarning, JitterWarning
+from ..exceptions import JitterWarning
 from ..inducing import kmeans, kmeans_blocks
 from ..kernels import kernel_spec
 from . import _base
@@ -82,15 +82,18 @@ class SparseGPRegressor(RegressorMixin, InducingPointEstimator):
     optimize : bool, default=True
         Maximise the evidence (VFE: the bound) over log s², log ℓ, log σ² and the inducing
         inputs (not for ``"sod"``/``"exact"``, which have none to move).
-    optimizer : {"lbfgs", "cg"}, default="lbfgs"
-        ``scipy.optimize.minimize`` with L-BFGS-B (log-parameters bounded to [1e-6, 1e6]) or
-        nonlinear conjugate gradients.
+    optimizer : {"lbfgs", "cg"} or None, default="lbfgs"
+        L-BFGS-B (log-parameters within the kernel's bounds, [1e-6, 1e6] by default, and
+        σ² within [1e-6, 1e6]) or nonlinear conjugate gradients (evaluated at the point
+        clipped into those bounds), through :func:`sparsegp._optimize.maximize`. None holds
+        every hyper-parameter (and the inducing inputs) fixed, as ``optimize=False`` does.
     max_iter : int, default=200
-        Optimiser iterations per start.
+        Optimiser iterations per start; stopping there before converging raises a
+        :class:`~sparsegp.exceptions.ConvergenceWarning`.
     n_restarts : int, default=0
-        Extra starts from hyper-parameters perturbed log-uniformly by up to a factor 10 (and,
-        unless ``inducing_points`` is given, freshly initialised inducing inputs); the best
-        evidence wins.
+        Extra starts whose log hyper-parameters are drawn uniformly inside their bounds (as
+        scikit-learn's ``GaussianProcessRegressor`` does; and, unless ``inducing_points`` is
+        given, with inducing inputs initialised afresh under them); the best evidence wins.
     blocks : int or list of index arrays, optional
         PITC partition. An int asks for that many k-means blocks
         (:func:`sparsegp.inducing.kmeans_blocks`); a list of integer arrays must partition
@@ -100,7 +103,7 @@ class SparseGPRegressor(RegressorMixin, InducingPointEstimator):
     random_state : None, int or numpy.random.Generator
         Seeds the inducing-input initialisation, the k-means blocks and the restarts.
     verbose : bool, default=False
-        Print the evidence during optimisation.
+        Show a progress bar per start with the evidence, and the final evidence.
 
     Attributes
     ----------
@@ -195,7 +198,8 @@ class SparseGPRegressor(RegressorMixin, InducingPointEstimator):
         X, y = self._validate_fit_data(X, y, classifier=False)
         N, D = X.shape
         check_option(self.approximation, "approximation", _base.APPROXIMATIONS)
-        check_option(self.optimizer, "optimizer", ("lbfgs", "cg"))
+        if self.optimizer is not None:
+            check_option(self.optimizer, "optimizer", ("lbfgs", "cg"))
         if not isinstance(self.normalize_y, (bool, np.bool_)):
             raise ValueError(f"normalize_y must be True or False; got {self.normalize_y!r}")
         sn2 = self._check_positive_param("noise_variance")
@@ -267,27 +271,11 @@ class SparseGPRegressor(RegressorMixin, InducingPointEstimator):
 
         move_Z = method in _base.SPARSE_METHODS
         theta0 = self._pack(s2, ls, sn2)
-        best = None
         n_iter = 0
         max_jitter = [jitter]
-        if self.optimize and self.max_iter > 0:
-            for restart in range(self.n_restarts + 1):
-                th = theta0.copy()
-                Zs = Z
-                if restart > 0:
-                    th += rng.uniform(-math.log(10.0), math.log(10.0), size=th.size)
-                    if move_Z and self.inducing_points is None:
-                        s2r, lsr, _ = self._unpack(th, D)
-                        Zs = self._init_Z(X, s2r, lsr, jitter, rng)
-                res = self._optimise(Xfit, yfit, th, Zs, move_Z, jitter, blocks, max_jitter)
-                if best is None or res[0] > best[0]:
-                    best = res
-            _, theta, Z, n_iter, success = best
-            if not success:
-                warnings.warn(
-                    f"the {self.optimizer} optimiser failed after {n_iter} iterations (line "
-                    "search or precision loss); try n_restarts > 0, other initial "
-                    "hyper-parameters or more jitter", ConvergenceWarning, stacklevel=2)
+        if self.optimize and self.optimizer is not None and self.max_iter > 0:
+            theta, Z, n_iter = self._optimise(X, Xfit, yfit, theta0, Z, move_Z, jitter, blocks,
+                                              max_jitter, rng)
         else:
             theta = theta0
         if max_jitter[0] > jitter:
@@ -360,15 +348,9 @@ class SparseGPRegressor(RegressorMixin, InducingPointEstimator):
         return np.concatenate(parts)
 
     def _theta_bounds(self):
-        """Log bounds matching :meth:`_pack`."""
-        spec = self._spec
-        rows = []
-        if spec.free_variance:
-            rows.append(spec.variance_bounds)
-        if spec.free_lengthscale:
-            rows += [spec.lengthscale_bounds] * (self.n_features_in_ if spec.ard else 1)
-        rows.append((-_LOG_BOUND, _LOG_BOUND))
-        return [tuple(r) for r in rows]
+        """Bounds (n_free, 2) matching :meth:`_pack`: the kernel's, then the noise's."""
+        free, lims = kernel_log_bounds(self._spec, self.n_features_in_)
+        return np.vstack([lims[free], [[-_LOG_BOUND, _LOG_BOUND]]])
 
     def _unpack(self, theta, D):
         spec = self._spec
@@ -401,53 +383,53 @@ class SparseGPRegressor(RegressorMixin, InducingPointEstimator):
                                         eval_gradient, workspace, family)
         return _base.exact_lml(X, y, s2, ls, sn2, eval_gradient, family)
 
-    def _optimise(self, X, y, theta0, Z0, move_Z, jitter, blocks, max_jitter):
+    def _optimise(self, X_all, X, y, theta0, Z0, move_Z, jitter, blocks, max_jitter, rng):
+        """Maximise the evidence over theta (and Z) with the training driver.
+
+        Returns the best (theta, Z, n_iter) over the start and ``n_restarts`` restarts;
+        a restart draws theta inside the bounds and, unless ``inducing_points`` is given,
+        initialises Z afresh under the drawn hyper-parameters.
+        """
         D = X.shape[1]
         n_th = theta0.size
         x0 = np.concatenate([theta0, Z0.ravel()]) if move_Z else theta0.copy()
         Zshape = Z0.shape if Z0 is not None else None
-        state = {"it": 0}
         workspace = _base.Workspace()            # the same N×M buffers for every evaluation
 
-        def objective(x):
+        def evaluate(x, _warm):
             theta = x[:n_th]
             Z = np.ascontiguousarray(x[n_th:].reshape(Zshape)) if move_Z else Z0
-            if np.any(np.abs(theta) > 2.0 * _LOG_BOUND):
-                # CG is unbounded: far outside [1e-12, 1e12] the kernel under/overflows
-                return np.inf, np.zeros_like(x)
             s2, ls, sn2 = self._unpack(theta, D)
-            try:
-                lml, grad, post = self._evidence(X, y, s2, ls, sn2, Z, jitter, blocks, True,
-                                                 warn=False, workspace=workspace)
-            except (np.linalg.LinAlgError, ZeroDivisionError, FloatingPointError):
-                return np.inf, np.zeros_like(x)
-            if not np.isfinite(lml):
-                return np.inf, np.zeros_like(x)
+            lml, grad, post = self._evidence(X, y, s2, ls, sn2, Z, jitter, blocks, True,
+                                             warn=False, workspace=workspace)
             if hasattr(post, "jitter"):
                 max_jitter[0] = max(max_jitter[0], post.jitter)
-            g = self._pack_grad(grad, s2, ls, sn2, move_Z)
-            return -lml, -g
+            return lml, self._pack_grad(grad, s2, ls, sn2, move_Z), None
 
-        def callback(xk, *args):
-            state["it"] += 1
-            if self.verbose:
-                f, _ = objective(xk)
-                print(f"[SparseGPRegressor] iter {state['it']:4d}  log ML {-f:.6g}")
+        def restart(x, rng):
+            if move_Z and self.inducing_points is None:
+                s2r, lsr, _ = self._unpack(x[:n_th], D)
+                x[n_th:] = self._init_Z(X_all, s2r, lsr, jitter, rng).ravel()
+            return x
 
+        bounds = np.vstack([self._theta_bounds(), unbounded(x0.size - n_th)])
+        restart_mask = np.arange(x0.size) < n_th
         # fit holds the thread policy (_parallel_pool) around the whole run: one OpenBLAS
         # thread-count switch, not two per evaluation
-        if self.optimizer == "lbfgs":
-            bounds = self._theta_bounds() + [(None, None)] * (x0.size - n_th)
-            res = minimize(objective, x0, jac=True, method="L-BFGS-B", bounds=bounds,
-                           callback=callback, options={"maxiter": self.max_iter})
-        else:
-            res = minimize(objective, x0, jac=True, method="CG", callback=callback,
-                           options={"maxiter": self.max_iter})
-        x = res.x
+        res = maximize(evaluate, x0, method=self.optimizer, bounds=bounds,
+                       max_iter=self.max_iter, n_restarts=self.n_restarts, random_state=rng,
+                       restart_mask=restart_mask, restart=restart, progress=bool(self.verbose),
+                       label=f"SparseGPRegressor ({self.approximation})",
+                       value_name="log marginal likelihood",
+                       advice=", or try n_restarts > 0 or other initial hyper-parameters")
+        if not np.isfinite(res.value):
+            raise ValueError(
+                "the evidence could not be evaluated at any start (failed factorisation or a "
+                "non-finite value); try more jitter, standardised inputs or other initial "
+                "hyper-parameters")
+        x = res.theta
         Z = np.ascontiguousarray(x[n_th:].reshape(Zshape)) if move_Z else Z0
-        # status 1 is the user's iteration cap (reported through n_iter_, as in the classifiers);
-        # other non-zero statuses are failures (line search, precision loss, NaN)
-        return -res.fun, x[:n_th].copy(), Z, int(res.nit), res.status in (0, 1)
+        return x[:n_th].copy(), Z, res.n_iter
 
     def _pack_grad(self, grad, s2, ls, sn2, move_Z):
         spec = self._spec

@@ -1,0 +1,614 @@
+"""The one training driver: every estimator's hyper-parameter search runs through here.
+
+Two searches, both *maximising* an objective (an evidence, EP's log Z, an ELBO, minus an NLP)
+over a packed vector theta whose kernel entries are logs, as a kernel's ``theta``:
+
+:func:`maximize`
+    A deterministic objective and its gradient, by scipy's ``L-BFGS-B`` or nonlinear ``CG``,
+    with random restarts; GPflow's ``optimizers/scipy.py`` shape (one closure, one method).
+:func:`ascend`
+    A stepping loop for an objective that changes under the search (EP-inner training, where
+    the sites move between steps, and minibatch estimates): one :class:`Adam` or
+    :class:`SignAdaptiveStep` step per evaluation.
+
+Bounds
+    An (n, 2) array of lower/upper bounds on theta, ±inf where a coordinate is unbounded;
+    :func:`kernel_log_bounds` gives a kernel's rows and :func:`unbounded` the rest (bias,
+    inducing inputs). ``L-BFGS-B`` keeps to them. ``CG`` has no constraints, so the objective
+    is evaluated at the point clipped into the box (flat outside it: zero gradient in a
+    clipped coordinate) and the result is clipped: the same search inside the box, and never
+    an answer outside it.
+
+Restarts
+    Start 0 is theta0; every further start draws the coordinates in ``restart_mask``
+    uniformly inside their bounds (scikit-learn's ``_gpr.py``), an infinite side replaced by
+    theta0 ∓ :data:`RESTART_HALF_WIDTH` (a factor of ten in natural units), then hands the
+    point to ``restart(theta, rng)`` when given (re-drawn inducing inputs). The draws come
+    from the ``random_state`` Generator, all before the first evaluation.
+
+Failure policy (one, everywhere)
+    An evaluation that raises one of :data:`NUMERICAL_ERRORS` (a failed Cholesky, a
+    floating-point error, an :class:`EvaluationFailure`) or returns a non-finite value or
+    gradient is a *failed point*, and the search backs off from it. :func:`maximize` runs
+    evaluations under ``np.errstate`` raising on overflow, invalid values and division by
+    zero, as the binary classifiers' driver always did; :func:`ascend` does not (the
+    multi-class EP-inner objectives were written for NumPy's default state), so there such a
+    point fails through its non-finite value.
+    :func:`maximize` answers scipy with the huge finite objective :data:`FAILED_OBJECTIVE`
+    and a zero gradient, so that its line search shortens the step; the result is the best
+    point that evaluated, never a failed one (value ``-inf`` only if every point failed).
+    :func:`ascend` returns to the last point that evaluated, halves the stepper's step
+    (``stepper.shrink(0.5)``; ``on_failure`` undoes the caller's own state) and evaluates
+    again (the next minibatch); after ``max_failures`` failures in a row it stops with a
+    :class:`~sparsegp.exceptions.ConvergenceWarning`.
+
+Progress
+    ``progress=True`` shows one ``tqdm.auto`` bar per start (a widget in Jupyter, text on
+    stderr elsewhere) with the current value as its postfix, and prints each start's theta
+    and best value.
+
+Iteration cap
+    When the best start of :func:`maximize` stopped at ``max_iter`` iterations without
+    meeting scipy's tolerance, one ConvergenceWarning names the estimator, the cap and what to
+    try. :func:`ascend` runs a fixed budget of steps with no convergence test, so it has no cap
+    to warn about.
+"""
+import math
+import warnings
+from dataclasses import dataclass, field
+
+import numpy as np
+from scipy import linalg as sla
+from scipy import optimize
+
+from ._numba import optimize as _nbopt
+from ._validation import check_random_state
+from .exceptions import ConvergenceWarning
+
+__all__ = ["METHODS", "OptimizeResult", "AscentResult", "EvaluationFailure", "maximize",
+           "ascend", "Adam", "SignAdaptiveStep", "kernel_log_bounds", "unbounded",
+           "restart_points"]
+
+#: Accepted ``optimizer`` names and the scipy method each maps to.
+METHODS = {"lbfgs": "L-BFGS-B", "l-bfgs-b": "L-BFGS-B", "cg": "CG"}
+
+#: Half-width in log space of the restart box along an unbounded side: a factor of ten.
+RESTART_HALF_WIDTH = math.log(10.0)
+
+#: What scipy sees at a failed point: huge but finite, so line searches backtrack cleanly.
+FAILED_OBJECTIVE = 1e300
+
+#: Failed evaluations in a row after which :func:`ascend` gives up.
+MAX_FAILURES = 12
+
+
+class EvaluationFailure(ArithmeticError):
+    """Raised by an objective whose parameters are numerically unusable (improper cavity, ...)."""
+
+
+#: Exceptions that make a point a failed point rather than an error of the caller.
+NUMERICAL_ERRORS = (np.linalg.LinAlgError, sla.LinAlgError, FloatingPointError,
+                    ZeroDivisionError, OverflowError, EvaluationFailure)
+
+
+# ----------------------------------------------------------------------------------------------
+# bounds
+
+
+def kernel_log_bounds(spec, n_features):
+    """Free mask and log bounds of a kernel's ``[log s2, log l (1 value, or D with ARD)]``.
+
+    Parameters
+    ----------
+    spec : sparsegp.kernels.StationarySpec
+    n_features : int
+
+    Returns
+    -------
+    free : ndarray of shape (n,), bool
+        True where the kernel does not hold the parameter fixed; n = 1 + (D if ARD else 1).
+    bounds : ndarray of shape (n, 2)
+        Rows (low, high) of log bounds; ±inf where unbounded or fixed (take ``bounds[free]``
+        for the entries a packed theta holds).
+    """
+    n_ls = n_features if spec.ard else 1
+    free = np.array([spec.free_variance] + [spec.free_lengthscale] * n_ls, dtype=bool)
+    bounds = np.array([spec.variance_bounds] + [spec.lengthscale_bounds] * n_ls,
+                      dtype=np.float64)
+    return free, bounds
+
+
+def unbounded(n):
+    """Bounds of ``n`` unbounded coordinates, shape (n, 2) of (-inf, inf) rows."""
+    return np.tile([-np.inf, np.inf], (int(n), 1))
+
+
+def _box(bounds, n):
+    """(lo, hi) arrays of length n from an (n, 2) array or None."""
+    if bounds is None:
+        return np.full(n, -np.inf), np.full(n, np.inf)
+    b = np.asarray(bounds, dtype=np.float64).reshape(-1, 2)
+    if b.shape[0] != n:
+        raise ValueError(f"bounds must have one row per entry of theta ({n}); got {b.shape[0]}")
+    return b[:, 0].copy(), b[:, 1].copy()
+
+
+def restart_points(theta0, bounds, n_restarts, rng, restart_mask=None, restart=None):
+    """The starts of :func:`maximize`: theta0, then ``n_restarts`` draws inside the bounds.
+
+    Parameters
+    ----------
+    theta0 : ndarray of shape (n,)
+    bounds : ndarray of shape (n, 2) or None
+    n_restarts : int
+    rng : numpy.random.Generator
+    restart_mask : ndarray of shape (n,), bool, optional
+        Coordinates to draw (default all); the others keep theta0's values.
+    restart : callable ``restart(theta, rng) -> theta``, optional
+        Called on every drawn start (e.g. to re-draw inducing inputs).
+
+    Returns
+    -------
+    starts : list of ndarray
+        Each coordinate in the mask is uniform on [lo, hi], an infinite side replaced by
+        theta0 ∓ :data:`RESTART_HALF_WIDTH`.
+    """
+    theta0 = np.asarray(theta0, dtype=np.float64)
+    lo, hi = _box(bounds, theta0.size)
+    mask = np.ones(theta0.size, dtype=bool) if restart_mask is None else np.asarray(restart_mask)
+    low = np.where(np.isfinite(lo), lo, theta0 - RESTART_HALF_WIDTH)[mask]
+    high = np.where(np.isfinite(hi), hi, theta0 + RESTART_HALF_WIDTH)[mask]
+    starts = [theta0.copy()]
+    for _ in range(int(n_restarts)):
+        start = theta0.copy()
+        start[mask] = rng.uniform(low, high)
+        if restart is not None:
+            start = np.asarray(restart(start, rng), dtype=np.float64)
+        starts.append(start)
+    return starts
+
+
+# ----------------------------------------------------------------------------------------------
+# deterministic objectives: scipy's L-BFGS-B and CG
+
+
+@dataclass
+class OptimizeResult:
+    """Outcome of :func:`maximize`.
+
+    Attributes
+    ----------
+    theta : ndarray
+        The best point evaluated over all starts (inside the bounds).
+    value : float
+        The objective there (``-inf`` if every evaluation failed).
+    state : object
+        What the objective returned as state at ``theta`` (EP sites, a fitted posterior).
+    n_iter : int
+        Optimiser iterations of the start that produced ``theta``.
+    n_evals : int
+        Objective evaluations over all starts.
+    converged : bool
+        Whether that start met scipy's tolerance (False at the iteration cap or after a line
+        search failure).
+    message : str
+        scipy's message for that start.
+    start_values : list of float
+        Best value of each start (the first is theta0's run).
+    """
+
+    theta: np.ndarray
+    value: float
+    state: object
+    n_iter: int
+    n_evals: int
+    converged: bool
+    message: str
+    start_values: list = field(default_factory=list)
+
+
+class _Run:
+    """The objective of one start as scipy sees it: failures, clipping, warm state, best point.
+
+    ``warm``: every evaluation receives the state of the previous successful one (EP warm
+    starts) and nothing is reused; otherwise the objective gets None and a repeated point (the
+    one scipy's callback and final step ask about again) is answered from memory.
+    """
+
+    def __init__(self, evaluate, lo, hi, clip, warm):
+        self.evaluate = evaluate
+        self.lo, self.hi, self.clip, self.warm = lo, hi, clip, warm
+        self.state = None
+        self.best_value = -np.inf
+        self.best_theta = None
+        self.best_state = None
+        self.n_evals = 0
+        self.last = None          # (key, value, grad, state) of the latest evaluation
+
+    def value_of(self, theta):
+        """(value, state) at ``theta``, an accepted point scipy reports to its callback.
+
+        Normally the latest evaluation. Otherwise a warm run answers (nan, None) rather than
+        evaluate out of turn (which would change the warm chain); a cold one evaluates.
+        """
+        if self.last is None or self.last[0] != _key(theta):
+            if self.warm:
+                return np.nan, None
+            self.fun(theta)
+        return self.last[1], self.last[3]
+
+    def fun(self, theta):
+        theta = np.array(theta, dtype=np.float64)
+        key = _key(theta)
+        if not self.warm and self.last is not None and self.last[0] == key:
+            value, grad = self.last[1], self.last[2]
+            return (FAILED_OBJECTIVE, np.zeros_like(theta)) if grad is None else (-value, -grad)
+        point = np.clip(theta, self.lo, self.hi) if self.clip else theta
+        self.n_evals += 1
+        try:
+            with np.errstate(over="raise", invalid="raise", divide="raise"):
+                value, grad, state = self.evaluate(point, self.state if self.warm else None)
+            value = float(value)
+            grad = np.array(grad, dtype=np.float64)
+            ok = np.isfinite(value) and np.all(np.isfinite(grad))
+        except NUMERICAL_ERRORS:
+            ok = False
+        if self.best_theta is None:
+            self.best_theta = point.copy()
+        if not ok:
+            self.last = (key, -np.inf, None, None)
+            return FAILED_OBJECTIVE, np.zeros_like(theta)
+        if self.clip:
+            # flat outside the box: a clipped coordinate does not move the objective
+            grad[point != theta] = 0.0
+        self.state = state
+        self.last = (key, value, grad, state)
+        if value > self.best_value:
+            self.best_value, self.best_theta, self.best_state = value, point.copy(), state
+        return -value, -grad
+
+
+def _key(theta):
+    return np.asarray(theta, dtype=np.float64).tobytes()
+
+
+def maximize(evaluate, theta0, *, method="lbfgs", bounds=None, max_iter=100, n_restarts=0,
+             random_state=None, restart_mask=None, restart=None, warm=False, initial=None,
+             callback=None, progress=False, label="objective", value_name="objective",
+             warn_at_cap=True, advice=""):
+    """Maximise ``evaluate`` over theta from theta0 and random restarts; keep the best point.
+
+    Parameters
+    ----------
+    evaluate : callable ``evaluate(theta, warm_state) -> (value, grad, state)``
+        The objective, its gradient d value / d theta (shape of theta) and anything the
+        caller wants back at the best point (``state``); ``warm_state`` is the state of the
+        previous successful evaluation of the same start when ``warm``, else None. Failed
+        points follow the module's failure policy.
+    theta0 : ndarray of shape (n,)
+    method : {"lbfgs", "cg"}
+        scipy's ``L-BFGS-B`` or ``CG`` (see :data:`METHODS`).
+    bounds : ndarray of shape (n, 2), optional
+        Lower and upper bounds, ±inf where unbounded (see the module docstring for CG).
+    max_iter : int
+        Optimiser iterations per start.
+    n_restarts : int
+        Extra starts (:func:`restart_points`).
+    random_state : None, int or numpy.random.Generator
+        Source of the restart draws.
+    restart_mask, restart
+        See :func:`restart_points`.
+    warm : bool
+        Thread each evaluation's state into the next (EP warm starts).
+    initial : tuple, optional
+        ``(value, grad, state)`` already computed at theta0 (saves evaluating it twice).
+    callback : callable ``callback(n_iter, theta, value, state)``, optional
+        After every optimiser iteration, at the accepted point (value nan and state None if
+        it is not the latest evaluation).
+    progress : bool
+        One progress bar per start (``tqdm.auto``) and a line per start.
+    label : str
+        The estimator (or search) named in progress lines and in the warning.
+    value_name : str
+        The objective's name in progress lines ("log evidence", "ELBO").
+    warn_at_cap : bool
+        Warn when the best start stopped at ``max_iter``; False for searches that are rounds
+        of a larger scheme, where a cap per round is the design.
+    advice : str
+        What else to try, appended to the warning after "increase max_iter".
+
+    Returns
+    -------
+    OptimizeResult
+    """
+    scipy_method = METHODS[method]
+    theta0 = np.array(theta0, dtype=np.float64)
+    lo, hi = _box(bounds, theta0.size)
+    rng = check_random_state(random_state) if n_restarts else None
+    starts = restart_points(theta0, bounds, n_restarts, rng, restart_mask, restart)
+    starts = [np.clip(s, lo, hi) for s in starts]
+    bounded = bool(np.any(np.isfinite(lo)) or np.any(np.isfinite(hi)))
+    # scipy gets no bounds when nothing is bounded, so such a search runs as it always did
+    scipy_bounds = (optimize.Bounds(lo, hi) if bounded and scipy_method == "L-BFGS-B"
+                    else None)
+    clip = bounded and scipy_method == "CG"
+    if progress:
+        # imported here: tqdm is only needed when someone watches
+        from tqdm.auto import tqdm
+
+    best = None
+    n_evals = 0
+    start_values = []
+    for k, start in enumerate(starts):
+        run = _Run(evaluate, lo, hi, clip, warm)
+        bar = None
+        if progress:
+            print(f"[{label}] start {k}: theta = {np.array2string(start, precision=4)}",
+                  flush=True)
+            bar = tqdm(total=max_iter, desc=f"[{label}] start {k}", unit="iter", leave=True)
+        if k == 0 and initial is not None and np.array_equal(start, theta0):
+            value, grad, state = initial
+            run.best_theta, run.state = start.copy(), state
+            if np.isfinite(value):
+                run.best_value, run.best_state = float(value), state
+            run.last = (_key(start), float(value),
+                        None if not np.isfinite(value) else np.asarray(grad, np.float64), state)
+        else:
+            run.fun(start)  # the first evaluation also gives the start's value
+        it = [0]
+
+        def on_iteration(xk, *args, run=run, it=it, bar=bar):
+            it[0] += 1
+            value, state = run.value_of(xk)
+            if bar is not None:
+                bar.update(1)
+                bar.set_postfix_str(f"{value_name} {value:.4f}")
+            if callback is not None:
+                callback(it[0], np.array(xk), value, state)
+
+        try:
+            with warnings.catch_warnings():
+                # the line search may probe failed points; scipy warns about them
+                warnings.simplefilter("ignore", RuntimeWarning)
+                res = optimize.minimize(run.fun, start, jac=True, method=scipy_method,
+                                        bounds=scipy_bounds, callback=on_iteration,
+                                        options={"maxiter": max_iter})
+            n_iter, status, message = int(res.nit), int(res.status), str(res.message)
+        except NUMERICAL_ERRORS + (ValueError,):
+            n_iter, status, message = it[0], -1, "the optimiser stopped on a numerical error"
+        n_evals += run.n_evals
+        start_values.append(run.best_value)
+        if bar is not None:
+            bar.close()
+            print(f"[{label}] start {k} done: best {value_name} {run.best_value:.6f} after "
+                  f"{n_iter} iterations", flush=True)
+        if best is None or run.best_value > best.value:
+            # a zero gradient at a failed start is no optimum, whatever scipy concludes
+            best = OptimizeResult(run.best_theta, run.best_value, run.best_state, n_iter, 0,
+                                  status == 0 and np.isfinite(run.best_value), message)
+            capped = status != 0 and n_iter >= max_iter
+    best.n_evals = n_evals
+    best.start_values = start_values
+    if warn_at_cap and capped:
+        warnings.warn(
+            f"{label}: the {scipy_method} optimiser stopped at max_iter={max_iter} iterations "
+            f"before converging; increase max_iter{advice}",
+            ConvergenceWarning, stacklevel=3)
+    return best
+
+
+# ----------------------------------------------------------------------------------------------
+# stepping objectives: ADAM and the sign-adaptive rule
+
+
+class Adam:
+    """ADAM ascent steps (Kingma & Ba 2015), the paper's defaults (multi-class notes §5.2).
+
+    One implementation, compiled (:func:`sparsegp._numba.optimize.adam_ascent_step`):
+    minibatch training moves C M D inducing coordinates every step.
+
+    Parameters
+    ----------
+    size : int
+        Length of theta.
+    learning_rate : float, default=1e-3
+    beta1, beta2, eps : float
+    """
+
+    def __init__(self, size, learning_rate=1e-3, beta1=0.9, beta2=0.999, eps=1e-8):
+        self.learning_rate = float(learning_rate)
+        self.beta1, self.beta2, self.eps = beta1, beta2, eps
+        self.m = np.zeros(size)
+        self.v = np.zeros(size)
+        self.t = 0
+
+    def step(self, theta, grad, scale=None):
+        """The point after one step up ``grad``; theta itself is not modified.
+
+        ``scale`` (shape of theta) takes the step in the coordinates theta / scale, 0
+        freezing a coordinate; None steps in theta itself.
+        """
+        self.t += 1
+        theta = np.ascontiguousarray(theta, dtype=np.float64)
+        scale = np.ones(theta.size) if scale is None else np.ascontiguousarray(scale, np.float64)
+        out = np.empty_like(theta)
+        # the bias corrections as Python computes them (the C library's pow)
+        c1 = 1.0 - self.beta1 ** self.t
+        c2 = 1.0 - self.beta2 ** self.t
+        _nbopt.adam_ascent_step(theta, np.ascontiguousarray(grad, dtype=np.float64), scale,
+                                self.m, self.v, c1, c2, self.learning_rate, self.beta1,
+                                self.beta2, self.eps, out)
+        return out
+
+    def shrink(self, factor=0.5):
+        """Multiply the learning rate by ``factor`` (after a failed evaluation)."""
+        self.learning_rate *= factor
+
+
+class SignAdaptiveStep:
+    """The per-parameter adaptive rate of Villacampa-Calvo & Hernández-Lobato's appendix G.
+
+    Each scalar has its own rate: x1.02 when its gradient keeps its sign, x0.5 when it flips,
+    capped at ``max_rate``; the step is ``rate * grad`` (ascent) (multi-class notes §5.1).
+    """
+
+    def __init__(self, size, learning_rate=1e-2, increase=1.02, decrease=0.5, max_rate=1.0):
+        self.rate = np.full(size, float(learning_rate))
+        self.increase, self.decrease, self.max_rate = increase, decrease, max_rate
+        self.prev_sign = None
+
+    def step(self, theta, grad, scale=None):
+        """theta + rate * grad after adapting the rates to the sign pattern.
+
+        ``scale`` as in :meth:`Adam.step`.
+        """
+        if scale is None:
+            return self._step(theta, grad)
+        free = scale > 0
+        safe = np.where(free, scale, 1.0)
+        phi = self._step(theta / safe, grad * scale)
+        return np.where(free, phi * safe, theta)
+
+    def _step(self, theta, grad):
+        sign = np.sign(grad)
+        if self.prev_sign is not None:
+            same = sign == self.prev_sign
+            self.rate = np.where(same, np.minimum(self.max_rate, self.rate * self.increase),
+                                 self.rate * self.decrease)
+        self.prev_sign = sign
+        return theta + self.rate * grad
+
+    def shrink(self, factor=0.5):
+        """Multiply every rate by ``factor`` (the R code does this after a failed update)."""
+        self.rate = self.rate * factor
+
+
+@dataclass
+class AscentResult:
+    """Outcome of :func:`ascend`.
+
+    Attributes
+    ----------
+    theta : object
+        The point after the last step (whatever type ``advance`` works on).
+    history : list of float
+        The value of every iteration (batch) or the mean minibatch value of every epoch.
+    n_iter : int
+        Iterations (batch) or epochs (minibatch) completed.
+    n_steps : int
+        Successful evaluations (steps taken or, for the last batch iteration, not needed).
+    n_failures : int
+        Failed evaluations.
+    stopped : bool
+        True when the loop gave up after ``max_failures`` failures in a row.
+    """
+
+    theta: object
+    history: list
+    n_iter: int
+    n_steps: int
+    n_failures: int
+    stopped: bool
+
+
+def ascend(evaluate, theta0, stepper, max_iter, *, advance=None, batches=None,
+           on_success=None, on_epoch=None, on_failure=None, max_failures=MAX_FAILURES,
+           label="ascent"):
+    """Step up a changing objective: evaluate, then one stepper step, ``max_iter`` times.
+
+    Parameters
+    ----------
+    evaluate : callable ``evaluate(theta, batch) -> (value, grad, info)``
+        The objective at theta on one minibatch (``batch`` None in batch mode). Failed points
+        (module docstring) are not counted.
+    theta0 : object
+        The starting point (an ndarray, or any object ``advance`` steps).
+    stepper : Adam or SignAdaptiveStep
+        Its ``shrink`` is called after a failed evaluation.
+    max_iter : int
+        Batch mode: iterations (the last one evaluates but does not step). Minibatch mode:
+        epochs (every minibatch steps).
+    advance : callable ``advance(theta, grad) -> theta``, optional
+        One step (default ``stepper.step(theta, grad)``).
+    batches : callable ``batches() -> iterable``, optional
+        The minibatches of one epoch; None is batch mode.
+    on_success : callable ``on_success(k, theta, value, info, history)``, optional
+        After every successful evaluation. Batch mode: before the step, at the evaluated
+        point, k counting iterations from 1. Minibatch mode: after the step, at the new
+        point, k counting steps from 1, ``history`` with this epoch's mean so far appended.
+    on_epoch : callable ``on_epoch(n_epochs, history)``, optional
+        Minibatch mode: after every epoch.
+    on_failure : callable ``on_failure(n_failed)``, optional
+        After a failed evaluation, once theta is back at the last good point, so the caller
+        can undo its own state (EP sites) and soften its own settings (damping).
+    max_failures : int
+        Failures in a row after which the loop stops with a ConvergenceWarning.
+    label : str
+        Named in the warning.
+
+    Returns
+    -------
+    AscentResult
+    """
+    step = advance if advance is not None else stepper.step
+    theta = last_good = theta0
+    history = []
+    n_steps = n_failures = in_a_row = 0
+
+    def attempt(point, batch):
+        try:
+            value, grad, info = evaluate(point, batch)
+            if np.isfinite(value) and np.all(np.isfinite(grad)):
+                return value, grad, info
+        except NUMERICAL_ERRORS:
+            pass
+        return None
+
+    def failed():
+        nonlocal theta, n_failures, in_a_row
+        n_failures += 1
+        in_a_row += 1
+        if in_a_row > max_failures:
+            warnings.warn(
+                f"{label}: {in_a_row} evaluations in a row failed (non-finite objective or a "
+                f"failed factorisation); stopping early. Try a smaller damping or "
+                f"learning_rate, or standardised inputs.", ConvergenceWarning, stacklevel=3)
+            return True
+        theta = last_good
+        stepper.shrink(0.5)
+        if on_failure is not None:
+            on_failure(in_a_row)
+        return False
+
+    it = 0
+    stopped = False
+    while it < max_iter and not stopped:
+        values = []
+        for batch in ([None] if batches is None else batches()):
+            out = attempt(theta, batch)
+            if out is None:
+                stopped = failed()
+                if stopped:
+                    break
+                continue
+            in_a_row = 0
+            n_steps += 1
+            values.append(out[0])
+            if batches is None and on_success is not None:
+                on_success(it + 1, theta, out[0], out[2], history + values)
+            # batch mode's last iteration has no step to take: its point is the result
+            if batches is not None or it + 1 < max_iter:
+                last_good = theta
+                theta = step(theta, out[1])
+            if batches is not None and on_success is not None:
+                on_success(n_steps, theta, out[0], out[2], history + [float(np.mean(values))])
+        if values:
+            history.append(float(np.mean(values)))
+        elif batches is None:
+            continue                   # a failed batch iteration is tried again, not counted
+        if stopped:
+            break
+        it += 1
+        if on_epoch is not None:
+            on_epoch(it, history)
+    return AscentResult(theta, history, it, n_steps, n_failures, stopped)

@@ -1,0 +1,221 @@
+"""The training driver (sparsegp._optimize): restarts, failures, the cap, ADAM, fixed fits."""
+import numpy as np
+import pytest
+from sklearn.exceptions import ConvergenceWarning as SklearnConvergenceWarning
+
+from sparsegp import EPClassifier, GFITCClassifier, SparseGPRegressor
+from sparsegp._optimize import (
+    FAILED_OBJECTIVE,
+    RESTART_HALF_WIDTH,
+    Adam,
+    ascend,
+    maximize,
+    restart_points,
+)
+from sparsegp.datasets import make_regression_1d, make_xor
+from sparsegp.exceptions import ConvergenceWarning
+
+
+def _quadratic(centre, curvature=1.0):
+    """value -c/2 |theta - centre|^2, its gradient, and an evaluation counter as state."""
+
+    def evaluate(theta, state):
+        d = theta - centre
+        return -0.5 * curvature * d @ d, -curvature * d, (state or 0) + 1
+
+    return evaluate
+
+
+def test_sparsegp_convergence_warning_is_sklearns():
+    assert issubclass(ConvergenceWarning, SklearnConvergenceWarning)
+
+
+def test_restarts_are_drawn_inside_the_bounds():
+    rng = np.random.default_rng(0)
+    theta0 = np.array([0.0, 1.0, 5.0, -2.0])
+    bounds = np.array([[-3.0, 2.0], [0.5, 1.5], [-np.inf, np.inf], [-np.inf, 4.0]])
+    starts = restart_points(theta0, bounds, 200, rng)
+    assert np.array_equal(starts[0], theta0)
+    S = np.array(starts[1:])
+    assert np.all(S[:, 0] >= -3.0) and np.all(S[:, 0] <= 2.0)
+    assert np.all(S[:, 1] >= 0.5) and np.all(S[:, 1] <= 1.5)
+    # an infinite side is theta0 -/+ a factor of ten
+    assert np.all(np.abs(S[:, 2] - 5.0) <= RESTART_HALF_WIDTH)
+    assert np.all(S[:, 3] >= -2.0 - RESTART_HALF_WIDTH) and np.all(S[:, 3] <= 4.0)
+    # the draws fill the finite box, not a neighbourhood of theta0
+    assert S[:, 0].min() < -2.5 and S[:, 0].max() > 1.5
+
+
+def test_restart_mask_and_hook():
+    theta0 = np.array([0.0, 7.0, 7.0])
+    mask = np.array([True, False, False])
+
+    def hook(theta, rng):
+        theta[2] = -1.0
+        return theta
+
+    starts = restart_points(theta0, None, 3, np.random.default_rng(1), mask, hook)
+    assert all(s[1] == 7.0 and s[2] == -1.0 for s in starts[1:])
+    assert starts[0][2] == 7.0
+
+
+@pytest.mark.parametrize("method", ["lbfgs", "cg"])
+def test_restarts_reproducible_with_random_state(method):
+    centre = np.array([1.0, -2.0])
+
+    def run(random_state):
+        seen = []
+
+        def evaluate(theta, state):
+            seen.append(theta.copy())
+            return _quadratic(centre)(theta, state)
+
+        res = maximize(evaluate, np.zeros(2), method=method,
+                       bounds=np.array([[-5.0, 5.0], [-5.0, 5.0]]), max_iter=50, n_restarts=3,
+                       random_state=random_state)
+        return res, np.array(seen)
+
+    a, seen_a = run(4)
+    b, seen_b = run(np.random.default_rng(4))
+    _, seen_c = run(5)
+    np.testing.assert_array_equal(seen_a, seen_b)
+    np.testing.assert_array_equal(a.theta, b.theta)
+    assert seen_a.shape != seen_c.shape or not np.array_equal(seen_a, seen_c)
+    np.testing.assert_allclose(a.theta, centre, atol=1e-5)
+    assert a.converged and len(a.start_values) == 4
+
+
+@pytest.mark.parametrize("method", ["lbfgs", "cg"])
+def test_bounds_hold_for_both_methods(method):
+    # the optimum (3) lies outside the box: both end on its face, CG by clipping
+    res = maximize(_quadratic(np.array([3.0])), np.array([0.0]), method=method,
+                   bounds=np.array([[-1.0, 1.0]]), max_iter=50, warn_at_cap=False)
+    assert res.theta[0] == pytest.approx(1.0)
+    assert -1.0 <= res.theta[0] <= 1.0
+
+
+@pytest.mark.parametrize("method", ["lbfgs", "cg"])
+@pytest.mark.parametrize("failure", ["raise", "nan"])
+def test_failed_points_are_backed_away_from(method, failure):
+    """One policy: a raising or non-finite evaluation is a failed point; the result is the
+    best point that evaluated, never a failed one."""
+    centre = np.array([3.0, -1.0])
+    seen = []
+
+    def evaluate(theta, state):
+        seen.append(theta.copy())
+        if theta[0] > 2.0:
+            if failure == "raise":
+                raise np.linalg.LinAlgError("not positive definite")
+            return np.nan, np.zeros(2), None
+        d = theta - centre
+        return -np.sum(d ** 2), -2.0 * d, None
+
+    res = maximize(evaluate, np.zeros(2), method=method, max_iter=40, warn_at_cap=False)
+    assert np.isfinite(res.value) and res.theta[0] <= 2.0
+    assert any(t[0] > 2.0 for t in seen)              # it did meet failed points
+    assert res.value == pytest.approx(-np.sum((res.theta - centre) ** 2))
+
+
+def test_every_point_failing_gives_minus_inf():
+    def evaluate(theta, state):
+        raise FloatingPointError("overflow")
+
+    res = maximize(evaluate, np.zeros(2), method="lbfgs", max_iter=5, warn_at_cap=False)
+    assert res.value == -np.inf and not res.converged
+    assert FAILED_OBJECTIVE > 1e299
+
+
+def test_ascend_backs_off_after_a_failure():
+    """The stepping loop returns to the last good point and halves the step."""
+    calls = []
+
+    def evaluate(theta, batch):
+        calls.append(theta.copy())
+        if len(calls) == 3:
+            raise np.linalg.LinAlgError("one bad point")
+        return -float(theta @ theta), -2.0 * theta, None
+
+    adam = Adam(2, learning_rate=0.1)
+    failures = []
+    res = ascend(evaluate, np.array([1.0, -1.0]), adam, 5,
+                 on_failure=lambda n: failures.append(n))
+    assert res.n_failures == 1 and failures == [1] and not res.stopped
+    np.testing.assert_array_equal(calls[3], calls[1])   # back at the last good point
+    assert adam.learning_rate == pytest.approx(0.05)
+    assert res.n_iter == 5 and len(res.history) == 5
+
+
+def test_ascend_gives_up_with_a_warning():
+    def evaluate(theta, batch):
+        return np.nan, theta, None
+
+    with pytest.warns(ConvergenceWarning, match="in a row failed"):
+        res = ascend(evaluate, np.zeros(1), Adam(1), 10, max_failures=3, label="test")
+    assert res.stopped and res.n_failures == 4
+
+
+def test_warning_at_the_cap_names_estimator_cap_and_advice():
+    X, y = make_xor(60, random_state=0)
+    with pytest.warns(ConvergenceWarning,
+                      match=r"EPClassifier: the CG optimiser stopped at max_iter=2 .*"
+                            r"increase max_iter"):
+        EPClassifier(max_iter=2, random_state=0).fit(X, y)
+
+
+def test_no_warning_when_the_optimiser_converges():
+    res = maximize(_quadratic(np.array([0.5, 0.5])), np.zeros(2), method="lbfgs",
+                   max_iter=100)
+    assert res.converged and res.n_iter < 100
+
+
+def test_optimizer_none_leaves_theta_unchanged():
+    X, y = make_regression_1d(80, random_state=0)
+    kw = dict(n_inducing=6, lengthscale=0.7, variance=1.3, noise_variance=0.2,
+              random_state=0)
+    fixed = SparseGPRegressor("fitc", optimizer=None, **kw).fit(X, y)
+    off = SparseGPRegressor("fitc", optimize=False, **kw).fit(X, y)
+    assert fixed.n_iter_ == 0
+    assert fixed.lengthscale_ == 0.7 and fixed.variance_ == pytest.approx(1.3 * y.var())
+    assert fixed.log_marginal_likelihood_ == off.log_marginal_likelihood_
+    np.testing.assert_array_equal(fixed.inducing_points_, off.inducing_points_)
+
+    Xc, yc = make_xor(60, random_state=1)
+    for cls, extra in ((EPClassifier, {}), (GFITCClassifier, dict(n_inducing=4))):
+        a = cls(optimizer=None, lengthscale=0.8, variance=1.5, bias=0.1, random_state=0,
+                **extra).fit(Xc, yc)
+        b = cls(optimize=False, lengthscale=0.8, variance=1.5, bias=0.1, random_state=0,
+                **extra).fit(Xc, yc)
+        assert (a.lengthscale_, a.variance_, a.bias_, a.n_iter_) == (0.8, 1.5, 0.1, 0)
+        assert a.log_evidence_ == b.log_evidence_
+
+
+def test_adam_ascends_a_quadratic():
+    centre = np.array([2.0, -3.0, 0.5])
+    theta = np.zeros(3)
+    adam = Adam(3, learning_rate=0.05)
+    for _ in range(2000):
+        theta = adam.step(theta, -(theta - centre))
+    np.testing.assert_allclose(theta, centre, atol=1e-3)
+
+
+def test_adam_matches_the_textbook_update_and_freezes_scale_zero():
+    rng = np.random.default_rng(3)
+    theta = rng.normal(size=4)
+    grads = rng.normal(size=(5, 4))
+    scale = np.array([1.0, 0.5, 0.0, 2.0])
+    adam = Adam(4, learning_rate=0.01)
+    m = np.zeros(4)
+    v = np.zeros(4)
+    ref = theta.copy()
+    out = theta.copy()
+    for t, g in enumerate(grads, start=1):
+        out = adam.step(out, g, scale)
+        gs = g * scale
+        m = 0.9 * m + 0.1 * gs
+        v = 0.999 * v + 0.001 * gs * gs
+        phi = np.where(scale > 0, ref / np.where(scale > 0, scale, 1.0), 0.0)
+        phi = phi + 0.01 * (m / (1 - 0.9 ** t)) / (np.sqrt(v / (1 - 0.999 ** t)) + 1e-8)
+        ref = np.where(scale > 0, phi * scale, ref)
+    np.testing.assert_allclose(out, ref, rtol=1e-13, atol=1e-15)
+    assert out[2] == theta[2]
