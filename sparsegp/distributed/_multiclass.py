@@ -15,6 +15,7 @@ import numpy as np
 
 from ..classification import _multiclass as _mce
 from ..classification import _multiclass_common as _mc
+from .._scaling import InputScaling
 from ._cluster import local_cluster
 
 __all__ = ["DaskRows", "fit_on_dask"]
@@ -363,6 +364,8 @@ def fit_on_dask(estimator, X, y, client=None):
         raise ValueError("minibatch EP on a Dask array is not implemented (batch EP and "
                          "minibatch SEP are); use method='sep' or batch_size=None")
     X, y_index, classes = _check_dask_input(X, y, estimator)
+    # the chunks are used as they are: model units are the user's here
+    estimator._scaling = InputScaling.identity(X.shape[1])
     with _ClientInForce(client) as cl:
         Xp, blocks, y_blocks, sizes = _row_chunks(cl, X, y_index)
         hyp, n_factors, mask, rng = estimator._start(Xp, y_index, classes, jitter)
