@@ -407,7 +407,7 @@ class GFITCClassifier(_BinaryGPClassifierMixin, ClassifierMixin, InducingPointEs
         Initial pseudo-input locations (fixed if ``optimize=False``).
     init : {"random", "kmeans"}, default="kmeans"
         Initialisation of the pseudo-inputs when ``inducing_points`` is None: a random subset
-        of the training inputs, or k-means centres.
+        of the training inputs, or k-means centres (found on the centred, scaled inputs).
     kernel : Kernel, optional
         The covariance: a :mod:`sparsegp.kernels` stationary kernel (``SquaredExponential``,
         ``Matern`` with ν = 1/2, 3/2, 5/2; ARD when its length-scale is an array), optionally
