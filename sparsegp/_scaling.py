@@ -18,12 +18,11 @@ are then constants in model units:
 Centring comes first, before any kernel arithmetic: ``|a|^2 + |b|^2 - 2 a.b`` on X + 1e9
 loses every digit (and overflows in the IVM's ADF), while the centred rows keep them.
 
-Which scale: one per feature for an ARD kernel whose length-scales are unbounded (the default
-SE) or held fixed, so that ``X diag(a) + b`` gives the same model-unit rows and therefore the
-same fit; one common scale (the root mean square of the features' standard deviations)
-otherwise. An isotropic kernel has one length-scale, which a per-feature scale would turn into
-an ARD kernel with fixed ratios; and a kernel's finite box (one pair of bounds for every
-feature) cannot be carried to per-feature model units.
+Which scale: one per feature for an ARD kernel, so that ``X diag(a) + b`` gives the same
+model-unit rows and therefore the same fit (a kernel's box becomes one per feature in model
+units); one common scale (the root mean square of the features' standard deviations) for an
+isotropic kernel, whose one length-scale a per-feature scale would turn into an ARD kernel
+with fixed ratios.
 """
 import copy
 import math
@@ -107,6 +106,12 @@ class InputScaling:
         return cls.from_data(rows, per_feature)
 
     @classmethod
+    def from_moments(cls, centre, sd, per_feature):
+        """From the features' means and standard deviations (e.g. computed by Dask), (D,)."""
+        sd = np.asarray(sd, dtype=np.float64)
+        return cls(centre, _scale_from_sd(sd, per_feature), per_feature)
+
+    @classmethod
     def identity(cls, n_features):
         """Model units equal to the user's (centre 0, scale 1)."""
         return cls(np.zeros(n_features), np.ones(n_features), False)
@@ -123,13 +128,9 @@ class InputScaling:
         Returns
         -------
         bool
-            True for ARD with unbounded or fixed length-scales.
+            True for an ARD kernel.
         """
-        if not spec.ard:
-            return False
-        if not spec.free_lengthscale:
-            return True
-        return not np.any(np.isfinite(spec.lengthscale_bounds))
+        return bool(spec.ard)
 
     @property
     def n_features(self):
@@ -191,17 +192,14 @@ class InputScaling:
         """A copy of ``spec`` with its length-scales (and their log bounds) in model units.
 
         The copy shares ``spec.kernel``, so ``fitted`` still builds the user's kind of kernel;
-        call it with user-unit values. Log bounds move by ``-log scale``, which needs a
-        common scale: a per-feature scale is only used where they are infinite
-        (:meth:`wants_per_feature`).
+        call it with user-unit values. Finite log bounds move by ``-log scale`` and become one
+        (low, high) row per feature, shape (D, 2) (equal rows for a common scale).
         """
         out = copy.copy(spec)
         out.lengthscale = self.lengthscale_to_model(spec.lengthscale)
         if spec.free_lengthscale and np.any(np.isfinite(spec.lengthscale_bounds)):
-            if self.per_feature:
-                raise ValueError("finite length-scale bounds need a common input scale")
-            out.lengthscale_bounds = np.asarray(spec.lengthscale_bounds) - math.log(
-                float(self.scale[0]))
+            pair = np.asarray(spec.lengthscale_bounds, dtype=np.float64).reshape(2)
+            out.lengthscale_bounds = pair[None, :] - np.log(self.scale)[:, None]
         return out
 
 

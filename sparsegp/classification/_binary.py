@@ -246,7 +246,11 @@ def theta_bounds(spec, n_features, n_extra=0):
     if spec.free_variance:
         rows.append(_finite_pair(spec.variance_bounds))
     if spec.free_lengthscale:
-        rows += [_finite_pair(spec.lengthscale_bounds)] * (n_features if spec.ard else 1)
+        # one (low, high) pair for every feature, or one row per feature when the spec is in
+        # model units (sparsegp._scaling.InputScaling.spec_to_model)
+        pairs = np.asarray(spec.lengthscale_bounds, dtype=np.float64).reshape(-1, 2)
+        rows += [_finite_pair(pairs[min(j, pairs.shape[0] - 1)])
+                 for j in range(n_features if spec.ard else 1)]
     if all(r == (None, None) for r in rows):
         return None
     return rows + [(None, None)] * (1 + int(n_extra))

@@ -360,14 +360,19 @@ class MultiClassGPClassifier(ClassifierMixin, InducingPointEstimator):
         if y_index.shape[0] != N:
             raise ValueError(f"X and y have different lengths: X has {N} rows, y has "
                              f"{y_index.shape[0]}")
-        spec = self._kernel_spec(D)
-        per_feature = spec is None or InputScaling.wants_per_feature(spec)
-        self._scaling = InputScaling.from_rows(X, per_feature)
+        self._scaling = InputScaling.from_rows(X, self._per_feature_scaling(D))
         return self._scaling.rows(X), N, D, classes, y_index
 
     def _validate_predict_data(self, X):
         """The checks of every estimator, then X in the fit's model units (a new array)."""
-        return self._scaling.transform(super()._validate_predict_data(X))
+        X = super()._validate_predict_data(X)      # "not fitted" comes first
+        return self._scaling.transform(X)
+
+    def _per_feature_scaling(self, n_features):
+        """Whether the inputs are scaled per feature: for the default ARD kernel or an ARD
+        ``kernel`` (:meth:`sparsegp._scaling.InputScaling.wants_per_feature`)."""
+        spec = self._kernel_spec(n_features)
+        return spec is None or InputScaling.wants_per_feature(spec)
 
     def _check_iterations_and_callback(self, min_iter):
         """``max_iter`` (>= ``min_iter``) and ``jitter``; ``callback`` must be callable."""
@@ -468,7 +473,10 @@ class MultiClassGPClassifier(ClassifierMixin, InducingPointEstimator):
             frozen[:C] = True
         ls = slice(2 * C, 2 * C + C * D)
         if spec.free_lengthscale:
-            lo[ls], hi[ls] = spec.lengthscale_bounds
+            # model units: one (low, high) row per feature (InputScaling.spec_to_model)
+            pairs = np.broadcast_to(
+                np.asarray(spec.lengthscale_bounds, dtype=np.float64).reshape(-1, 2), (D, 2))
+            lo[ls], hi[ls] = np.tile(pairs[:, 0], C), np.tile(pairs[:, 1], C)
         else:
             frozen[ls] = True
         return spec.family, not spec.ard, (lo, hi), frozen
