@@ -109,12 +109,17 @@ def kernel_log_bounds(spec, n_features):
         True where the kernel does not hold the parameter fixed; n = 1 + (D if ARD else 1).
     bounds : ndarray of shape (n, 2)
         Rows (low, high) of log bounds; ±inf where unbounded or fixed (take ``bounds[free]``
-        for the entries a packed theta holds).
+        for the entries a packed theta holds). ``spec.lengthscale_bounds`` may be one pair or
+        one row per feature.
     """
     n_ls = n_features if spec.ard else 1
     free = np.array([spec.free_variance] + [spec.free_lengthscale] * n_ls, dtype=bool)
-    bounds = np.array([spec.variance_bounds] + [spec.lengthscale_bounds] * n_ls,
-                      dtype=np.float64)
+    # one (low, high) pair for every length-scale, or one row per feature when the spec is in
+    # model units (sparsegp._scaling.InputScaling.spec_to_model)
+    pairs = np.asarray(spec.lengthscale_bounds, dtype=np.float64).reshape(-1, 2)
+    rows = pairs[np.minimum(np.arange(n_ls), pairs.shape[0] - 1)]
+    bounds = np.vstack([np.reshape(np.asarray(spec.variance_bounds, dtype=np.float64), (1, 2)),
+                        rows])
     return free, bounds
 
 

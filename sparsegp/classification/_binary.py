@@ -60,6 +60,7 @@ from .._validation import (
     check_random_state,
 )
 from .._optimize import METHODS, kernel_log_bounds, unbounded
+from .._scaling import scaling_for
 from ..exceptions import ConvergenceWarning
 from ..kernels import StationarySpec, kernel_spec
 
@@ -288,8 +289,34 @@ class _BinaryGPClassifierMixin:
         ``variance``, ``lengthscale`` and ``ard``, searched without bounds as it always was
         (:func:`sparsegp.kernels.kernel_spec`).
         """
-        return kernel_spec(getattr(self, "kernel", None), self.variance, self.lengthscale,
+        # None (the default) is the data-following start set by _input_scaling; 1.0 stands
+        # in for it here, as the value a kernel given alongside must leave untouched
+        lengthscale = 1.0 if self.lengthscale is None else self.lengthscale
+        return kernel_spec(getattr(self, "kernel", None), self.variance, lengthscale,
                            self.ard, n_features, type(self).__name__)
+
+    def _input_scaling(self, X, hyper):
+        """The :class:`~sparsegp._scaling.InputScaling` of the training X (user units).
+
+        With ``lengthscale=None`` and no ``kernel``, ``hyper``'s start (spec and
+        ``lengthscale``) becomes the data-following one, in the user's units.
+        """
+        default = getattr(self, "kernel", None) is None and self.lengthscale is None
+        scaling = scaling_for(X, hyper.spec, default)
+        hyper.lengthscale = hyper.spec.lengthscale.copy()
+        return scaling
+
+    @staticmethod
+    def _to_model_units(scaling, X, hyper, Z=None):
+        """X, ``hyper`` (spec, lengthscale) and optional inducing inputs Z in model units.
+
+        Returns ``(X, Z)`` as new arrays (Z None stays None); ``hyper`` is changed in place,
+        its spec replaced by a model-unit copy whose ``fitted`` still builds the user's
+        kernel (call it with user-unit values).
+        """
+        hyper.spec = scaling.spec_to_model(hyper.spec)
+        hyper.lengthscale = hyper.spec.lengthscale.copy()
+        return scaling.transform(X), (None if Z is None else scaling.transform(Z))
 
     def _set_hyper_attributes(self, variance, lengthscale, bias, spec=None):
         """Set ``variance_``, ``lengthscale_`` (float if isotropic, (D,) if ARD) and ``bias_``.

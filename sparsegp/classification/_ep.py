@@ -175,9 +175,12 @@ class EPClassifier(_BinaryGPClassifierMixin, ClassifierMixin, SparseGPEstimator)
         ``optimizer="lbfgs"`` (``"cg"`` is unconstrained). Never modified; the fitted copy is
         ``kernel_``. Default: the squared exponential from ``variance``, ``lengthscale`` and
         ``ard`` below, searched without bounds; give either ``kernel`` or those three.
-    lengthscale : float or array-like of shape (n_features,), default=1.0
+    lengthscale : None, float or array-like of shape (n_features,), default=None
         Initial SE length-scale(s) (only without ``kernel``); an array needs ``ard=True``
         unless all entries are equal.
+        None: a start that follows the data, ``sparsegp._scaling.LENGTHSCALE_START`` (1.0)
+        times the inputs' spread (per feature with ``ard``, else the root mean square of the
+        features' standard deviations), so that the fit does not depend on the units of X.
     variance : float, default=1.0
         Initial signal variance s2 (only without ``kernel``).
     bias : float, default=0.0
@@ -273,7 +276,7 @@ class EPClassifier(_BinaryGPClassifierMixin, ClassifierMixin, SparseGPEstimator)
     # against the sweep: at N = 600 on 2 cores a fit took 5.3 s with threaded BLAS and 3.5 s
     # with one thread, so BLAS keeps one thread here (the default pool)
 
-    def __init__(self, kernel=None, lengthscale=1.0, variance=1.0, bias=0.0, ard=False,
+    def __init__(self, kernel=None, lengthscale=None, variance=1.0, bias=0.0, ard=False,
                  jitter=1e-6, optimize=True, optimizer="cg", max_iter=20, n_restarts=0,
                  ep_tol=1e-6, max_sweeps=200, damping=1.0, random_state=None, verbose=False):
         self.kernel = kernel
@@ -323,6 +326,9 @@ class EPClassifier(_BinaryGPClassifierMixin, ClassifierMixin, SparseGPEstimator)
         """
         X, y, hyper = self._validate_binary_fit(X, y)
         D = X.shape[1]
+        # only the start follows the data: the kernel computes differences, which an offset
+        # does not spoil, and CG in log l is the same path whatever the units of X
+        self._input_scaling(X, hyper)
         spec = hyper.spec
         theta0 = pack_theta(hyper.variance, hyper.lengthscale, hyper.bias, hyper.ard, spec=spec)
         warm = None

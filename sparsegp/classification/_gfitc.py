@@ -393,6 +393,11 @@ class GFITCClassifier(_BinaryGPClassifierMixin, ClassifierMixin, InducingPointEs
     and the bias by maximising the EP evidence (Naish-Guzman & Holden, 2007). Training costs
     O(N M^2) per EP sweep and per evidence gradient, O(N M) memory.
 
+    The fit runs on centred and scaled inputs (:mod:`sparsegp._scaling`: one scale per
+    feature for ARD with unbounded length-scales, one common scale otherwise) and reports
+    every fitted value in the user's units, so that predictions do not depend on the units or
+    the offset of X beyond round-off.
+
     Parameters
     ----------
     n_inducing : int or "auto", default="auto"
@@ -402,7 +407,7 @@ class GFITCClassifier(_BinaryGPClassifierMixin, ClassifierMixin, InducingPointEs
         Initial pseudo-input locations (fixed if ``optimize=False``).
     init : {"random", "kmeans"}, default="kmeans"
         Initialisation of the pseudo-inputs when ``inducing_points`` is None: a random subset
-        of the training inputs, or k-means centres.
+        of the training inputs, or k-means centres (found on the centred, scaled inputs).
     kernel : Kernel, optional
         The covariance: a :mod:`sparsegp.kernels` stationary kernel (``SquaredExponential``,
         ``Matern`` with ν = 1/2, 3/2, 5/2; ARD when its length-scale is an array), optionally
@@ -412,8 +417,11 @@ class GFITCClassifier(_BinaryGPClassifierMixin, ClassifierMixin, InducingPointEs
         unconstrained). Never modified; the fitted copy is ``kernel_``. Default: the
         squared exponential from ``variance``, ``lengthscale`` and ``ard`` below, searched
         without bounds; give either ``kernel`` or those three.
-    lengthscale : float or array-like of shape (n_features,), default=1.0
-        Initial SE length-scale(s) (only without ``kernel``).
+    lengthscale : None, float or array-like of shape (n_features,), default=None
+        Initial SE length-scale(s) (only without ``kernel``). None: a start that follows the
+        data, ``sparsegp._scaling.LENGTHSCALE_START`` (1.0) times the inputs' spread (per
+        feature with ``ard``, else the root mean square of the features' standard
+        deviations), so that the fit does not depend on the units of X.
     variance : float, default=1.0
         Initial signal variance s2 (only without ``kernel``).
     bias : float, default=0.0
@@ -497,7 +505,7 @@ class GFITCClassifier(_BinaryGPClassifierMixin, ClassifierMixin, InducingPointEs
     _auto_inducing = 10
 
     def __init__(self, n_inducing="auto", inducing_points=None, init="kmeans", kernel=None,
-                 lengthscale=1.0, variance=1.0, bias=0.0, ard=False, jitter=JITTER,
+                 lengthscale=None, variance=1.0, bias=0.0, ard=False, jitter=JITTER,
                  optimize=True, optimizer="cg", max_iter=20, n_restarts=0, ep_tol=EP_TOL,
                  max_sweeps=EP_MAX_SWEEPS, damping=1.0, schedule="parallel",
                  random_state=None, verbose=False):
@@ -551,6 +559,10 @@ class GFITCClassifier(_BinaryGPClassifierMixin, ClassifierMixin, InducingPointEs
         X, y_pm, hp, Z0 = self._validate(X, y)
         N, D = X.shape
         rng = hp.rng
+        # learn in model units (centred, scaled): the optimiser's steps in Z, and with them
+        # the fit, are then the same whatever the units of X; reported in user units below
+        scaling = self._input_scaling(X, hp)
+        X, Z0 = self._to_model_units(scaling, X, hp, Z0)
         if Z0 is None:
             Z0 = self._initial_inducing_points(X, rng)
         M = Z0.shape[0]
@@ -611,14 +623,16 @@ class GFITCClassifier(_BinaryGPClassifierMixin, ClassifierMixin, InducingPointEs
             raise ValueError("EP produced a non-finite evidence; try a larger jitter or "
                              "damping < 1")
         dv, dl, dz = log_evidence_gradient(prior, res.tau, res.nu, res.post)
-        self._set_hyper_attributes(variance, ls, bias, spec)
+        self._set_hyper_attributes(variance, scaling.lengthscale_to_user(ls), bias, spec)
         self._family = family
-        self.inducing_points_ = prior.Z.copy()
+        self._scaling, self._Z, self._ls = scaling, prior.Z.copy(), ls.copy()
+        self.inducing_points_ = scaling.inverse_transform(prior.Z)
         self.jitter_ = float(prior.jitter)
         self.log_evidence_ = float(lz)
         self.log_marginal_likelihood_value_ = self.log_evidence_
-        self.log_evidence_gradient_ = self._gradient_dict(dv, dl, db, ard=hp.ard,
-                                                          inducing_points=dz)
+        self.log_evidence_gradient_ = self._gradient_dict(
+            dv, scaling.gradient_to_user(dl), db, ard=hp.ard,
+            inducing_points=scaling.gradient_to_user(dz))
         self.n_sweeps_ = int(res.n_sweeps)
         self.site_precision_ = res.tau.copy()
         pos = res.tau > 0.0
@@ -633,9 +647,9 @@ class GFITCClassifier(_BinaryGPClassifierMixin, ClassifierMixin, InducingPointEs
 
     # ---------------------------------------------------------------- predict
     def _predict_latent(self, X):
-        Ks = kernel_matrix(self.inducing_points_, np.ascontiguousarray(X), self._family,
-                           self.variance_,
-                           np.broadcast_to(self.lengthscale_, (X.shape[1],)).copy())  # (M, n)
+        # in the model units of the fit (centred first: no digits lost to an offset)
+        Ks = kernel_matrix(self._Z, self._scaling.transform(X), self._family, self.variance_,
+                           self._ls)  # (M, n)
         a = sla.solve_triangular(self._Lu, Ks, lower=True, check_finite=False)
         e = self._R @ a
         mean = e.T @ self._c

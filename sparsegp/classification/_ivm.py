@@ -55,6 +55,7 @@ from .._validation import (
     check_size,
 )
 from .._numba.covfuncs import SE
+from .._scaling import InputScaling, data_lengthscale  # noqa: F401 (data_lengthscale: re-exported)
 from ..exceptions import ConvergenceWarning
 from .. import kernels as _kernels
 from .._optimize import kernel_log_bounds, maximize
@@ -337,32 +338,6 @@ def _finish(X, state, variance, lengthscale, bias_variance, bias, n_iter, spec):
     return _BinaryIVM(active, X_active, p, m, L, w, float(variance), lengthscale.copy(),
                       float(bias_variance), float(bias), log_ev, n_iter, spec.family,
                       spec.fitted(variance, lengthscale))
-
-
-def data_lengthscale(X, ard):
-    """The start of l scaled to the inputs' spread (used when the user gave no length-scale).
-
-    Isotropic: l0 = sqrt(sum_j var(x_j)) (sqrt(D) on standardised inputs), so that the mean
-    squared scaled distance between two training rows is about 2 and the prior correlation
-    of a typical pair is about exp(-1): neither white noise (l -> 0) nor a constant (l -> inf).
-    ARD: l0_j = sqrt(D) sd_j, the same kernel on standardised inputs; constant features get
-    sqrt(D) (their length-scale does not matter).
-
-    Parameters
-    ----------
-    X : ndarray of shape (n, D)
-    ard : bool
-
-    Returns
-    -------
-    lengthscale : ndarray of shape (D,)
-    """
-    D = X.shape[1]
-    sd = X.std(axis=0)
-    if ard:
-        return np.sqrt(D) * np.where(sd > 0, sd, 1.0)
-    spread = float(np.sqrt(np.sum(sd * sd)))
-    return np.full(D, spread if spread > 0 else 1.0)
 
 
 def _marginals(X, state, exact, variance, lengthscale, bias_variance, family):
@@ -894,6 +869,10 @@ class IVMClassifier(_BinaryGPClassifierMixin, ClassifierMixin, SparseGPEstimator
         """
         X, classes, y_index, spec, vb, opts, rng = self._validate(X, y)
         self.classes_ = classes
+        # the ADF's kernel columns use |a|^2 + |b|^2 - 2 a.b, which an offset such as X + 1e9
+        # destroys (and overflows); centred rows give the same stationary kernel with every
+        # digit. The active rows are reported from the user's X below.
+        X_user, X = X, InputScaling.from_data(X, per_feature=False).centred(X)
         tasks = [1] if classes.size == 2 else list(range(classes.size))
         models = []
         for c in tasks:
@@ -907,6 +886,8 @@ class IVMClassifier(_BinaryGPClassifierMixin, ClassifierMixin, SparseGPEstimator
             models.append(_fit_binary(X, y_pm, spec, vb, bias, self.bias == "fit", opts, rng,
                                       label))
             self._warn_if_uninformative(models[-1], label)
+        for mod in models:
+            mod.X_active = X_user[mod.active].copy()   # predictions take differences
         self.models_ = models
         self._ard = bool(spec.ard)
         self._set_attributes()

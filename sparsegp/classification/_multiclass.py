@@ -909,10 +909,12 @@ class MultiClassEPClassifier(_mc.MultiClassGPClassifier):
         return log_z, grad, q
 
     def _store(self, hyp, prior, q, log_z, history, n_iter):
-        self.inducing_points_ = hyp.Z.copy()
+        # model units for predictions, user units for the report
+        self._Z, self._ls = hyp.Z.copy(), prior.lengthscale.copy()
+        self.inducing_points_ = self._scaling.inverse_transform(hyp.Z)
         self.variance_ = prior.variance.copy()
         self.noise_ = prior.noise.copy()
-        self.lengthscale_ = prior.lengthscale.copy()
+        self.lengthscale_ = self._scaling.lengthscale_to_user(prior.lengthscale)
         self.log_evidence_ = float(log_z)
         self.log_marginal_likelihood_value_ = self.log_evidence_
         self.evidence_history_ = np.asarray(history, dtype=np.float64)
@@ -941,8 +943,8 @@ class MultiClassEPClassifier(_mc.MultiClassGPClassifier):
         mean = np.empty((X.shape[0], C))
         var = np.empty((X.shape[0], C))
         for c in range(C):
-            Ks = _mc.kernel_kfu(X, self.inducing_points_[c], self.variance_[c],
-                                self.lengthscale_[c], self._kernel_family())
+            Ks = _mc.kernel_kfu(X, self._Z[c], self.variance_[c], self._ls[c],
+                                self._kernel_family())
             a = _mc.tri_solve(self._L[c], Ks.T)
             b = _mc.tri_solve(self._R[c], a)
             mean[:, c] = Ks @ self._Am[c]

@@ -38,6 +38,7 @@ from .. import kernels as _kernels
 from .._numba import covfuncs as _cf
 from .._numba import multiclass as _nbmc
 from .._inducing_base import InducingPointEstimator, median_lengthscale, take_rows  # noqa: F401
+from .._scaling import InputScaling
 from .._validation import check_classes, check_int
 from ..exceptions import ConvergenceWarning
 from .._config import MC_GEMM_MIN_D as GEMM_MIN_D, MC_SMALL_KERNEL as _SMALL_KERNEL
@@ -315,6 +316,12 @@ class MultiClassGPClassifier(ClassifierMixin, InducingPointEstimator):
     ``_proba(mean, var)``, which take already validated float64 inputs. ``score`` is
     scikit-learn's accuracy; the test NLL is ``sparsegp.metrics.mean_nlp(y,
     est.predict_proba(X), classes=est.classes_)``.
+
+    Training and prediction run in model units (:mod:`sparsegp._scaling`): the inputs centred
+    and scaled, per feature for the default ARD kernel. ``_validate_training_data`` and
+    ``_validate_predict_data`` return model-unit rows, and ``_scaling`` converts the given
+    start in and the reported ``inducing_points_`` and ``lengthscale_`` out, so that a fit
+    does not depend on the units or the offset of X.
     """
 
     _inits = ("random", "kmeans", "subset")
@@ -346,7 +353,19 @@ class MultiClassGPClassifier(ClassifierMixin, InducingPointEstimator):
         if y_index.shape[0] != N:
             raise ValueError(f"X and y have different lengths: X has {N} rows, y has "
                              f"{y_index.shape[0]}")
-        return X, N, D, classes, y_index
+        self._scaling = InputScaling.from_rows(X, self._per_feature_scaling(D))
+        return self._scaling.rows(X), N, D, classes, y_index
+
+    def _validate_predict_data(self, X):
+        """The checks of every estimator, then X in the fit's model units (a new array)."""
+        X = super()._validate_predict_data(X)      # "not fitted" comes first
+        return self._scaling.transform(X)
+
+    def _per_feature_scaling(self, n_features):
+        """Whether the inputs are scaled per feature: for the default ARD kernel or an ARD
+        ``kernel`` (:meth:`sparsegp._scaling.InputScaling.wants_per_feature`)."""
+        spec = self._kernel_spec(n_features)
+        return spec is None or InputScaling.wants_per_feature(spec)
 
     def _check_iterations_and_callback(self, min_iter):
         """``max_iter`` (>= ``min_iter``) and ``jitter``; ``callback`` must be callable."""
@@ -372,7 +391,11 @@ class MultiClassGPClassifier(ClassifierMixin, InducingPointEstimator):
         without one, ``variance`` and ``lengthscale`` do (the median heuristic for None).
         Sets ``_spec`` (:meth:`_kernel_spec`), which the fit and ``kernel_`` read.
         """
+        scaling = self._scaling
         spec = self._kernel_spec(X.shape[1])
+        if spec is not None:
+            # the start and the box in model units; ``fitted`` still builds the user's kernel
+            spec = scaling.spec_to_model(spec)
         self._spec = spec
         if spec is None:
             variance = self._check_positive_param("variance", n_classes)
@@ -380,12 +403,18 @@ class MultiClassGPClassifier(ClassifierMixin, InducingPointEstimator):
             variance = np.full(n_classes, spec.variance)
         noise = self._check_positive_param("noise", n_classes)
         if spec is None:
+            # None: the median heuristic on the model-unit rows (on standardised inputs, the
+            # paper's start); a given value is in the user's units
             lengthscale = self._check_lengthscale(X, rng, n_classes)
+            if self.lengthscale is not None:
+                lengthscale = scaling.lengthscale_to_model(lengthscale)
         else:
             lengthscale = np.tile(spec.lengthscale, (n_classes, 1))
         Z = self._check_inducing_points(X.shape[0], X.shape[1], n_classes)
         if Z is None:
             Z = self._initial_inducing_points(X, rng, y_index, n_classes)
+        else:
+            Z = scaling.transform(Z)
         # a kernel's length-scales are given ones too: the same rescue applies to them
         if self.lengthscale is not None or spec is not None:
             lengthscale = self._rescue_degenerate_lengthscale(X, Z, lengthscale, rng)
@@ -437,7 +466,10 @@ class MultiClassGPClassifier(ClassifierMixin, InducingPointEstimator):
             frozen[:C] = True
         ls = slice(2 * C, 2 * C + C * D)
         if spec.free_lengthscale:
-            lo[ls], hi[ls] = spec.lengthscale_bounds
+            # model units: one (low, high) row per feature (InputScaling.spec_to_model)
+            pairs = np.broadcast_to(
+                np.asarray(spec.lengthscale_bounds, dtype=np.float64).reshape(-1, 2), (D, 2))
+            lo[ls], hi[ls] = np.tile(pairs[:, 0], C), np.tile(pairs[:, 1], C)
         else:
             frozen[ls] = True
         return spec.family, not spec.ard, (lo, hi), frozen

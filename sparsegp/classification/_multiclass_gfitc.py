@@ -752,10 +752,10 @@ class MultiClassGFITCClassifier(_mc.MultiClassGPClassifier):
         self._ep_converged = ok
         self.log_evidence_ = float(lz)
         self.log_marginal_likelihood_value_ = self.log_evidence_
-        self.inducing_points_ = hyp.Z.copy()
+        self.inducing_points_ = self._scaling.inverse_transform(hyp.Z)     # user units
         self.variance_ = np.exp(hyp.log_variance)
         self.noise_ = np.exp(hyp.log_noise)
-        self.lengthscale_ = np.exp(hyp.log_lengthscale)
+        self.lengthscale_ = self._scaling.lengthscale_to_user(np.exp(hyp.log_lengthscale))
         self.site_precision_, self.site_mean_ = sites.aggregate(y_idx)
 
     def predict_latent(self, X):

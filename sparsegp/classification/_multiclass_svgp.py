@@ -480,10 +480,10 @@ class MultiClassSVGPClassifier(_mc.MultiClassGPClassifier):
         self.elbo_ = float(elbo)
         self.log_marginal_likelihood_value_ = self.elbo_
         self.elbo_history_ = np.array(history, dtype=np.float64)
-        self.inducing_points_ = hyp.Z.copy()
+        self.inducing_points_ = self._scaling.inverse_transform(hyp.Z)     # user units
         self.variance_ = np.exp(hyp.log_variance)
         self.noise_ = np.exp(hyp.log_noise)
-        self.lengthscale_ = np.exp(hyp.log_lengthscale)
+        self.lengthscale_ = self._scaling.lengthscale_to_user(np.exp(hyp.log_lengthscale))
         self.q_mean_ = q.m.copy()
         self.q_sqrt_ = q.L.copy()
 

@@ -41,6 +41,7 @@ from .._numba import scoring as _scoring
 from .._numba import stagewise as _sw
 from .._numba.covfuncs import SE
 from .._numba.probit import inv_mills_vec, log_ndtr_vec
+from .._scaling import scaling_for
 from ..kernels import grad_contract, kernel_matrix, kernel_spec
 from .._optimize import kernel_log_bounds, maximize, unbounded
 from ._binary import (
@@ -96,8 +97,11 @@ class StagewiseGPClassifier(_BinaryGPClassifierMixin, ClassifierMixin, SparseGPE
         at the clipped point). The legacy arguments are optimised without bounds.
         None: the SE kernel of ``variance``, ``lengthscale`` and ``ard``, which must keep
         their defaults if a kernel is given. Never modified.
-    lengthscale : float or array-like of shape (n_features,), default=1.0
+    lengthscale : None, float or array-like of shape (n_features,), default=None
         Initial SE length-scale(s); only with ``kernel=None``.
+        None: a start that follows the data, ``sparsegp._scaling.LENGTHSCALE_START`` (1.0)
+        times the inputs' spread (per feature with ``ard``, else the root mean square of the
+        features' standard deviations), so that the fit does not depend on the units of X.
     variance : float, default=1.0
         Initial signal variance s2; only with ``kernel=None``.
     ard : bool, default=False
@@ -156,7 +160,7 @@ class StagewiseGPClassifier(_BinaryGPClassifierMixin, ClassifierMixin, SparseGPE
     """
 
     def __init__(self, d_max="auto", selection="adaptive", kappa=None, site_update="moment",
-                 kernel=None, lengthscale=1.0, variance=1.0, ard=False, bias=0.0,
+                 kernel=None, lengthscale=None, variance=1.0, ard=False, bias=0.0,
                  outer_iter=20, tol=1e-4, optimize=True, random_state=None, verbose=False):
         self.d_max = d_max
         self.selection = selection
@@ -189,7 +193,10 @@ class StagewiseGPClassifier(_BinaryGPClassifierMixin, ClassifierMixin, SparseGPE
         else:
             kappa = check_int(self.kappa, "kappa", minimum=1)
         site_update = check_option(self.site_update, "site_update", SITE_UPDATES)
-        spec = kernel_spec(self.kernel, self.variance, self.lengthscale, self.ard, D,
+        # None (the default) is the data-following start, set in fit; 1.0 stands in for it
+        # as the value a kernel given alongside must leave untouched
+        spec = kernel_spec(self.kernel, self.variance,
+                           1.0 if self.lengthscale is None else self.lengthscale, self.ard, D,
                            type(self).__name__)
         bias = self.bias
         if isinstance(bias, (bool, np.bool_)) or not np.isscalar(bias) \
@@ -227,6 +234,11 @@ class StagewiseGPClassifier(_BinaryGPClassifierMixin, ClassifierMixin, SparseGPE
         self.classes_ = classes
         ard = bool(spec.ard)
         family = spec.family
+        scaling = scaling_for(X, spec, self.kernel is None and self.lengthscale is None)
+        # the ADF's kernel columns use |a|^2 + |b|^2 - 2 a.b, which an offset such as
+        # X + 1e9 destroys; centred rows give the same stationary kernel with every digit.
+        # The basis vectors are reported from the user's X below.
+        X_user, X = X, scaling.centred(X)
         s2, ls = spec.variance, spec.lengthscale.copy()
         # the bias is always free; fixed kernel parameters keep their entries of theta
         free, lims = kernel_log_bounds(spec, X.shape[1])
@@ -264,7 +276,7 @@ class StagewiseGPClassifier(_BinaryGPClassifierMixin, ClassifierMixin, SparseGPE
         self.bias_ = float(b)
         self.kernel_ = spec.fitted(s2, ls)
         self.active_set_ = active
-        self.basis_vectors_ = X[active].copy()
+        self.basis_vectors_ = X_user[active].copy()
         self.site_precision_ = p
         self.site_mean_ = m
         self.inner_nlp_ = trace

@@ -16,6 +16,7 @@ import numpy as np
 from ..classification import _multiclass as _mce
 from ..classification import _multiclass_common as _mc
 from .._optimize import Adam, ascend
+from .._scaling import InputScaling
 from ._cluster import local_cluster
 
 __all__ = ["DaskRows", "fit_on_dask"]
@@ -364,6 +365,18 @@ def fit_on_dask(estimator, X, y, client=None):
         raise ValueError("minibatch EP on a Dask array is not implemented (batch EP and "
                          "minibatch SEP are); use method='sep' or batch_size=None")
     X, y_index, classes = _check_dask_input(X, y, estimator)
+    import dask.array as da
+
+    # model units as in memory: the moments by Dask, the chunks transformed lazily. NaN/inf
+    # are left out of the moments, so that they stay in their rows for the chunk check to
+    # name
+    finite = da.where(da.isfinite(X), X, np.nan)
+    centre = da.nanmean(finite, axis=0)
+    sd = da.sqrt(da.nanmean((finite - centre) ** 2, axis=0))
+    centre, sd = da.compute(centre, sd)
+    estimator._scaling = InputScaling.from_moments(
+        centre, sd, estimator._per_feature_scaling(X.shape[1]))
+    X = (X - estimator._scaling.centre) / estimator._scaling.scale
     with _ClientInForce(client) as cl:
         Xp, blocks, y_blocks, sizes = _row_chunks(cl, X, y_index)
         hyp, n_factors, mask, rng = estimator._start(Xp, y_index, classes, jitter)
