@@ -440,9 +440,11 @@ class GFITCClassifier(_BinaryGPClassifierMixin, ClassifierMixin, InducingPointEs
         parameters within the kernel's bounds, which CG meets by clipping; bias and
         pseudo-inputs unbounded), through :func:`sparsegp._optimize.maximize`. None holds
         every hyper-parameter and the pseudo-inputs fixed, as ``optimize=False`` does.
-    max_iter : int, default=20
+    max_iter : int, default=30
         Optimiser iterations per (re)start; stopping there before converging raises a
-        :class:`~sparsegp.exceptions.ConvergenceWarning`.
+        :class:`~sparsegp.exceptions.ConvergenceWarning`. Seed 000 uses 20 CG steps; since
+        the pseudo-inputs move in standardised units, 30 reach the evidence 20 reached
+        before (xor demo: -117.7 to -116.9 over four seeds, against -118.6 to -118.0 at 20).
     n_restarts : int, default=0
         Extra random initialisations (new pseudo-inputs from ``init``; variance and
         length-scales drawn uniformly inside the kernel's bounds, within a factor 10 of the
@@ -506,7 +508,7 @@ class GFITCClassifier(_BinaryGPClassifierMixin, ClassifierMixin, InducingPointEs
 
     def __init__(self, n_inducing="auto", inducing_points=None, init="kmeans", kernel=None,
                  lengthscale=None, variance=1.0, bias=0.0, ard=False, jitter=JITTER,
-                 optimize=True, optimizer="cg", max_iter=20, n_restarts=0, ep_tol=EP_TOL,
+                 optimize=True, optimizer="cg", max_iter=30, n_restarts=0, ep_tol=EP_TOL,
                  max_sweeps=EP_MAX_SWEEPS, damping=1.0, schedule="parallel",
                  random_state=None, verbose=False):
         self.n_inducing = n_inducing
