@@ -205,7 +205,7 @@ def test_regressor_gradient_matches_central_differences(name, nu, method):
 
 def test_regressor_fits_sklearn_constant_times_matern():
     X, y = _toy(3, n=60)
-    gp = SparseGPRegressor("fitc", n_inducing=10, random_state=0, max_iter=30,
+    gp = SparseGPRegressor("fitc", n_inducing=10, random_state=0, max_iter=300,
                            kernel=sk.ConstantKernel() * sk.Matern(nu=1.5)).fit(X, y)
     assert isinstance(gp.kernel_, Matern) and gp.kernel_.nu == 1.5
     assert gp.kernel_.variance == gp.variance_
@@ -214,7 +214,7 @@ def test_regressor_fits_sklearn_constant_times_matern():
 
 def test_fixed_hyperparameters_stay_fixed():
     X, y = _toy(4, n=50)
-    gp = SparseGPRegressor("vfe", n_inducing=8, random_state=0, max_iter=20,
+    gp = SparseGPRegressor("vfe", n_inducing=8, random_state=0, max_iter=100,
                            kernel=Matern(2.0, 0.7, nu=2.5, lengthscale_bounds="fixed")).fit(X, y)
     assert gp.kernel_.lengthscale == 0.7
     assert gp.log_marginal_likelihood(None, eval_gradient=True)[1].shape == (2,)

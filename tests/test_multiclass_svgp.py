@@ -142,7 +142,8 @@ def test_expected_log_likelihood_is_the_elbo_data_term_and_below_log_predictive(
     assert ell.shape == (len(y),)
     y_idx = np.searchsorted(est.classes_, y).astype(np.int64)
     nik, jitter = est._nik
-    elbo = [svgp_elbo(X, y_idx, est._hyp, est._q, EPS, jitter, nik, *est._gh, scale=s,
+    Xm = est._scaling.transform(X)                      # the fitted state is in model units
+    elbo = [svgp_elbo(Xm, y_idx, est._hyp, est._q, EPS, jitter, nik, *est._gh, scale=s,
                       with_grad=False)[0] for s in (1.0, 0.0)]
     # the ELBO is sum_i E_q[log p(y_i | f_i)] - KL, and at scale 0 it is -KL
     assert ell.sum() == pytest.approx(elbo[0] - elbo[1], rel=1e-12, abs=1e-10)
