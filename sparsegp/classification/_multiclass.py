@@ -17,10 +17,13 @@ the stable form S_c = L (I + L^T T_c L)^{-1} L^T with K_c = L L^T.
   was fitted with; memory O(N C M).
 * ``method="sep"``: one tied site per class, (T_c, h_c) itself (notes §2.7); memory O(C M^2).
 
-Training is EP-inner (notes §5): every iteration refines all factors of the batch in parallel
-(one compiled kernel, :func:`sparsegp._numba.multiclass.factor_pass`) and then takes one
-gradient step on the hyper-parameters and inducing inputs with the approximate gradient of
-log Z_EP (eq. 10, notes §4), held at the current sites.
+Training is EP-inner by default (notes §5): every iteration refines all factors of the batch
+in parallel (one compiled kernel, :func:`sparsegp._numba.multiclass.factor_pass`) and then takes
+one gradient step on the hyper-parameters and inducing inputs with the approximate gradient of
+log Z_EP (eq. 10, notes §4), held at the current sites. The paper's two other schedules
+(Figure 1) are options: EP-inner with the exact gradient at the current sites
+(:func:`exact_cavity_weight` adds what eq. 10 drops away from a fixed point) and EP-outer
+(EP to convergence before each step).
 """
 import math
 import time
@@ -35,10 +38,13 @@ from .._optimize import Adam, EvaluationFailure, SignAdaptiveStep, ascend
 from .._validation import check_int, check_option, check_positive
 from . import _multiclass_common as _mc
 from .._config import MC_PARALLEL_WORK as _PARALLEL_WORK, MC_PARALLEL_GEMM as _PARALLEL_GEMM
+from .._config import MC_OUTER_EP_MAX_SWEEPS, MC_OUTER_EP_TOL
 
 __all__ = ["MultiClassEPClassifier"]
 
 _METHODS = ("ep", "sep")
+#: Batch training schedules of the paper's Figure 1 (section 2.3).
+_TRAININGS = ("inner", "inner_exact", "outer")
 
 
 def _n_parts(C):
@@ -321,8 +327,12 @@ def _row_gradient(X, hyp, prior, Kfu, V, res, scale, noise_in_kuu):
     return _mc.pack_params(g_lv, g_ln, g_ll, g_Z), GVtV
 
 
-def _prior_gradient(hyp, prior, q, GVtV, noise_in_kuu):
-    """The K_c part of the gradient, given the rows' total GV^T V, packed (notes §4)."""
+def _prior_gradient(hyp, prior, q, GVtV, noise_in_kuu, W_extra=None):
+    """The K_c part of the gradient, given the rows' total GV^T V, packed (notes §4).
+
+    ``W_extra`` (C, M, M), optional, is added to the weight of every dK_c: the cavity term of
+    the exact gradient (:func:`exact_cavity_weight`).
+    """
     C, M, D = hyp.shape
     g_lv = np.empty(C)
     g_ln = np.empty(C)
@@ -330,6 +340,8 @@ def _prior_gradient(hyp, prior, q, GVtV, noise_in_kuu):
     g_Z = np.empty((C, M, D))
     for c in range(C):
         W_uu = _grad_prior_part(prior, q, c) - prior.A[c] @ GVtV[c]
+        if W_extra is not None:
+            W_uu = W_uu + W_extra[c]
         g_lv[c], g_ln[c], g_ll[c], g_Z[c] = _mc.kernel_grads(
             None, hyp.Z[c], prior.variance[c], prior.lengthscale[c], prior.noise[c],
             prior.K_se[c], None, W_uu, None, 0.0, noise_in_kuu, hyp.family)
@@ -340,6 +352,39 @@ def _hyper_gradient(X, hyp, prior, q, Kfu, V, res, scale, noise_in_kuu):
     """Gradient of log Z_EP (prior part full, likelihood part x ``scale``), packed (notes §4)."""
     grad, GVtV = _row_gradient(X, hyp, prior, Kfu, V, res, scale, noise_in_kuu)
     return grad + _prior_gradient(hyp, prior, q, GVtV, noise_in_kuu)
+
+
+def exact_cavity_weight(y, data, prior, q, sites):
+    """The part of the exact gradient of log Z_EP that eq. (10) drops away from convergence.
+
+    Holding every site fixed in u-space (its natural parameters and its direction), log Z_EP
+    depends on K_c also through the cavities, which follow q. That path contributes
+    <(1/2) A_c D_c A_c, dK_c> with D_c the sum over the factors touching c of the tilted minus
+    the posterior second moments (:func:`sparsegp._numba.multiclass.moment_mismatch`); it is
+    zero at an EP fixed point. The sites' directions must be the current ones (right after a
+    refinement at these hyper-parameters), as for the evidence itself.
+
+    Returns
+    -------
+    W : ndarray of shape (C, M, M)
+        Symmetric weight to add to the dK_c weight of :func:`_prior_gradient`.
+    """
+    Kfu, V, d = data
+    C, B, M = V.shape
+    SV = _matmul(V, q.S)
+    s = np.ascontiguousarray(np.einsum("cbm,cbm->bc", V, SV))
+    mu = np.ascontiguousarray(np.einsum("cbm,cm->bc", V, q.m))
+    a = np.empty((B, C))
+    b = np.empty((B, C))
+    if not _nbmc.moment_mismatch(y, s, mu, d, *sites, a, b):
+        raise _EPFailure("improper cavity in the exact gradient")
+    W = np.empty((C, M, M))
+    for c in range(C):
+        AS_V = SV[c] @ prior.A[c]                  # rows A S v_ic
+        Am = prior.A[c] @ q.m[c]
+        r = AS_V.T @ b[:, c]                       # A S V^T b
+        W[c] = 0.5 * (AS_V.T @ (a[:, c, None] * AS_V) + np.outer(Am, r) + np.outer(r, Am))
+    return W
 
 
 def sep_row_totals(y, data, cav, C):
@@ -417,8 +462,12 @@ def row_evidence(X, y, hyp, prior, data, state, q, cav, compute_grad, scale, noi
     return log_z, grad, GVtV
 
 
-def evidence_from_rows(hyp, prior, state, q, cav, log_z_rows, grad_rows, GVtV, noise_in_kuu):
-    """log Z_EP and its gradient from the rows' parts plus the global terms (notes §3-4)."""
+def evidence_from_rows(hyp, prior, state, q, cav, log_z_rows, grad_rows, GVtV, noise_in_kuu,
+                       W_extra=None):
+    """log Z_EP and its gradient from the rows' parts plus the global terms (notes §3-4).
+
+    ``W_extra``: the exact gradient's cavity weight (:func:`exact_cavity_weight`), optional.
+    """
     log_z = log_z_rows + float(np.sum(q.log_norm_minus_prior()))
     if state.method != "ep":
         g_cav_minus_q = (0.5 * (q.logdet_P - cav.logdet_P)
@@ -427,7 +476,7 @@ def evidence_from_rows(hyp, prior, state, q, cav, log_z_rows, grad_rows, GVtV, n
         log_z += float(np.sum(state.n_factors * g_cav_minus_q))
     grad = None
     if grad_rows is not None:
-        grad = grad_rows + _prior_gradient(hyp, prior, q, GVtV, noise_in_kuu)
+        grad = grad_rows + _prior_gradient(hyp, prior, q, GVtV, noise_in_kuu, W_extra)
     return log_z, grad
 
 
@@ -512,12 +561,14 @@ def batch_refine(X, y, hyp, state, damping, noise_in_kuu, jitter, prior=None, da
 
 
 def batch_evidence(X, y, hyp, state, noise_in_kuu, jitter, compute_grad=True, scale=1.0,
-                   prior=None, data=None):
+                   prior=None, data=None, exact=False):
     """log Z_EP (notes §3) and, optionally, its gradient (notes §4) at the current sites.
 
     For EP the sites' stored directions must be the current ones (call right after
     :func:`batch_refine` at the same ``hyp``). ``scale`` multiplies the likelihood part (N/|B|
-    for a minibatch estimate; the class terms are never scaled).
+    for a minibatch estimate; the class terms are never scaled). ``exact`` (batch EP only)
+    adds the cavity term of :func:`exact_cavity_weight`, making the gradient that of
+    log Z_EP with the sites held fixed also away from an EP fixed point (EP-inner-exact).
 
     Returns
     -------
@@ -533,7 +584,12 @@ def batch_evidence(X, y, hyp, state, noise_in_kuu, jitter, compute_grad=True, sc
     cav = None if state.method == "ep" else _sep_cavity(prior, state)
     parts = row_evidence(X, y, hyp, prior, data, state, q, cav, compute_grad, scale,
                          noise_in_kuu)
-    log_z, grad = evidence_from_rows(hyp, prior, state, q, cav, *parts, noise_in_kuu)
+    W_extra = None
+    if exact and compute_grad:
+        if state.method != "ep" or scale != 1.0:
+            raise ValueError("the exact gradient is defined for batch EP only")
+        W_extra = exact_cavity_weight(y, data, prior, q, state.sites)
+    log_z, grad = evidence_from_rows(hyp, prior, state, q, cav, *parts, noise_in_kuu, W_extra)
     return log_z, grad, q
 
 
@@ -585,9 +641,9 @@ class InMemoryRows:
         return batch_refine(self.X, self.y, hyp, state, damping, self.noise_in_kuu,
                             self.jitter, prior, self._terms(hyp, prior))
 
-    def evidence(self, hyp, prior, state):
+    def evidence(self, hyp, prior, state, exact=False):
         return batch_evidence(self.X, self.y, hyp, state, self.noise_in_kuu, self.jitter, True,
-                              1.0, prior, self._terms(hyp, prior))
+                              1.0, prior, self._terms(hyp, prior), exact)
 
 
 # --------------------------------------------------------------------------------------------
@@ -607,6 +663,15 @@ class MultiClassEPClassifier(_mc.MultiClassGPClassifier):
     method : {"ep", "sep"}, default="ep"
         ``"ep"``: one site per factor (memory O(N C M)); ``"sep"``: stochastic EP with one tied
         site per class (memory O(C M^2), independent of N).
+    training : {"inner", "inner_exact", "outer"}, default="inner"
+        The batch schedule (the paper's section 2.3 and Figure 1). ``"inner"`` (EP-inner with
+        the approximate gradient, eq. 10): one damped refinement of the factors, then one
+        step. ``"inner_exact"`` (method="ep" only): the same step along the exact gradient
+        of log Z_EP at the current sites, i.e. eq. (10) plus the cavity term it drops away
+        from an EP fixed point (a few per cent dearer per iteration). ``"outer"``: EP is run
+        to convergence (largest undamped site residual below 1e-3, at most 100 sweeps,
+        warm-started) before every step, where eq. (10) is exact. Minibatch training is
+        always EP-inner.
     n_inducing : int or "auto", default="auto"
         Inducing points per class, M: ``"auto"`` is 20, or the number of training points when
         that is smaller (ignored when ``inducing_points`` is given).
@@ -695,13 +760,15 @@ class MultiClassEPClassifier(_mc.MultiClassGPClassifier):
     classification using expectation propagation. ICML 2017.
     """
 
-    def __init__(self, method="ep", n_inducing="auto", inducing_points=None, init="random",
+    def __init__(self, method="ep", training="inner", n_inducing="auto", inducing_points=None,
+                 init="random",
                  kernel=None, lengthscale=None, variance=1.0, noise=1.0, batch_size=None,
                  max_iter=250,
                  learning_rate=None, damping=0.5, learn_hyperparameters=True,
                  noise_in_kuu=True, jitter=_mc.DEFAULT_JITTER, random_state=None,
                  verbose=False, callback=None):
         self.method = method
+        self.training = training
         self.n_inducing = n_inducing
         self.inducing_points = inducing_points
         self.init = init
@@ -729,10 +796,18 @@ class MultiClassEPClassifier(_mc.MultiClassGPClassifier):
     def _validate_options(self):
         """The training options: ``(max_iter, batch_size, damping, learning_rate, jitter)``."""
         check_option(self.method, "method", _METHODS)
+        check_option(self.training, "training", _TRAININGS)
         max_iter, jitter = self._check_iterations_and_callback(min_iter=1)
         batch_size = None
         if self.batch_size is not None:
             batch_size = check_int(self.batch_size, "batch_size", minimum=1)
+        if self.training != "inner" and batch_size is not None:
+            raise ValueError(f"training={self.training!r} is a batch schedule; minibatch "
+                             f"training (batch_size={batch_size}) is EP-inner: use "
+                             "training='inner' or batch_size=None")
+        if self.training == "inner_exact" and self.method != "ep":
+            raise ValueError("training='inner_exact' needs per-factor sites (method='ep'); "
+                             f"got method={self.method!r}")
         damping = self.damping
         if (isinstance(damping, (bool, np.bool_)) or not np.isscalar(damping)
                 or not 0.0 < float(damping) <= 1.0):
@@ -803,11 +878,22 @@ class MultiClassEPClassifier(_mc.MultiClassGPClassifier):
               "damping": damping}
         t0 = time.perf_counter()
 
+        training = getattr(self, "training", "inner")
+        ep["sweeps"] = 0
+
         def evaluate(hyp, _batch):
             ep["saved"] = ep["state"].copy()
             prior = _Prior(hyp, nik, jitter)
-            rows.refine(hyp, prior, ep["state"], ep["damping"])
-            log_z, grad, q = rows.evidence(hyp, prior, ep["state"])
+            # EP-inner: one refinement per step; EP-outer: EP to convergence first (Fig. 1)
+            for _ in range(MC_OUTER_EP_MAX_SWEEPS if training == "outer" else 1):
+                change = rows.refine(hyp, prior, ep["state"], ep["damping"])
+                ep["sweeps"] += 1
+                if change < MC_OUTER_EP_TOL:
+                    break
+            if training == "inner_exact":
+                log_z, grad, q = rows.evidence(hyp, prior, ep["state"], exact=True)
+            else:
+                log_z, grad, q = rows.evidence(hyp, prior, ep["state"])
             return log_z, grad, (prior, q)
 
         def on_success(n_iter, hyp, log_z, info, history):

@@ -219,8 +219,13 @@ class DaskRows:
         # all rows took part: their factor counts are the state's
         return _mce.sep_update(prior, state, T, h, state.n_factors, damping)
 
-    def evidence(self, hyp, prior, state, chunks=None, picks=None, scale=1.0):
-        """log Z_EP, its gradient and q(u) from the chunks' sums (all rows by default)."""
+    def evidence(self, hyp, prior, state, chunks=None, picks=None, scale=1.0, exact=False):
+        """log Z_EP, its gradient and q(u) from the chunks' sums (all rows by default).
+
+        ``exact`` (the EP-inner-exact gradient) is not computed on Dask: a ValueError.
+        """
+        if exact:
+            raise ValueError("the exact gradient is not computed on a Dask array")
         q = _mce._posterior(prior, state)
         if state.method == "ep":
             cav = None
@@ -364,6 +369,9 @@ def fit_on_dask(estimator, X, y, client=None):
     if estimator.method == "ep" and batch_size is not None:
         raise ValueError("minibatch EP on a Dask array is not implemented (batch EP and "
                          "minibatch SEP are); use method='sep' or batch_size=None")
+    if estimator.training == "inner_exact":
+        raise ValueError("training='inner_exact' is not available for a Dask array; use "
+                         "training='inner' or 'outer', or numpy data")
     X, y_index, classes = _check_dask_input(X, y, estimator)
     import dask.array as da
 
