@@ -235,69 +235,6 @@ def damp_factor_sites(tau, eta, tau_target, eta_target, damping, tau_out, eta_ou
     return residual
 
 
-@jit
-def moment_mismatch(y, s, mu, d, tau_p, eta_p, tau_m, eta_m, a_out, b_out):
-    """Per point and class, the tilted-minus-posterior second moments of every factor.
-
-    The exact gradient of log Z_EP away from an EP fixed point (the paper's EP-inner-exact
-    schedule) adds, for each class c, (1/2) A_c D_c A_c to the weight of dK_c, where
-    D_c = sum over the factors touching c of E_tilted[u_c u_c^T] - E_q[u_c u_c^T]. With the
-    sites' directions equal to the current ones (right after a refinement), factor (i, k)
-    moves the mean of class c along w = S_c v_ic and its covariance along w w^T only, so
-
-        D_c = S_c V_c^T diag(a_c) V_c S_c + m_c (S_c V_c^T b_c)^T + (S_c V_c^T b_c) m_c^T,
-
-    with, per factor and side (sign sigma = +1 winner, -1 loser; rho = 1 - tau s):
-    mean shift mu_f = (tau mu - eta + sigma g) / rho, a += tau / rho - nu / rho^2 + mu_f^2,
-    b += mu_f (g, nu of :func:`sparsegp._numba.probit.pairwise_tilted`). Both vanish at a
-    fixed point, where the tilted moments match q's.
-
-    Parameters
-    ----------
-    y : int64 array (B,)
-    s, mu : arrays (B, C)
-        v_ic^T S_c v_ic and v_ic^T m_c for the current directions.
-    d : array (B, C)
-        FITC variances.
-    tau_p, eta_p, tau_m, eta_m : arrays (B, C)
-        The current sites (fitted along the current directions).
-    a_out, b_out : arrays (B, C), overwritten
-        The sums above over the factors of point i touching class c.
-
-    Returns
-    -------
-    ok : bool
-        False if a cavity is improper or a total variance non-positive (outputs then partial).
-    """
-    B, C = s.shape
-    for i in range(B):
-        for c in range(C):
-            a_out[i, c] = 0.0
-            b_out[i, c] = 0.0
-        yi = y[i]
-        for k in range(C):
-            if k == yi:
-                continue
-            rp = 1.0 - tau_p[i, k] * s[i, yi]
-            rm = 1.0 - tau_m[i, k] * s[i, k]
-            if rp <= 0.0 or rm <= 0.0:
-                return False
-            cp = (tau_p[i, k] * mu[i, yi] - eta_p[i, k]) / rp
-            cm = (tau_m[i, k] * mu[i, k] - eta_m[i, k]) / rm
-            _, g, nu, _, z = pairwise_tilted(mu[i, yi] + s[i, yi] * cp, s[i, yi] / rp,
-                                             d[i, yi], mu[i, k] + s[i, k] * cm, s[i, k] / rm,
-                                             d[i, k])
-            if not z > 0.0:
-                return False
-            shift_p = cp + g / rp
-            shift_m = cm - g / rm
-            a_out[i, yi] += tau_p[i, k] / rp - nu / (rp * rp) + shift_p * shift_p
-            b_out[i, yi] += shift_p
-            a_out[i, k] += tau_m[i, k] / rm - nu / (rm * rm) + shift_m * shift_m
-            b_out[i, k] += shift_m
-    return True
-
-
 @jit(parallel=True)
 def stacked_gemm(A, B, out, n_parts):
     """``out[c] = A[c] @ B[c]`` for every class: (C, N, K) @ (C, K, M) -> (C, N, M).

@@ -441,3 +441,6 @@ def _fit_minibatch(estimator, rows, hyp, n_factors, max_iter, batch_size, lr, ma
     prior = _mce._Prior(res.theta, nik, jitter)
     estimator._store(res.theta, prior, _mce._Gauss(prior.L, state.T, state.h),
                      res.history[-1], res.history, max_iter)
+    estimator._ep_state = state
+    # the objective of the fit over all rows (the history holds minibatch estimates)
+    estimator.log_marginal_likelihood_value_ = float(rows.evidence(res.theta, prior, state)[0])
