@@ -35,6 +35,7 @@ from .._optimize import Adam, EvaluationFailure, SignAdaptiveStep, ascend
 from .._validation import check_int, check_option, check_positive
 from . import _multiclass_common as _mc
 from .._config import MC_PARALLEL_WORK as _PARALLEL_WORK, MC_PARALLEL_GEMM as _PARALLEL_GEMM
+from .._config import MC_EVIDENCE_BLOCK as _EVIDENCE_BLOCK
 
 __all__ = ["MultiClassEPClassifier"]
 
@@ -557,10 +558,6 @@ def converge_ep(X, y, hyp, state, noise_in_kuu=True, jitter=_mc.DEFAULT_JITTER, 
         if change < tol:
             return sweep
     return max_sweeps
-
-
-#: rows per block of :func:`fixed_site_evidence` (bounds its (C, rows, M) temporaries)
-_EVIDENCE_BLOCK = 4096
 
 
 def fixed_site_evidence(X, y, hyp, state, noise_in_kuu, jitter, compute_grad=True,
