@@ -50,16 +50,17 @@ eval_gradient : bool, default=False
 Returns
 -------
 log_likelihood : float
+    -inf where the model cannot be evaluated at ``theta`` (a failed factorisation, an
+    improper EP cavity), as in scikit-learn.
 log_likelihood_gradient : ndarray of shape (n_theta,)
-    Only when ``eval_gradient`` is True.
+    Only when ``eval_gradient`` is True (zeros where the value is -inf).
 
 Raises
 ------
 sklearn.exceptions.NotFittedError
     Before ``fit``.
 ValueError
-    When ``theta`` does not hold ``theta_.size`` finite values. A ``theta`` where the model
-    cannot be evaluated (a failed factorisation) gives -inf (and a zero gradient).
+    When ``theta`` does not hold ``theta_.size`` finite values.
 
 Notes
 -----
@@ -118,8 +119,9 @@ class LogMarginalLikelihoodMixin:
         theta = np.array(theta, dtype=np.float64).ravel()
         size = self.theta_.size
         if theta.size != size or not np.all(np.isfinite(theta)):
+            bad = "" if np.all(np.isfinite(theta)) else ", not all finite"
             raise ValueError(f"theta must hold {size} finite values (the layout of theta_); "
-                             f"got {theta.size} value(s): {theta!r}")
+                             f"got {theta.size}{bad}")
         try:
             return self._log_marginal_likelihood(theta, bool(eval_gradient))
         except NUMERICAL_ERRORS:

@@ -12,6 +12,7 @@ and ``test_the_check_rejects_the_ep_inner_gradient`` shows the tolerance rejects
 that misses one term (the multi-class EP's training gradient, 1e-2 off).
 """
 import contextlib
+import pickle
 import warnings
 
 import numpy as np
@@ -139,7 +140,7 @@ def test_the_check_rejects_the_ep_inner_gradient():
 
 
 @pytest.mark.parametrize("name", ESTIMATORS)
-def test_wrong_size_and_not_fitted(name):
+def test_wrong_size_not_fitted_and_pickled(name):
     key = next(k for k in sorted(CONFIGS) if k.split("-")[0] == name)
     kwargs, _ = CONFIGS[key]
     with pytest.raises(NotFittedError):
@@ -149,6 +150,10 @@ def test_wrong_size_and_not_fitted(name):
     for bad in (np.zeros(n + 1), np.zeros(n - 1), np.full(n, np.nan)):
         with pytest.raises(ValueError, match=f"theta must hold {n} finite values"):
             est.log_marginal_likelihood(bad)
+    # what the method keeps from the fit pickles, and gives the same values after
+    at = est.theta_ + 0.1
+    copy = pickle.loads(pickle.dumps(est))
+    assert copy.log_marginal_likelihood(at) == est.log_marginal_likelihood(at)
 
 
 def test_theta_is_in_the_users_units():

@@ -39,6 +39,7 @@ from .._validation import check_int, check_option, check_positive
 from . import _multiclass_common as _mc
 from .._config import MC_PARALLEL_WORK as _PARALLEL_WORK, MC_PARALLEL_GEMM as _PARALLEL_GEMM
 from .._config import MC_OUTER_EP_MAX_SWEEPS, MC_OUTER_EP_TOL
+from .._config import MC_EVIDENCE_BLOCK as _EVIDENCE_BLOCK
 
 __all__ = ["MultiClassEPClassifier"]
 
@@ -585,10 +586,6 @@ def converge_ep(X, y, hyp, state, noise_in_kuu=True, jitter=_mc.DEFAULT_JITTER, 
         if change < tol:
             return sweep
     return max_sweeps
-
-
-#: rows per block of :func:`fixed_site_evidence` (bounds its (C, rows, M) temporaries)
-_EVIDENCE_BLOCK = 4096
 
 
 def fixed_site_evidence(X, y, hyp, state, noise_in_kuu, jitter, compute_grad=True,

@@ -688,8 +688,9 @@ class MultiClassGFITCClassifier(_mc.MultiClassGPClassifier):
         warm = {"sites": _Sites(N, C)}
         sweeps = []  # EP sweeps of every evaluation, cold restarts included
 
-        # log_marginal_likelihood(theta) re-runs EP as the fit does
-        self._ep_problem = (jitter, nik, run_ep, ep_tol, ep_max)
+        # log_marginal_likelihood(theta) re-runs EP as the fit does (plain values: the
+        # runner itself is a closure, which would not pickle)
+        self._ep_problem = (jitter, nik, (schedule, damping), ep_tol, ep_max)
         self._training_rows(X, y_idx)
 
         def evaluate(theta, _warm):
@@ -812,11 +813,11 @@ rows, which a fit keeps."""
         C, M, D = self._hyp.Z.shape
         hyp = _Hyper.unpack(self._hyper_at(theta, self._hyp.Z), C, M, D,
                             *self._hyp.settings())
-        jitter, nik, run_ep, tol, max_sweeps = self._ep_problem
+        jitter, nik, runner, tol, max_sweeps = self._ep_problem
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", ConvergenceWarning)
             lz, parts, state, sites, _, _ = _ep_evidence(X, y, hyp, self._sites, jitter, nik,
-                                                         run_ep, tol, max_sweeps)
+                                                         _ep_runner(*runner), tol, max_sweeps)
         if not eval_gradient:
             return float(lz)
         grad = gfitc_gradient(X, y, hyp, state, sites, parts).pack()

@@ -181,9 +181,9 @@ class DaskRows:
             # sites have no graph to be recomputed from once their worker is gone
             raise RuntimeError(
                 "a Dask worker holding EP's per-row sites of some chunks was lost, so the "
-                "posterior cannot be completed; the fit stopped (its attributes are those of "
-                "the last finished iteration). Refit, or use method='sep', which keeps no "
-                "per-row state and survives lost workers") from exc
+                "posterior cannot be completed; the fit stopped (the estimator is left as it "
+                "was before fit). Refit, or use method='sep', which keeps no per-row state "
+                "and survives lost workers") from exc
         for part in parts:
             if isinstance(part, _NumericalFailure):
                 # the batch loop undoes the step and retries with more damping, as in memory
