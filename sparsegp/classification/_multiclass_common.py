@@ -384,8 +384,7 @@ class MultiClassGPClassifier(ClassifierMixin, InducingPointEstimator):
         rule = batch_rule if batch_size is None else minibatch_rule
         if self.optimizer is None:
             return None
-        check_option(self.optimizer, "optimizer",
-                     ("auto", batch_rule, minibatch_rule, None))
+        check_option(self.optimizer, "optimizer", ("auto", batch_rule, minibatch_rule, None))
         if self.optimizer not in ("auto", rule):
             mode = "batch mode (batch_size=None)" if batch_size is None else "minibatch mode"
             raise ValueError(f"optimizer={self.optimizer!r} is not available in {mode}, which "
