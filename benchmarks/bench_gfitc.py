@@ -30,6 +30,7 @@ from sparsegp._threads import single_threaded_blas
 from sparsegp.classification import EPClassifier, GFITCClassifier
 from sparsegp.classification import _gfitc as G
 from sparsegp.datasets import make_xor
+from sparsegp.kernels import SquaredExponential
 from sparsegp.metrics import error_rate
 
 
@@ -138,7 +139,7 @@ def table_cg(N, M, repeats):
     Xt, yt = make_xor(5000, random_state=2)
     for schedule in ("sequential", "parallel"):
         t, clf = _median_time(lambda: GFITCClassifier(n_inducing=M, max_iter=20,
-                                                      schedule=schedule,
+                                                      ep_schedule=schedule,
                                                       random_state=0).fit(X, y), repeats)
         err = error_rate(yt, clf.predict(Xt))
         print(f"{schedule:>10}: {t:8.2f} s   log Z_EP {clf.log_evidence_:12.3f}   "
@@ -150,13 +151,13 @@ def table_dense(N, M, repeats):
           f"hyper-parameters (EP + evidence + gradient)")
     X, y = make_xor(N, random_state=3)
     Xt, yt = make_xor(5000, random_state=4)
-    kw = dict(lengthscale=1.5, variance=2.0, optimize=False, random_state=0)
+    kw = dict(kernel=SquaredExponential(2.0, 1.5), optimizer=None, random_state=0)
     t_e, e = _median_time(lambda: EPClassifier(**kw).fit(X, y), repeats)
     print(f"{'EPClassifier':>16}: {t_e:8.3f} s   log Z_EP {e.log_evidence_:10.3f}   "
           f"test error {error_rate(yt, e.predict(Xt)):.4f}")
     for schedule in ("sequential", "parallel"):
-        t_g, g = _median_time(lambda: GFITCClassifier(n_inducing=M, schedule=schedule, **kw)
-                              .fit(X, y), repeats)
+        t_g, g = _median_time(lambda: GFITCClassifier(n_inducing=M, ep_schedule=schedule,
+                                                      **kw).fit(X, y), repeats)
         print(f"{'GFITC ' + schedule:>16}: {t_g:8.3f} s   log Z_EP {g.log_evidence_:10.3f}   "
               f"test error {error_rate(yt, g.predict(Xt)):.4f}", flush=True)
 

@@ -52,6 +52,7 @@ from scipy import special
 from sparsegp import IVMClassifier
 from sparsegp.classification._ivm import RANDOMIZED_DEFAULTS, select_active_set
 from sparsegp.datasets import DatasetNotFoundError, load_dataset
+from sparsegp.kernels import ConstantKernel, SquaredExponential
 
 DIM = 169
 #: Seed 003 Table 1, IVM row: active-set size, test error (%) and training time (s) per digit.
@@ -132,8 +133,8 @@ def mnist_13x13(data_home=None):
 
 
 def _ivm(d, gamma, C, seed, randomized=True):
-    return IVMClassifier(n_active=d, lengthscale=np.sqrt(DIM / gamma), variance=C,
-                         bias="auto", bias_variance=BIAS_VARIANCE, randomized=randomized,
+    kernel = SquaredExponential(C, np.sqrt(DIM / gamma)) + ConstantKernel(BIAS_VARIANCE)
+    return IVMClassifier(n_active=d, kernel=kernel, bias="auto", randomized=randomized,
                          random_state=seed)
 
 

@@ -18,7 +18,7 @@ T2  Regression, N = 100 000 (10 000 test points), M = 100, D = 5, ARD, 100 L-BFG
     Reported: fit time, the objective (log marginal likelihood, VFE/SGPR: the collapsed bound)
     at the start and at the end (compare times at equal objective: both are printed), test
     RMSE, and the time of one objective + gradient evaluation (sparsegp: the median of three
-    fits with ``optimize=False``, which also builds the predictive caches, so an upper bound;
+    fits with ``optimizer=None``, which also builds the predictive caches, so an upper bound;
     GPflow: optimisation time / function evaluations).
 T3  Multi-class, Satellite (6 435 rows, D = 36, C = 6) when ``SPARSEGP_DATA`` holds it, as
     ``bench_gpflow_satellite`` loads it: seed 002's split 0, 1 287 training and 5 148 test rows,
@@ -246,14 +246,15 @@ def child_t1_sparsegp(d, cfg, variant):
 
     import sparsegp
     from sparsegp.datasets import make_xor
+    from sparsegp.kernels import SquaredExponential
     D = d["Xtr"].shape[1]
     Xw, yw = make_xor(200, random_state=123)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")        # the tiny warm-up may not converge
-        sparsegp.GFITCClassifier(n_inducing=5, ard=True, max_iter=2,
-                                 random_state=0).fit(Xw, yw)       # compile outside timing
-    est = sparsegp.GFITCClassifier(inducing_points=d["Z"], lengthscale=np.ones(D),
-                                   variance=1.0, bias=0.0, ard=True,
+        sparsegp.GFITCClassifier(n_inducing=5, kernel=SquaredExponential(1.0, np.ones(2)),
+                                 max_iter=2, random_state=0).fit(Xw, yw)   # compile first
+    est = sparsegp.GFITCClassifier(inducing_points=d["Z"],
+                                   kernel=SquaredExponential(1.0, np.ones(D)), bias=0.0,
                                    max_iter=cfg["gfitc_iter"], random_state=0)
     with Timer() as t:
         est.fit(d["Xtr"], d["ytr"])
@@ -363,23 +364,25 @@ def child_t2_sparsegp(d, cfg, variant):
     import warnings
 
     import sparsegp
+    from sparsegp.kernels import SquaredExponential
     D = d["Xtr"].shape[1]
     rng = np.random.default_rng(5)
     Xw = rng.standard_normal((300, D))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        sparsegp.SparseGPRegressor(variant, n_inducing=10, ard=True, normalize_y=False,
+        sparsegp.SparseGPRegressor(variant, n_inducing=10, normalize_y=False,
+                                   kernel=SquaredExponential(1.0, np.ones(D)),
                                    max_iter=2, random_state=0).fit(Xw, np.sin(Xw[:, 0]))
 
     def estimator(**kw):
         return sparsegp.SparseGPRegressor(
-            variant, inducing_points=d["Z"], lengthscale=np.ones(D), variance=1.0,
-            noise_variance=1.0, normalize_y=False, ard=True, random_state=0, **kw)
+            variant, inducing_points=d["Z"], kernel=SquaredExponential(1.0, np.ones(D)),
+            noise_variance=1.0, normalize_y=False, random_state=0, **kw)
 
     # one objective + gradient at the start, timed three times
     evals = []
     for _ in range(3):
-        start = estimator(optimize=False)
+        start = estimator(optimizer=None)
         with Timer() as t:
             start.fit(d["Xtr"], d["ytr"])
         evals.append(t.seconds)

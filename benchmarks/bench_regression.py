@@ -51,6 +51,7 @@ if _THREADS is not None:            # must happen before numpy / numba / BLAS ar
 import numpy as np  # noqa: E402
 
 from sparsegp import SparseGPRegressor  # noqa: E402
+from sparsegp.kernels import SquaredExponential  # noqa: E402
 from sparsegp.regression import _base  # noqa: E402
 
 METHODS = ("dtc", "fitc", "pitc", "vfe")      # SoR shares DTC's evidence, FIC shares FITC's
@@ -160,8 +161,9 @@ def bench_gpy(N, M, repeats, D=5):
 
 def bench_lbfgs(N, M, iters, D=5):
     X, y, Z = problem(N, M, D)
-    gp = SparseGPRegressor("fitc", inducing_points=Z, lengthscale=1.5, ard=True,
-                           noise_variance=0.1, max_iter=iters)
+    gp = SparseGPRegressor("fitc", inducing_points=Z,
+                           kernel=SquaredExponential(1.0, np.full(D, 1.5)), noise_variance=0.1,
+                           max_iter=iters)
     t0 = time.perf_counter()
     gp.fit(X, y)
     return time.perf_counter() - t0, gp.n_iter_, gp.log_marginal_likelihood_

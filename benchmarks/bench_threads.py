@@ -34,7 +34,7 @@ CASES = {
     "gfitc": ("GFITCClassifier", dict(n_inducing=50, max_iter=10), ("binary", 5000, 2, 2)),
     "ep_dense": ("EPClassifier", dict(max_iter=5), ("binary", 600, 2, 2)),
     "ivm": ("IVMClassifier", dict(n_active=200), ("binary", 5000, 2, 2)),
-    "stagewise": ("StagewiseGPClassifier", dict(d_max=100, outer_iter=3),
+    "stagewise": ("StagewiseGPClassifier", dict(d_max=100, max_iter=3),
                   ("binary", 2000, 2, 2)),
     "mc_ep": ("MultiClassEPClassifier", dict(method="ep", n_inducing=50, max_iter=50),
               ("multi", 2000, 10, 4)),

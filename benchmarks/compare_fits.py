@@ -33,7 +33,7 @@ def cases():
     out.append(("SparseGPRegressor-fitc-restarts2", lambda: SparseGPRegressor(
         "fitc", n_inducing=15, n_restarts=2, random_state=0), Xr, yr))
     out.append(("SparseGPRegressor-fitc-fixed", lambda: SparseGPRegressor(
-        "fitc", n_inducing=15, optimize=False, random_state=0), Xr, yr))
+        "fitc", n_inducing=15, optimizer=None, random_state=0), Xr, yr))
     out.append(("EPClassifier", lambda: EPClassifier(random_state=0), Xb, yb))
     out.append(("EPClassifier-lbfgs", lambda: EPClassifier(optimizer="lbfgs", random_state=0),
                 Xb, yb))
@@ -45,9 +45,9 @@ def cases():
         n_inducing=6, n_restarts=1, random_state=0), Xb, yb))
     out.append(("IVMClassifier", lambda: IVMClassifier(n_active=30, random_state=0), Xb, yb))
     out.append(("IVMClassifier-evidence", lambda: IVMClassifier(
-        n_active=30, optimize="evidence", max_iter=3, random_state=0), Xb, yb))
+        n_active=30, optimizer="evidence", max_iter=3, random_state=0), Xb, yb))
     out.append(("StagewiseGPClassifier", lambda: StagewiseGPClassifier(
-        d_max=20, outer_iter=5, random_state=0), Xb, yb))
+        d_max=20, max_iter=5, random_state=0), Xb, yb))
     out.append(("MultiClassEPClassifier-batch", lambda: MultiClassEPClassifier(
         n_inducing=8, max_iter=30, random_state=0), Xm, ym))
     out.append(("MultiClassEPClassifier-sep-minibatch", lambda: MultiClassEPClassifier(

@@ -6,7 +6,7 @@ shows the smallest active-set size for which the test error falls below 15%, ave
 independent draws (error bars: standard error), for
 
 (a) the IVM (``IVMClassifier``, entropy selection, hyper-parameters interleaved with the
-    selection as in seed 000 §5: ``optimize=True``);
+    selection as in seed 000 §5: ``optimizer="evidence"``);
 (b) GFITC with learnt pseudo-inputs (``GFITCClassifier``, 20 CG iterations on the EP evidence,
     best of three random initialisations, as in seed 000 §5);
 (c) GFITC with its inducing inputs fixed at the first M points of the IVM's active set (of the
@@ -38,6 +38,7 @@ import numpy as np
 
 from sparsegp.classification import GFITCClassifier, IVMClassifier
 from sparsegp.datasets import make_xor
+from sparsegp.kernels import SquaredExponential
 from sparsegp.metrics import error_rate
 from sparsegp.plotting import plot_learning_curves
 
@@ -56,7 +57,8 @@ def _ivm_curve(X, y, Xt, yt, seed):
     """Smallest d with test error < TARGET, and the active set / fit that reached it."""
     last = None
     for d in (s for s in IVM_SIZES if s <= X.shape[0]):
-        ivm = IVMClassifier(n_active=d, optimize=True, max_iter=IVM_ROUNDS, random_state=seed)
+        ivm = IVMClassifier(n_active=d, optimizer="evidence", max_iter=IVM_ROUNDS,
+                            random_state=seed)
         ivm.fit(X, y)
         last = ivm
         if error_rate(yt, ivm.predict(Xt)) < TARGET:
@@ -75,8 +77,11 @@ def _gfitc_learnt(X, y, Xt, yt, seed):
 
 
 def _gfitc_at_ivm_set(X, y, Xt, yt, active, params):
+    # params: the reference fit's variance, lengthscale and bias (the cached JSON's keys)
+    kernel = SquaredExponential(params["variance"], params["lengthscale"])
     for M in range(1, active.size + 1):
-        model = GFITCClassifier(inducing_points=X[active[:M]], optimize=False, **params)
+        model = GFITCClassifier(inducing_points=X[active[:M]], kernel=kernel,
+                                bias=params["bias"], optimizer=None)
         model.fit(X, y)
         if error_rate(yt, model.predict(Xt)) < TARGET:
             return M

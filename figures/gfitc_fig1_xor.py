@@ -21,6 +21,7 @@ import numpy as np
 from sparsegp.classification import GFITCClassifier
 from sparsegp.datasets import make_xor
 from sparsegp.inducing import init_inducing
+from sparsegp.kernels import SquaredExponential
 from sparsegp.metrics import error_rate, mean_nlp
 from sparsegp.plotting import plot_decision_contours
 
@@ -41,7 +42,7 @@ def main(argv=None):
     X, y = make_xor(n_train, random_state=SEED)
     X_test, y_test = make_xor(n_test, random_state=SEED + 1)
     initial = init_inducing(X, N_INDUCING, "random", np.random.default_rng(SEED))
-    model = GFITCClassifier(inducing_points=initial, lengthscale=1.0, variance=1.0,
+    model = GFITCClassifier(inducing_points=initial, kernel=SquaredExponential(1.0, 1.0),
                             optimizer="cg", max_iter=CG_ITERATIONS, random_state=SEED)
     model.fit(X, y)
     err = error_rate(y_test, model.predict(X_test))

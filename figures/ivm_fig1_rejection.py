@@ -34,6 +34,7 @@ from sklearn.svm import SVC
 
 from sparsegp import IVMClassifier
 from sparsegp.datasets import DatasetNotFoundError, load_dataset
+from sparsegp.kernels import ConstantKernel, SquaredExponential
 from sparsegp.metrics import error_rate, rejection_curve
 from sparsegp.plotting import plot_rejection_curve
 
@@ -86,8 +87,10 @@ def main(argv=None):
     yte = np.where(yte == DIGIT, 1, -1)
 
     t0 = time.perf_counter()
-    ivm = IVMClassifier(n_active=d, lengthscale=np.sqrt(DIM / GAMMA), variance=C_KERNEL,
-                        bias="auto", bias_variance=0.1, randomized=True, random_state=SEED)
+    # the paper's kernel C exp(-gamma |x - x'|^2 / (2 DIM)) + v_b with v_b = 0.1
+    kernel = SquaredExponential(C_KERNEL, np.sqrt(DIM / GAMMA)) + ConstantKernel(0.1)
+    ivm = IVMClassifier(n_active=d, kernel=kernel, bias="auto", randomized=True,
+                        random_state=SEED)
     ivm.fit(X, y)
     curves = {"IVM": ivm.predict_proba(Xte)[:, 1]}
     print(f"IVM {DIGIT} vs rest: n = {n_train}, d = {d}, test error "

@@ -23,6 +23,7 @@ import numpy as np
 
 import sparsegp
 from sparsegp.datasets import load_dataset
+from sparsegp.kernels import SquaredExponential
 from sparsegp.plotting import plot_metric_vs_time
 from sparsegp.plotting._mpl import pyplot
 
@@ -88,8 +89,10 @@ def main(argv=None):
             print(f"skipping {method}: {exc}")
             continue
         rec = Recorder(Xte, yte, schedule)
-        kw = dict(inducing_points=Z0, lengthscale=ls0, variance=1.0, noise=1.0,
-                  max_iter=max_iter, random_state=0, callback=rec)
+        # every class starts at amplitude 1 and the median length-scale in every feature
+        kernel = SquaredExponential(1.0, np.full(Xtr.shape[1], ls0))
+        kw = dict(inducing_points=Z0, kernel=kernel, noise_variance=1.0, max_iter=max_iter,
+                  random_state=0, callback=rec)
         if method in ("ep", "sep"):
             kw["method"] = method
         est = cls(**kw)

@@ -21,6 +21,7 @@ import numpy as np
 
 import sparsegp
 from sparsegp.datasets import load_dataset
+from sparsegp.kernels import SquaredExponential
 from sparsegp.plotting import plot_metric_vs_time
 from sparsegp.plotting._mpl import pyplot
 
@@ -110,8 +111,9 @@ def main(argv=None):
             json_path.write_text(json.dumps(partial, indent=1))
 
         rec = Recorder(Xte, yte, every, on_row=save_partial)
-        kw = dict(inducing_points=Z0.astype(np.float64), lengthscale=ls0, variance=1.0,
-                  noise=1.0, batch_size=args.batch_size, max_iter=epochs, learning_rate=1e-3,
+        kernel = SquaredExponential(1.0, np.full(Z0.shape[2], ls0))
+        kw = dict(inducing_points=Z0.astype(np.float64), kernel=kernel, noise_variance=1.0,
+                  batch_size=args.batch_size, max_iter=epochs, learning_rate=1e-3,
                   random_state=0, callback=rec)
         try:
             if method in ("ep", "sep"):

@@ -26,6 +26,7 @@ import numpy as np
 
 from sparsegp import SparseGPRegressor
 from sparsegp.datasets import make_regression_1d
+from sparsegp.kernels import SquaredExponential
 from sparsegp.plotting import plot_regression_1d
 from sparsegp.plotting._mpl import pyplot
 
@@ -59,8 +60,10 @@ def main(argv=None):
     fig, axes = plt.subplots(2, 4, figsize=(15, 6.5), sharex=True, sharey=True)
     for ax, (label, method, augment) in zip(axes.ravel(), PANELS):
         model = SparseGPRegressor(method, inducing_points=None if method == "exact" else Z,
-                                  blocks=blocks if method == "pitc" else None, optimize=False,
-                                  **HYPER).fit(X, y)
+                                  blocks=blocks if method == "pitc" else None, optimizer=None,
+                                  kernel=SquaredExponential(HYPER["variance"],
+                                                            HYPER["lengthscale"]),
+                                  noise_variance=HYPER["noise_variance"]).fit(X, y)
         plot_regression_1d(model, X, y, ax=ax, X_plot=X_plot, augment=augment,
                            show_inducing=method != "exact")
         lml = model.log_marginal_likelihood_

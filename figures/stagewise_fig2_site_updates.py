@@ -21,7 +21,7 @@ from sparsegp import StagewiseGPClassifier
 from sparsegp.metrics import error_rate, mean_nlp
 from sparsegp.plotting import plot_stagewise_curves
 
-from stagewise_fig3_methods import data_home, load_split
+from stagewise_fig3_methods import data_home, load_split, start_kernel
 
 HERE = Path(__file__).resolve().parent
 SEED = 2
@@ -31,13 +31,14 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--realization", type=int, default=0)
     parser.add_argument("--dmax", type=int, default=100)
-    parser.add_argument("--outer-iter", type=int, default=20)
+    parser.add_argument("--max-iter", type=int, default=20,
+                        help="outer iterations of Algorithm 1 (max_iter)")
     parser.add_argument("--out", default=str(HERE))
     parser.add_argument("--data-home", default=None)
     parser.add_argument("--quick", action="store_true")
     args = parser.parse_args(argv)
     quick = args.quick or bool(os.environ.get("CI"))
-    d_max, outer, n_train = args.dmax, args.outer_iter, None
+    d_max, outer, n_train = args.dmax, args.max_iter, None
     if quick:
         d_max, outer, n_train = 30, 2, 600
     home = data_home(args.data_home)
@@ -50,9 +51,8 @@ def main(argv=None):
         X, y, Xt, yt = load_split(ds, args.realization, home, n_train)
         for mode in ("moment", "optimize"):
             est = StagewiseGPClassifier(d_max=d_max, selection="adaptive", kappa=2,
-                                        site_update=mode, outer_iter=outer,
-                                        lengthscale=float(np.sqrt(X.shape[1])),
-                                        random_state=SEED).fit(X, y)
+                                        site_update=mode, max_iter=outer,
+                                        kernel=start_kernel(X), random_state=SEED).fit(X, y)
             proba = est.predict_proba(Xt)
             print(f"{ds:9s} {mode:8s}: test error "
                   f"{error_rate(yt, est.classes_[np.argmax(proba, 1)]):.4f}, test NLP "

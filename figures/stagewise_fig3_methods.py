@@ -36,6 +36,7 @@ from sparsegp import StagewiseGPClassifier
 from sparsegp.datasets import DatasetNotFoundError, load_dataset
 from sparsegp.metrics import error_rate, mean_nlp
 from sparsegp.experiments.stats import bonferroni_dunn, friedman, wilcoxon_pairs
+from sparsegp.kernels import UNBOUNDED, SquaredExponential
 from sparsegp.plotting import plot_method_comparison, summarize_runs
 
 HERE = Path(__file__).resolve().parent
@@ -84,6 +85,12 @@ def sweep_methods(kappas=KAPPAS):
     return [f"{s} k={k}" for k in kappas for s in ("adaptive", "random")] + ["validation k=59"]
 
 
+def start_kernel(X):
+    """The SE kernel from amplitude 1 and length-scale sqrt(D), searched without bounds (as
+    the results so far were)."""
+    return SquaredExponential(1.0, float(np.sqrt(X.shape[1])), UNBOUNDED, UNBOUNDED)
+
+
 def data_home(arg=None):
     """``--data-home``, else ``$SPARSEGP_DATA``, else ``../shared/datasets`` when present."""
     if arg:
@@ -125,12 +132,11 @@ def available_realisations(name, wanted, home=None):
     return count
 
 
-def fit_one(X, y, Xt, yt, d_max, method, outer_iter, seed):
+def fit_one(X, y, Xt, yt, d_max, method, max_iter, seed):
     """Fit one method and return (test error, test NLP, seconds)."""
     t0 = time.perf_counter()
-    est = StagewiseGPClassifier(d_max=d_max, lengthscale=float(np.sqrt(X.shape[1])),
-                                outer_iter=outer_iter, random_state=seed,
-                                **method_settings(method))
+    est = StagewiseGPClassifier(d_max=d_max, kernel=start_kernel(X), max_iter=max_iter,
+                                random_state=seed, **method_settings(method))
     est.fit(X, y)
     proba = est.predict_proba(Xt)
     err = error_rate(yt, est.classes_[np.argmax(proba, axis=1)])
@@ -138,7 +144,7 @@ def fit_one(X, y, Xt, yt, d_max, method, outer_iter, seed):
         time.perf_counter() - t0
 
 
-def run(datasets, P, d_values, methods, outer_iter, results_path, home=None, n_train=None,
+def run(datasets, P, d_values, methods, max_iter, results_path, home=None, n_train=None,
         first=0, verbose=True):
     """Fill (and return) ``results[key] = [error, nlp, seconds]`` with key 'ds|r|d|method'.
 
@@ -163,7 +169,7 @@ def run(datasets, P, d_values, methods, outer_iter, results_path, home=None, n_t
                     key = f"{ds}|{r}|{d}|{method}"
                     if d >= len(y) or key in results:
                         continue
-                    results[key] = list(fit_one(X, y, Xt, yt, d, method, outer_iter,
+                    results[key] = list(fit_one(X, y, Xt, yt, d, method, max_iter,
                                                 SEED + r))
                     results_path.write_text(json.dumps(results, indent=0))
                     if verbose:
@@ -321,7 +327,8 @@ def main(argv=None):
     parser.add_argument("--datasets", nargs="+", default=list(DATASETS), choices=list(DATASETS))
     parser.add_argument("--dmax", nargs="+", type=int, default=[40, 80, 160, 320])
     parser.add_argument("--methods", nargs="+", default=list(METHODS), choices=list(METHODS))
-    parser.add_argument("--outer-iter", type=int, default=20)
+    parser.add_argument("--max-iter", type=int, default=20,
+                        help="outer iterations of Algorithm 1 (max_iter)")
     parser.add_argument("--out", default=str(HERE))
     parser.add_argument("--results", default=None,
                         help="JSON file of per-fit results (default OUT/stagewise_fig3_results.json)")
@@ -336,7 +343,7 @@ def main(argv=None):
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     datasets, P, d_values, outer, n_train = (args.datasets, args.realizations, args.dmax,
-                                             args.outer_iter, None)
+                                             args.max_iter, None)
     if quick:
         datasets, P, d_values, outer, n_train = ["banana"], 1, [10, 20], 2, 500
     results_path = Path(args.results) if args.results else \

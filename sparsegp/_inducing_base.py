@@ -1,9 +1,9 @@
 """The shared base of the inducing-point estimators.
 
 ``InducingPointEstimator`` validates the constructor arguments that ``GFITCClassifier``,
-``SparseGPRegressor`` and the three multi-class classifiers share — signal variance (and the
-multi-class noise), length-scales, jitter, ``random_state``, the inducing inputs or their
-number — and draws the initial inducing inputs. Binary and regression models have one set of
+``SparseGPRegressor`` and the three multi-class classifiers share — positive scalars such as
+the noise variance, jitter, ``random_state``, the inducing inputs or their number — and draws
+the initial inducing inputs. Binary and regression models have one set of
 M inducing inputs (M, D) and scalar kernel parameters; the multi-class models have one set per
 class (C, M, D) and per-class parameters, chosen by passing ``n_classes``.
 """
@@ -12,8 +12,8 @@ import math
 import numpy as np
 
 from ._base import SparseGPEstimator
-from ._validation import (check_array, check_int, check_lengthscale, check_option, check_size,
-                          check_positive, check_random_state)
+from ._validation import (check_array, check_option, check_size, check_positive,
+                          check_random_state)
 from .inducing import init_inducing, kmeans
 
 
@@ -21,8 +21,7 @@ class InducingPointEstimator(SparseGPEstimator):
     """Validation and initialisation shared by the estimators with inducing inputs.
 
     Subclasses have the constructor arguments ``n_inducing``, ``inducing_points``, ``init``,
-    ``lengthscale``, ``variance``, ``jitter`` and ``random_state`` (and ``ard`` for the
-    binary/regression models).
+    ``jitter`` and ``random_state``.
     """
 
     #: accepted values of ``init``; subclasses narrow or extend it
@@ -58,28 +57,6 @@ class InducingPointEstimator(SparseGPEstimator):
             raise ValueError(f"{name} must be a scalar or have shape ({n_classes},); got "
                              f"{arr.shape}")
         return arr.copy()
-
-    def _check_lengthscale(self, X, rng=None, n_classes=None):
-        """Initial length-scales.
-
-        Without ``n_classes``: shape (D,) from a scalar or (D,) (``ard`` rules). With
-        ``n_classes``: shape (C, D) from a scalar, (D,) or (C, D); ``None`` means
-        sqrt(median pairwise distance) of up to 1000 training rows, drawn with ``rng``.
-        """
-        D = X.shape[1]
-        if n_classes is None:
-            return check_lengthscale(self.lengthscale, D, bool(self.ard))
-        if self.lengthscale is None:
-            return np.full((n_classes, D), median_lengthscale(X, rng))
-        arr = _positive_array(self.lengthscale, "lengthscale")
-        if arr.ndim == 0:
-            return np.full((n_classes, D), float(arr))
-        if arr.shape == (D,):
-            return np.tile(arr, (n_classes, 1))
-        if arr.shape == (n_classes, D):
-            return arr.copy()
-        raise ValueError(f"lengthscale must be a scalar or have shape ({D},) or "
-                         f"({n_classes}, {D}); got {arr.shape}")
 
     # -- inducing inputs -------------------------------------------------------------------
 

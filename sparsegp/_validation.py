@@ -109,29 +109,6 @@ def check_option(value, name, options):
     return value
 
 
-def check_lengthscale(lengthscale, n_features, ard):
-    """Broadcast a length-scale to shape (D,) for ARD or check a scalar for isotropic use.
-
-    Returns an ndarray of shape (D,) in both cases: isotropic kernels repeat one value.
-    """
-    ls = np.asarray(lengthscale, dtype=np.float64)
-    if ls.ndim == 0:
-        ls = np.full(n_features, float(ls))
-    elif ls.ndim == 1 and ls.shape[0] == n_features:
-        if not ard and not np.all(ls == ls[0]):
-            raise ValueError(
-                "lengthscale has one value per feature but ard=False; pass ard=True or a scalar"
-            )
-        ls = ls.copy()
-    else:
-        raise ValueError(
-            f"lengthscale must be a scalar or have shape ({n_features},); got shape {ls.shape}"
-        )
-    if not np.all(np.isfinite(ls)) or np.any(ls <= 0):
-        raise ValueError(f"lengthscale must be positive and finite; got {lengthscale!r}")
-    return ls
-
-
 def check_random_state(random_state):
     """A ``numpy.random.Generator`` from None, an int, or a Generator."""
     if isinstance(random_state, np.random.Generator):

@@ -26,8 +26,7 @@ import numpy as np
 from ._numba import covfuncs as _cf
 
 __all__ = ["Kernel", "SquaredExponential", "Matern", "ConstantKernel", "Sum", "as_kernel",
-           "kernel_matrix", "grad_contract", "stationary_spec", "kernel_spec",
-           "check_kernel_conflict"]
+           "kernel_matrix", "grad_contract", "stationary_spec", "kernel_spec", "UNBOUNDED"]
 
 #: default log-space box of every hyper-parameter, as natural values
 DEFAULT_BOUNDS = (1e-5, 1e5)
@@ -693,52 +692,26 @@ def stationary_spec(kernel, n_features, owner):
     return StationarySpec(k, n_features)
 
 
-#: Natural-value box shown on the default SE kernel of estimators whose legacy arguments were
-#: always searched without bounds: at log ±690.8 it is wider than any usable value, so passing
-#: ``kernel_`` back in as ``kernel`` searches the same way.
+#: Natural-value box shown on the default SE kernel of estimators that search it without
+#: bounds: at log ±690.8 it is wider than any usable value, so passing ``kernel_`` back in as
+#: ``kernel`` searches the same way.
 UNBOUNDED = (1e-300, 1e300)
 
 
-def check_kernel_conflict(kernel, legacy, owner):
-    """Refuse a ``kernel`` given together with legacy covariance arguments off their defaults.
-
-    Parameters
-    ----------
-    kernel : object or None
-    legacy : dict
-        Argument name -> (value, default); a default of None means "unset is None".
-    owner : str
-        Estimator name for the message.
-
-    Raises
-    ------
-    ValueError
-        Naming the arguments that should be set inside the kernel instead.
-    """
-    if kernel is None:
-        return
-    given = [name for name, (value, default) in legacy.items() if not _is_default(value, default)]
-    if given:
-        raise ValueError(f"{owner}: give the covariance either as kernel or through {given}, "
-                         f"not both: set them inside the kernel (got kernel={kernel!r})")
-
-
-def kernel_spec(kernel, variance, lengthscale, ard, n_features, owner, legacy_bounds=None):
-    """The :class:`StationarySpec` of an estimator with ``kernel`` and the legacy SE arguments.
+def kernel_spec(kernel, n_features, owner, default_bounds=None):
+    """The :class:`StationarySpec` of an estimator's ``kernel`` argument.
 
     Parameters
     ----------
     kernel : None or kernel
-        None builds the squared exponential from ``variance``, ``lengthscale`` and ``ard``
-        (checked as those arguments always were); otherwise one stationary kernel, ours or
-        scikit-learn's, optionally times a constant, and the three must keep their defaults
-        (1.0, 1.0, False).
-    variance, lengthscale, ard
-        The estimator's legacy arguments.
+        One stationary kernel, ours or scikit-learn's, optionally times a constant; None is
+        the estimator's default, the isotropic squared exponential with variance 1 and
+        length-scale 1 (the estimator then replaces the length-scale by its data-following
+        start).
     n_features : int
     owner : str
         Estimator name for messages.
-    legacy_bounds : pair of floats, optional
+    default_bounds : pair of floats, optional
         Natural bounds of the default kernel's search; None searches it without bounds (the
         spec's log bounds are ±inf), as the classifiers always did.
 
@@ -747,37 +720,11 @@ def kernel_spec(kernel, variance, lengthscale, ard, n_features, owner, legacy_bo
     StationarySpec
         Never the user's object.
     """
-    from ._validation import check_lengthscale, check_positive
-
     if kernel is not None:
-        check_kernel_conflict(kernel, {"lengthscale": (lengthscale, 1.0),
-                                       "variance": (variance, 1.0), "ard": (ard, False)}, owner)
         return stationary_spec(kernel, n_features, owner)
-    if not isinstance(ard, (bool, np.bool_)):
-        raise ValueError(f"ard must be True or False; got {ard!r}")
-    ard = bool(ard)
-    ls = check_lengthscale(lengthscale, n_features, ard)
-    s2 = float(check_positive(variance, "variance", allow_array=False))
-    bounds = UNBOUNDED if legacy_bounds is None else tuple(legacy_bounds)
-    spec = stationary_spec(SquaredExponential(s2, ls.copy() if ard else float(ls[0]), bounds,
-                                              bounds), n_features, owner)
-    spec.ard = ard                          # ARD over one feature still reports an array
-    if legacy_bounds is None:
+    bounds = UNBOUNDED if default_bounds is None else tuple(default_bounds)
+    spec = stationary_spec(SquaredExponential(1.0, 1.0, bounds, bounds), n_features, owner)
+    if default_bounds is None:
         spec.variance_bounds = np.array([-np.inf, np.inf])
         spec.lengthscale_bounds = np.array([-np.inf, np.inf])
     return spec
-
-
-def _is_default(value, default):
-    """True when a legacy covariance argument still holds its default value."""
-    if default is None:
-        return value is None
-    if isinstance(default, bool):
-        return isinstance(value, (bool, np.bool_)) and bool(value) == default
-    if isinstance(value, (bool, np.bool_)):
-        return False
-    try:
-        arr = np.asarray(value, dtype=np.float64)
-    except (TypeError, ValueError):
-        return False
-    return arr.ndim == 0 and float(arr) == default

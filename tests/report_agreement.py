@@ -20,6 +20,7 @@ from reference.dense_ep import dense_ep, fitc_covariance  # noqa: E402
 
 from sparsegp.classification import EPClassifier, GFITCClassifier  # noqa: E402
 from sparsegp.classification import _gfitc as G  # noqa: E402
+from sparsegp.kernels import SquaredExponential  # noqa: E402
 from sparsegp.regression import _base  # noqa: E402
 
 GRADIENT_KEYS = ("variance", "lengthscale", "noise_variance", "inducing_points")
@@ -68,8 +69,8 @@ def gfitc_dense_check():
     X = np.array([[i, j] for i in range(5) for j in range(4)], float) * 1.1
     X += 0.05 * rng.standard_normal(X.shape)
     y = np.where(np.sin(X[:, 0]) + np.cos(X[:, 1]) > 0.3, 1, -1)
-    kw = dict(lengthscale=1.3, variance=2.0, bias=0.2, optimize=False, ep_tol=1e-12,
-              max_sweeps=5000, jitter=1e-10, random_state=0)
+    kw = dict(kernel=SquaredExponential(2.0, 1.3), bias=0.2, optimizer=None, ep_tol=1e-12,
+              ep_max_sweeps=5000, jitter=1e-10, random_state=0)
     g = GFITCClassifier(inducing_points=X, **kw).fit(X, y)
     e = EPClassifier(**kw).fit(X, y)
     print(f"GFITC with Z = X vs EPClassifier (jitter 1e-10): log Z rel "
@@ -83,9 +84,10 @@ def gfitc_gradient_check():
 
     def log_z(**change):
         p = {**theta, **change}
-        return GFITCClassifier(inducing_points=p["Z"], variance=p["s2"], lengthscale=p["ls"],
-                               bias=p["beta"], ard=True, optimize=False, ep_tol=1e-10,
-                               max_sweeps=5000, random_state=0).fit(X, y)
+        return GFITCClassifier(inducing_points=p["Z"],
+                               kernel=SquaredExponential(p["s2"], np.asarray(p["ls"])),
+                               bias=p["beta"], optimizer=None, ep_tol=1e-10,
+                               ep_max_sweeps=5000, random_state=0).fit(X, y)
 
     grad = log_z().log_evidence_gradient_
     h, errs = 1e-5, []

@@ -51,7 +51,7 @@ def test_gfitc_with_inducing_equal_training_inputs_matches_ep(family, lengthscal
     kernel = _kernel(family, 2.0, lengthscale)
     # tolerances of test_gfitc's SE equivalence test; jitter 1e-10 as there (the difference
     # in log Z_EP scales with the jitter on K_uu)
-    kw = dict(kernel=kernel, bias=0.2, optimize=False, ep_tol=1e-12, max_sweeps=5000,
+    kw = dict(kernel=kernel, bias=0.2, optimizer=None, ep_tol=1e-12, ep_max_sweeps=5000,
               jitter=1e-10, random_state=0)
     g = GFITCClassifier(inducing_points=X, **kw).fit(X, y)
     e = EPClassifier(**kw).fit(X, y)
@@ -67,16 +67,16 @@ def test_gfitc_with_inducing_equal_training_inputs_matches_ep(family, lengthscal
 def test_families_give_different_models():
     # guards against a family code being dropped on the way to the compiled kernels
     X, y = _grid()
-    lz = [EPClassifier(kernel=_kernel(f, 2.0, 1.3), optimize=False, random_state=0)
+    lz = [EPClassifier(kernel=_kernel(f, 2.0, 1.3), optimizer=None, random_state=0)
           .fit(X, y).log_evidence_ for f in FAMILIES]
     assert len({round(v, 6) for v in lz}) == len(FAMILIES)
 
 
-def test_se_kernel_equals_legacy_arguments():
+def test_se_kernel_equals_its_sklearn_twin():
     X, y = _xor(50, seed=3)
     for cls, extra in ((GFITCClassifier, dict(n_inducing=6)), (EPClassifier, {})):
-        kw = dict(optimize=False, bias=0.1, random_state=0, **extra)
-        a = cls(variance=1.7, lengthscale=[0.8, 1.2], ard=True, **kw).fit(X, y)
+        kw = dict(optimizer=None, bias=0.1, random_state=0, **extra)
+        a = cls(kernel=skk.ConstantKernel(1.7) * skk.RBF([0.8, 1.2]), **kw).fit(X, y)
         b = cls(kernel=SquaredExponential(1.7, [0.8, 1.2]), **kw).fit(X, y)
         assert a.log_evidence_ == b.log_evidence_
         np.testing.assert_array_equal(a.predict_proba(X), b.predict_proba(X))
@@ -86,8 +86,8 @@ def test_se_kernel_equals_legacy_arguments():
 # (b) evidence gradients against central differences
 # ------------------------------------------------------------------------------------------
 def _gfitc_fixed(X, y, Z, kernel, beta):
-    return GFITCClassifier(inducing_points=Z, kernel=kernel, bias=beta, optimize=False,
-                           ep_tol=1e-10, max_sweeps=5000, random_state=0).fit(X, y)
+    return GFITCClassifier(inducing_points=Z, kernel=kernel, bias=beta, optimizer=None,
+                           ep_tol=1e-10, ep_max_sweeps=5000, random_state=0).fit(X, y)
 
 
 @pytest.mark.parametrize("family", FAMILIES)
@@ -133,7 +133,7 @@ def test_gfitc_gradient_log_theta_and_Z_match_central_differences(family, ard):
 def test_ep_gradient_log_theta_matches_central_differences(family, ard):
     X, y = _xor(30, seed=4)
     ls = np.array([0.9, 1.2]) if ard else 1.05
-    est = EPClassifier(kernel=_kernel(family, 1.5, ls), bias=0.2, optimize=False, ep_tol=1e-10,
+    est = EPClassifier(kernel=_kernel(family, 1.5, ls), bias=0.2, optimizer=None, ep_tol=1e-10,
                        random_state=0).fit(X, y)
     n_ls = 2 if ard else 1
     assert est.theta_.shape == (2 + n_ls,)
@@ -158,7 +158,7 @@ def test_fits_with_sklearn_constant_times_matern(cls, extra, optimizer):
     X, y = _xor(50, seed=5)
     kernel = skk.ConstantKernel() * skk.Matern(nu=1.5)
     before = repr(kernel)
-    start = cls(kernel=kernel, optimize=False, random_state=0, **extra).fit(X, y)
+    start = cls(kernel=kernel, optimizer=None, random_state=0, **extra).fit(X, y)
     est = cls(kernel=kernel, max_iter=8, optimizer=optimizer, random_state=0, **extra)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
@@ -223,15 +223,16 @@ def test_fixed_hyperparameters_stay_fixed(cls, extra, optimizer):
 
 
 # ------------------------------------------------------------------------------------------
-# (e) kernel and the legacy arguments together; unsupported kernels
+# (e) the legacy arguments are gone; unsupported kernels
 # ------------------------------------------------------------------------------------------
 @pytest.mark.parametrize("cls", [GFITCClassifier, EPClassifier])
 @pytest.mark.parametrize("legacy", [dict(lengthscale=2.0), dict(variance=0.5), dict(ard=True),
-                                    dict(lengthscale=[1.0, 2.0], ard=True)])
-def test_kernel_with_legacy_arguments_is_a_value_error(cls, legacy):
-    X, y = _xor(30, seed=8)
-    with pytest.raises(ValueError, match="kernel"):
-        cls(kernel=Matern(), optimize=False, **legacy).fit(X, y)
+                                    dict(optimize=False), dict(max_sweeps=10),
+                                    dict(damping=0.5)])
+def test_legacy_arguments_are_refused(cls, legacy):
+    # the covariance comes from one place, the kernel: the old names are refused
+    with pytest.raises(TypeError, match=next(iter(legacy))):
+        cls(kernel=Matern(), **legacy)
 
 
 @pytest.mark.parametrize("cls", [GFITCClassifier, EPClassifier])
@@ -241,4 +242,4 @@ def test_kernel_with_legacy_arguments_is_a_value_error(cls, legacy):
 def test_unsupported_kernels_raise_clear_value_error(cls, kernel):
     X, y = _xor(30, seed=9)
     with pytest.raises(ValueError, match="kernel|Matern|length-scales"):
-        cls(kernel=kernel, optimize=False).fit(X, y)
+        cls(kernel=kernel, optimizer=None).fit(X, y)

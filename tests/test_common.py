@@ -21,7 +21,7 @@ CONFIGS = {
     "GFITCClassifier": (dict(n_inducing=5, max_iter=2, random_state=0), "binary"),
     "EPClassifier": (dict(max_iter=2, random_state=0), "binary"),
     "IVMClassifier": (dict(n_active=15, random_state=0), "binary"),
-    "StagewiseGPClassifier": (dict(d_max=10, outer_iter=2, random_state=0), "binary"),
+    "StagewiseGPClassifier": (dict(d_max=10, max_iter=2, random_state=0), "binary"),
     "MultiClassEPClassifier": (dict(n_inducing=5, max_iter=3, random_state=0), "multiclass"),
     "MultiClassGFITCClassifier": (dict(n_inducing=5, max_iter=2, random_state=0), "multiclass"),
     "MultiClassSVGPClassifier": (dict(n_inducing=5, max_iter=3, random_state=0), "multiclass"),

@@ -9,6 +9,7 @@ from sparsegp.classification import EPClassifier
 from sparsegp._optimize import maximize
 from sparsegp.classification._binary import pack_theta, unpack_theta
 from sparsegp.exceptions import ConvergenceWarning
+from sparsegp.kernels import SquaredExponential
 
 
 def _data(n=40, d=2, seed=0, labels=("neg", "pos")):
@@ -19,8 +20,18 @@ def _data(n=40, d=2, seed=0, labels=("neg", "pos")):
     return X, y
 
 
-def _fixed(**kw):
-    params = dict(optimize=False, ep_tol=1e-10, random_state=0)
+def _se(variance=1.0, lengthscale=1.0, ard=False):
+    """The SE kernel of a case's numbers (an array of length-scales with ``ard``)."""
+    ls = np.asarray(lengthscale, dtype=float) if ard else float(lengthscale)
+    return SquaredExponential(variance, ls)
+
+
+def _fixed(lengthscale=None, variance=None, ard=False, **kw):
+    """EP at fixed hyper-parameters: the SE kernel of the numbers given, else the default."""
+    params = dict(optimizer=None, ep_tol=1e-10, random_state=0)
+    if lengthscale is not None or variance is not None:
+        params["kernel"] = _se(1.0 if variance is None else variance,
+                               1.0 if lengthscale is None else lengthscale, ard)
     params.update(kw)
     return EPClassifier(**params)
 
@@ -192,9 +203,10 @@ def test_readonly_inputs_untouched():
 
 
 def test_params_round_trip_and_clone():
-    est = EPClassifier(lengthscale=[1.0, 2.0], ard=True, damping=0.7, optimizer="lbfgs")
+    est = EPClassifier(kernel=SquaredExponential(1.0, 2.0), ep_damping=0.7, optimizer="lbfgs")
     params = est.get_params()
-    assert params["damping"] == 0.7 and params["max_sweeps"] == 200
+    assert params["ep_damping"] == 0.7 and params["ep_max_sweeps"] == 200
+    assert params["kernel__lengthscale"] == 2.0
     other = EPClassifier().set_params(**params)
     assert other.get_params() == params
     assert clone(est).get_params() == params
@@ -208,16 +220,16 @@ def test_params_round_trip_and_clone():
     ({}, "nan", None, "NaN"),
     ({}, "inf", None, "NaN or infinite"),
     ({}, "short", None, "different lengths"),
-    ({"variance": 0.0}, None, None, "variance"),
-    ({"variance": -1.0}, None, None, "variance"),
-    ({"lengthscale": -0.5}, None, None, "lengthscale"),
-    ({"lengthscale": [1.0, 0.0], "ard": True}, None, None, "lengthscale"),
-    ({"lengthscale": [1.0, 2.0]}, None, None, "ard"),
+    ({"kernel": _se(0.0)}, None, None, "variance"),
+    ({"kernel": _se(-1.0)}, None, None, "variance"),
+    ({"kernel": _se(1.0, -0.5)}, None, None, "lengthscale"),
+    ({"kernel": _se(1.0, [1.0, 0.0], ard=True)}, None, None, "lengthscale"),
+    ({"kernel": _se(1.0, [1.0, 2.0, 3.0], ard=True)}, None, None, "3 length-scales"),
     ({"optimizer": "bfgs"}, None, None, "optimizer"),
-    ({"damping": 0.0}, None, None, "damping"),
-    ({"damping": 1.5}, None, None, "damping"),
+    ({"ep_damping": 0.0}, None, None, "ep_damping"),
+    ({"ep_damping": 1.5}, None, None, "ep_damping"),
     ({"ep_tol": 0}, None, None, "ep_tol"),
-    ({"max_sweeps": 0}, None, None, "max_sweeps"),
+    ({"ep_max_sweeps": 0}, None, None, "ep_max_sweeps"),
     ({"max_iter": -1}, None, None, "max_iter"),
     ({"n_restarts": 1.5}, None, None, "n_restarts"),
     ({"jitter": -1e-6}, None, None, "jitter"),
@@ -240,6 +252,13 @@ def test_bad_input_raises(kw, X_change, y_change, match):
         EPClassifier(**kw).fit(X, y)
 
 
+@pytest.mark.parametrize("old", ["lengthscale", "variance", "ard", "optimize", "max_sweeps",
+                                 "damping"])
+def test_old_argument_names_are_refused(old):
+    with pytest.raises(TypeError, match=old):
+        EPClassifier(**{old: 1.0})
+
+
 def test_predict_checks():
     X, y = _data(20, seed=13)
     with pytest.raises(ValueError, match="not fitted"):
@@ -251,14 +270,14 @@ def test_predict_checks():
 
 def test_convergence_warning():
     X, y = _data(30, seed=14)
-    with pytest.warns(ConvergenceWarning, match="max_sweeps"):
-        _fixed(max_sweeps=1).fit(X, y)
+    with pytest.warns(ConvergenceWarning, match="ep_max_sweeps"):
+        _fixed(ep_max_sweeps=1).fit(X, y)
 
 
 def test_damping_reaches_same_fixed_point():
     X, y = _data(30, seed=15)
     a = _fixed(lengthscale=0.7, variance=3.0, bias=0.2).fit(X, y)
-    b = _fixed(lengthscale=0.7, variance=3.0, bias=0.2, damping=0.5).fit(X, y)
+    b = _fixed(lengthscale=0.7, variance=3.0, bias=0.2, ep_damping=0.5).fit(X, y)
     assert b.n_sweeps_ > a.n_sweeps_
     np.testing.assert_allclose(a.site_precision_, b.site_precision_, rtol=1e-8)
     assert a.log_evidence_ == pytest.approx(b.log_evidence_, rel=1e-10)
@@ -339,7 +358,7 @@ def test_sweep_rank_one_updates_match_recomputation(damping):
                                 dict(variance=1e4), dict(variance=1e-6), dict(bias=8.0)])
 def test_extreme_hyperparameters_stay_finite(kw):
     X, y = _data(25, seed=17)
-    est = EPClassifier(optimize=False, random_state=0, **kw).fit(X, y)
+    est = _fixed(ep_tol=1e-6, **kw).fit(X, y)      # the default ep_tol
     assert np.isfinite(est.log_evidence_)
     assert all(np.all(np.isfinite(v)) for v in est.log_evidence_gradient_.values())
     P = est.predict_proba(X)

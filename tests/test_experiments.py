@@ -9,7 +9,9 @@ from conftest import require_data
 from sparsegp.__main__ import main
 from sparsegp.experiments import (DATASETS, SINGLE_THREAD_ENV, TABLES, Cell, ResultsStore,
                                   run_cell, run_grid, validate_cells)
+from sparsegp.experiments import grid as grid_module
 from sparsegp.experiments import runner as runner_module
+from sparsegp.experiments.grid import constructor_arguments
 
 distributed = pytest.importorskip("distributed")
 
@@ -171,6 +173,46 @@ def test_paper_tables_are_valid_grids_with_a_paper_number_per_cell(name, n_cells
     if n_cells is not None:
         assert len(cells) == n_cells
     assert {(c.dataset, c.method, c.size) for c in cells} == set(table.paper)
+
+
+@pytest.mark.parametrize("results", ["gfitc_table1.jsonl", "multiclass.jsonl"])
+def test_committed_cells_keep_their_keys_and_build(results):
+    """A resumed run must match the committed cells: the tables still key them as they were
+    run (old constructor names and all), and those names still build estimators."""
+    from pathlib import Path
+
+    table = TABLES[results.split(".")[0]]
+    for d in table.datasets:
+        require_data(DATASETS[d][0])       # a data set's splits come from its file
+    path = Path(__file__).resolve().parents[1] / "figures" / results
+    committed = {json.loads(line)["key"] for line in path.read_text().splitlines() if line}
+    keys = {c.key for c in table.cells()}
+    assert committed <= keys
+    for method, params in {json.loads(k)["method"]: json.loads(k)["params"]
+                           for k in committed}.items():
+        kw = constructor_arguments(method, params, 3)
+        grid_module._estimator_class(method)(**kw)        # every name is the estimator's
+
+
+def test_old_cell_names_translate_to_the_one_api():
+    from sparsegp.kernels import UNBOUNDED, ConstantKernel, SquaredExponential
+
+    assert constructor_arguments("ivm", {"optimize": "validation"}, 2) == \
+        {"optimizer": "validation"}
+    assert constructor_arguments("ivm", {"optimize": True}, 2) == {"optimizer": "evidence"}
+    assert constructor_arguments("gpc", {"optimize": False}, 2) == {"optimizer": None}
+    kw = constructor_arguments("ep", {"lengthscale": 0.7, "variance": 1.0, "noise": 1.0,
+                                      "max_iter": 250}, 3)
+    assert kw["noise_variance"] == 1.0 and kw["max_iter"] == 250
+    k = kw["kernel"]                       # the multi-class start: ARD, searched unbounded
+    assert isinstance(k, SquaredExponential) and k.variance_bounds == UNBOUNDED
+    np.testing.assert_array_equal(k.lengthscale, [0.7, 0.7, 0.7])
+    k = constructor_arguments("ivm", {"lengthscale": 2.3, "variance": 20.0,
+                                      "bias_variance": 0.1}, 169)["kernel"]
+    assert k.k1.lengthscale == 2.3 and k.k1.variance == 20.0
+    assert isinstance(k.k2, ConstantKernel) and k.k2.constant_value == 0.1
+    with pytest.raises(ValueError, match="lengthscale"):
+        constructor_arguments("ivm", {"variance": 2.0}, 2)
 
 
 def test_crabs_cells_load_their_table_and_fit():

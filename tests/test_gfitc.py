@@ -16,6 +16,7 @@ from sparsegp._numba import ep_fitc as E
 from sparsegp.classification import EPClassifier, GFITCClassifier
 from sparsegp.classification import _gfitc as G
 from sparsegp.exceptions import ConvergenceWarning, JitterWarning
+from sparsegp.kernels import SquaredExponential
 
 
 def _xor(n, seed, noise=0.4):
@@ -59,8 +60,8 @@ def test_predictions_match_dense_fitc_predictive():
     Xs = np.random.default_rng(4).standard_normal((17, 2)) * 2
     Z = X[::7] + 0.05
     ls, s2, beta = np.array([0.9, 1.2]), 1.3, -0.4
-    clf = GFITCClassifier(inducing_points=Z, lengthscale=ls, ard=True, variance=s2,
-                          bias=beta, optimize=False, ep_tol=1e-12, max_sweeps=2000,
+    clf = GFITCClassifier(inducing_points=Z, kernel=SquaredExponential(s2, ls),
+                          bias=beta, optimizer=None, ep_tol=1e-12, ep_max_sweeps=2000,
                           random_state=0).fit(X, y)
     ref = dense_ep(fitc_covariance(X, Z, s2, ls, 1e-6), y, bias=beta, tol=1e-13)
     Kcross, kdiag = fitc_test_covariance(X, Xs, Z, s2, ls, 1e-6)
@@ -225,8 +226,8 @@ def test_inducing_equal_training_inputs_matches_full_ep_classifier():
     X = np.array([[i, j] for i in range(5) for j in range(4)], dtype=float) * 1.1
     X += 0.05 * rng.standard_normal(X.shape)
     y = np.where(np.sin(X[:, 0]) + np.cos(X[:, 1]) > 0.3, 1, -1)
-    kw = dict(lengthscale=1.3, variance=2.0, bias=0.2, optimize=False, ep_tol=1e-12,
-              max_sweeps=5000)
+    kw = dict(kernel=SquaredExponential(2.0, 1.3), bias=0.2, optimizer=None, ep_tol=1e-12,
+              ep_max_sweeps=5000)
     g = GFITCClassifier(inducing_points=X, random_state=0, **kw).fit(X, y)
     ref = dense_ep(fitc_covariance(X, X, 2.0, np.array([1.3, 1.3]), 1e-6), np.where(y > 0, 1.0,
                    -1.0), bias=0.2, tol=1e-13)
@@ -247,8 +248,9 @@ def test_inducing_equal_training_inputs_matches_full_ep_classifier():
 # gradients by central differences
 # ------------------------------------------------------------------------------------------
 def _fit_fixed(X, y, Z, s2, ls, beta, ard=True):
-    return GFITCClassifier(inducing_points=Z, variance=s2, lengthscale=ls, bias=beta, ard=ard,
-                           optimize=False, ep_tol=1e-10, max_sweeps=5000,
+    ls = np.asarray(ls, dtype=float) if ard else float(ls)
+    return GFITCClassifier(inducing_points=Z, kernel=SquaredExponential(s2, ls), bias=beta,
+                           optimizer=None, ep_tol=1e-10, ep_max_sweeps=5000,
                            random_state=0).fit(X, y)
 
 
@@ -313,7 +315,7 @@ def test_fit_any_two_labels_and_attributes():
 def test_optimisation_increases_evidence_and_is_reproducible():
     X, y = _xor(80, seed=15)
     kw = dict(n_inducing=4, random_state=3)
-    fixed = GFITCClassifier(optimize=False, **kw).fit(X, y)
+    fixed = GFITCClassifier(optimizer=None, **kw).fit(X, y)
     with pytest.warns(ConvergenceWarning, match="max_iter="):
         a = GFITCClassifier(max_iter=6, **kw).fit(X, y)
         b = GFITCClassifier(max_iter=6, **kw).fit(X, y)
@@ -327,9 +329,9 @@ def test_optimisation_increases_evidence_and_is_reproducible():
 
 def test_schedules_reach_the_same_posterior():
     X, y = _xor(70, seed=16)
-    kw = dict(n_inducing=6, optimize=False, ep_tol=1e-10, max_sweeps=3000, random_state=0)
-    s = GFITCClassifier(schedule="sequential", **kw).fit(X, y)
-    p = GFITCClassifier(schedule="parallel", **kw).fit(X, y)
+    kw = dict(n_inducing=6, optimizer=None, ep_tol=1e-10, ep_max_sweeps=3000, random_state=0)
+    s = GFITCClassifier(ep_schedule="sequential", **kw).fit(X, y)
+    p = GFITCClassifier(ep_schedule="parallel", **kw).fit(X, y)
     assert abs(s.log_evidence_ - p.log_evidence_) <= 1e-8 * abs(s.log_evidence_)
     assert np.allclose(s.predict_proba(X), p.predict_proba(X), atol=1e-8)
 
@@ -337,7 +339,7 @@ def test_schedules_reach_the_same_posterior():
 def test_invariances_permutation_and_label_flip():
     X, y = _xor(50, seed=17)
     Z = X[:5] + 0.2
-    kw = dict(inducing_points=Z, bias=0.3, optimize=False, ep_tol=1e-11, max_sweeps=3000,
+    kw = dict(inducing_points=Z, bias=0.3, optimizer=None, ep_tol=1e-11, ep_max_sweeps=3000,
               random_state=0)
     a = GFITCClassifier(**kw).fit(X, y)
     perm = np.random.default_rng(0).permutation(50)
@@ -369,13 +371,13 @@ def test_does_not_modify_inputs():
     ({"n_inducing": 50}, None, "n_inducing"),
     ({"inducing_points": np.zeros((50, 2))}, None, "inducing_points"),
     ({"inducing_points": np.zeros((3, 3))}, None, "inducing_points"),
-    ({"variance": 0.0}, None, "variance"),
-    ({"variance": -1.0}, None, "variance"),
-    ({"lengthscale": 0.0}, None, "lengthscale"),
-    ({"lengthscale": -2.0}, None, "lengthscale"),
-    ({"schedule": "random"}, None, "schedule"),
+    ({"kernel": SquaredExponential(0.0, 1.0)}, None, "variance"),
+    ({"kernel": SquaredExponential(-1.0, 1.0)}, None, "variance"),
+    ({"kernel": SquaredExponential(1.0, 0.0)}, None, "lengthscale"),
+    ({"kernel": SquaredExponential(1.0, -2.0)}, None, "lengthscale"),
+    ({"ep_schedule": "random"}, None, "ep_schedule"),
     ({"init": "grid"}, None, "init"),
-    ({"damping": 0.0}, None, "damping"),
+    ({"ep_damping": 0.0}, None, "ep_damping"),
 ])
 def test_bad_input_raises_clear_value_error(kwargs, X_y, match):
     X, y = _xor(40, seed=19)
@@ -402,10 +404,10 @@ def _fit_quiet(**kw):
 @pytest.mark.parametrize("kw", [
     dict(inducing_points=np.array([[0.5, 0.5]] * 4), max_iter=3),
     dict(n_inducing=1, max_iter=3),
-    dict(n_inducing=5, lengthscale=1e-3, max_iter=3),
-    dict(n_inducing=5, lengthscale=1e3, max_iter=3),
-    dict(n_inducing=5, lengthscale=1e-3, optimize=False),
-    dict(n_inducing=5, lengthscale=1e3, optimize=False),
+    dict(n_inducing=5, kernel=SquaredExponential(1.0, 1e-3), max_iter=3),
+    dict(n_inducing=5, kernel=SquaredExponential(1.0, 1e3), max_iter=3),
+    dict(n_inducing=5, kernel=SquaredExponential(1.0, 1e-3), optimizer=None),
+    dict(n_inducing=5, kernel=SquaredExponential(1.0, 1e3), optimizer=None),
 ])
 def test_degenerate_settings_fit_without_nan(kw):
     clf, X = _fit_quiet(**kw)
@@ -417,8 +419,8 @@ def test_degenerate_settings_fit_without_nan(kw):
 
 def test_not_converged_warns():
     X, y = _xor(60, seed=21)
-    with pytest.warns(ConvergenceWarning, match="max_sweeps"):
-        GFITCClassifier(n_inducing=5, optimize=False, max_sweeps=1, ep_tol=1e-12,
+    with pytest.warns(ConvergenceWarning, match="ep_max_sweeps"):
+        GFITCClassifier(n_inducing=5, optimizer=None, ep_max_sweeps=1, ep_tol=1e-12,
                         random_state=0).fit(X, y)
 
 
@@ -453,7 +455,7 @@ def test_memory_is_linear_in_n_no_n_by_n_matrix():
     """Fit plus evidence gradient at N = 4000 stays far below one N x N array (128 MB)."""
     import tracemalloc
     X, y = _xor(4000, seed=23)
-    GFITCClassifier(n_inducing=10, optimize=False, random_state=0).fit(X[:50], y[:50])
+    GFITCClassifier(n_inducing=10, optimizer=None, random_state=0).fit(X[:50], y[:50])
     tracemalloc.start()
     try:
         with pytest.warns(ConvergenceWarning, match="max_iter="):
@@ -471,7 +473,9 @@ def test_ard_fit_learns_irrelevant_dimension():
     X[:, 1] *= 3.0  # irrelevant, wide dimension
     y = np.where(X[:, 0] > 0, 1, -1)
     with pytest.warns(ConvergenceWarning, match="max_iter="):
-        clf = GFITCClassifier(n_inducing=5, ard=True, max_iter=15, random_state=0).fit(X, y)
+        # ARD from the data's spread per feature (what ard=True started from)
+        clf = GFITCClassifier(n_inducing=5, kernel=SquaredExponential(lengthscale=X.std(0)),
+                              max_iter=15, random_state=0).fit(X, y)
     assert clf.lengthscale_.shape == (2,)
     assert clf.lengthscale_[1] > 2 * clf.lengthscale_[0]
     assert clf.log_evidence_gradient_["lengthscale"].shape == (2,)
@@ -486,5 +490,5 @@ def test_fit_holds_openblas_at_one_thread_and_restores_it(schedule, pinned,
     seen = blas_threads_at_calls(G, "log_evidence_gradient")
     X, y = _xor(60, seed=5)
     with pytest.warns(ConvergenceWarning, match="max_iter="):
-        GFITCClassifier(n_inducing=5, max_iter=3, schedule=schedule, random_state=0).fit(X, y)
+        GFITCClassifier(n_inducing=5, max_iter=3, ep_schedule=schedule, random_state=0).fit(X, y)
     assert_pinned_during_optimisation(seen, pinned, openblas_at_two_threads())

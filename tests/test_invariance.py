@@ -3,7 +3,10 @@
 Every estimator at its defaults (with small sizes where the defaults would take long) is fitted
 on X and on X diag(a) + b, with per-feature scales a from 1e-3 to 1e3 and offsets b up to 1e6
 (ARD kernels), or one common scale (isotropic kernels), and must predict the same
-probabilities up to round-off. The inputs follow the data through :mod:`sparsegp._scaling`:
+probabilities up to round-off. The ARD cases give an ARD kernel whose start follows the data
+(``SquaredExponential(1.0, X.std(axis=0))``, searched without bounds: what ``ard=True`` was
+before the covariance moved into ``kernel``); the others run at the estimators' default kernels. The
+inputs follow the data through :mod:`sparsegp._scaling`:
 the fit runs on centred, scaled inputs (inducing-point models) or from a start set by the
 inputs' spread on centred inputs (EP, IVM, stagewise), so the only difference left is the
 rounding of X diag(a) + b itself, about eps * |b| / (a * spread) = 2e-16 * 1e6 / 1e-3 = 2e-7
@@ -29,6 +32,7 @@ from sparsegp.classification import (
     StagewiseGPClassifier,
 )
 from sparsegp.exceptions import ConvergenceWarning
+from sparsegp.kernels import UNBOUNDED, SquaredExponential
 
 #: per-feature scales and offsets of the ARD cases
 SCALES = np.array([1e-3, 1.0, 1e3])
@@ -55,13 +59,23 @@ def _multiclass_data(n=60, seed=1):
 
 
 def _proba_difference(make, X, y, Xt, a, b):
-    """Largest |p(X) - p(X diag(a) + b)| over the test rows and classes."""
+    """Largest |p(X) - p(X diag(a) + b)| over the test rows and classes.
+
+    ``make(X)`` builds the estimator for training inputs X.
+    """
     with warnings.catch_warnings():
         # short fits (small max_iter) may end before converging; that is not the point here
         warnings.simplefilter("ignore", ConvergenceWarning)
-        p0 = make().fit(X, y).predict_proba(Xt)
-        p1 = make().fit(X * a + b, y).predict_proba(Xt * a + b)
+        p0 = make(X).fit(X, y).predict_proba(Xt)
+        Xab = X * a + b
+        p1 = make(Xab).fit(Xab, y).predict_proba(Xt * a + b)
     return float(np.max(np.abs(p0 - p1)))
+
+
+def _ard(X):
+    """An ARD kernel starting at the spread of each feature, searched without bounds (what
+    ard=True was): bounds in the user's units would be a different box for X diag(a)."""
+    return SquaredExponential(1.0, X.std(axis=0), UNBOUNDED, UNBOUNDED)
 
 
 #: GFITC's differences below were measured at 20 CG steps (seed 000's budget, the default
@@ -72,32 +86,32 @@ GFITC_STEPS = 20
 
 #: (name, constructor, tolerance): about 100 times the largest difference measured (comment)
 BINARY = [
-    ("gfitc-ard", lambda: GFITCClassifier(n_inducing=8, ard=True, max_iter=GFITC_STEPS,
-                                          random_state=0), 1e-9),          # 8.4e-12
-    ("gfitc-iso", lambda: GFITCClassifier(n_inducing=8, max_iter=GFITC_STEPS, random_state=0),
-     3e-11),                                                               # 2.5e-13
+    ("gfitc-ard", lambda X: GFITCClassifier(n_inducing=8, kernel=_ard(X), max_iter=GFITC_STEPS,
+                                            random_state=0), 1e-9),        # 8.4e-12
+    ("gfitc-iso", lambda X: GFITCClassifier(n_inducing=8, max_iter=GFITC_STEPS,
+                                            random_state=0), 3e-11),       # 2.5e-13
     # EP is fitted in the user's units from a start that follows them (its kernel takes
     # differences, and CG in log l takes the same path): 20 CG steps amplify the rounding
-    ("ep-ard", lambda: EPClassifier(ard=True, random_state=0), 6e-5),      # 5.8e-7
-    ("ep-iso", lambda: EPClassifier(random_state=0), 3e-7),                # 2.7e-9
-    ("ivm-ard", lambda: IVMClassifier(n_active=30, ard=True, random_state=0),
-     3e-11),                                                               # 2.7e-13
-    ("ivm-iso", lambda: IVMClassifier(n_active=30, random_state=0), 1e-11),  # 6.4e-14
-    # optimize=False: with the eq. 4 optimisation the stagewise fit is not even stable under
+    ("ep-ard", lambda X: EPClassifier(kernel=_ard(X), random_state=0), 6e-5),   # 5.8e-7
+    ("ep-iso", lambda X: EPClassifier(random_state=0), 3e-7),                   # 2.7e-9
+    ("ivm-ard", lambda X: IVMClassifier(n_active=30, kernel=_ard(X), optimizer="validation",
+                                        random_state=0), 3e-11),           # 2.7e-13
+    ("ivm-iso", lambda X: IVMClassifier(n_active=30, random_state=0), 1e-11),  # 6.4e-14
+    # optimizer=None: with the eq. 4 optimisation the stagewise fit is not even stable under
     # X * 2 (exact in floating point; exp(log(2 l)) != 2 l in the last bit), which moved a
     # probability by 0.59 on these data -- a defect of its optimisation, not of the units
-    ("stagewise-ard", lambda: StagewiseGPClassifier(d_max=20, ard=True, optimize=False,
-                                                    random_state=0), 2e-11),   # 1.8e-13
-    ("stagewise-iso", lambda: StagewiseGPClassifier(d_max=20, optimize=False, random_state=0),
-     2e-12),                                                               # 1.2e-14
+    ("stagewise-ard", lambda X: StagewiseGPClassifier(d_max=20, kernel=_ard(X), optimizer=None,
+                                                      random_state=0), 2e-11),  # 1.8e-13
+    ("stagewise-iso", lambda X: StagewiseGPClassifier(d_max=20, optimizer=None,
+                                                      random_state=0), 2e-12),  # 1.2e-14
 ]
 
 MULTICLASS = [
-    ("mc-ep", lambda: MultiClassEPClassifier(n_inducing=6, max_iter=30, random_state=0),
+    ("mc-ep", lambda X: MultiClassEPClassifier(n_inducing=6, max_iter=30, random_state=0),
      3e-11),                                                               # 2.3e-13
-    ("mc-gfitc", lambda: MultiClassGFITCClassifier(n_inducing=6, max_iter=30, random_state=0),
-     2e-7),                                                                # 1.3e-9
-    ("mc-svgp", lambda: MultiClassSVGPClassifier(n_inducing=6, max_iter=30, random_state=0),
+    ("mc-gfitc", lambda X: MultiClassGFITCClassifier(n_inducing=6, max_iter=30,
+                                                     random_state=0), 2e-7),  # 1.3e-9
+    ("mc-svgp", lambda X: MultiClassSVGPClassifier(n_inducing=6, max_iter=30, random_state=0),
      5e-9),                                                                # 5.1e-11
 ]
 
@@ -139,7 +153,8 @@ def test_huge_offset_is_harmless():
     # (GFITC too). X + 1e9 is itself rounded to 1.2e-7, about 1e-7 of the features' spread;
     # measured differences 4.3e-8 (IVM), 2.9e-8 (stagewise), 1.3e-6 (GFITC)
     X, y, Xt = _binary_data()
-    for make in (lambda: IVMClassifier(n_active=30, random_state=0),
-                 lambda: StagewiseGPClassifier(d_max=20, optimize=False, random_state=0),
-                 lambda: GFITCClassifier(n_inducing=8, max_iter=GFITC_STEPS, random_state=0)):
+    for make in (lambda X: IVMClassifier(n_active=30, random_state=0),
+                 lambda X: StagewiseGPClassifier(d_max=20, optimizer=None, random_state=0),
+                 lambda X: GFITCClassifier(n_inducing=8, max_iter=GFITC_STEPS,
+                                           random_state=0)):
         assert _proba_difference(make, X, y, Xt, 1.0, 1e9) <= 1e-4

@@ -7,8 +7,10 @@ from scipy.special import log_ndtr, ndtri
 
 from reference.dense_ivm import dense_greedy_entropy, se_bias_kernel
 from sparsegp import IVMClassifier
-from sparsegp.classification._ivm import approx_log_likelihood, select_active_set
+from sparsegp.classification._ivm import (approx_log_likelihood, data_lengthscale,
+                                          select_active_set)
 from sparsegp.datasets import make_gp_classes, make_xor
+from sparsegp.kernels import ConstantKernel, SquaredExponential
 from sparsegp.metrics import error_rate
 
 
@@ -19,8 +21,8 @@ def _xor(n=60, seed=0):
 
 def test_entropy_selection_matches_dense_greedy():
     X, y = _xor(60, seed=1)
-    clf = IVMClassifier(n_active=20, lengthscale=1.3, variance=2.0, bias=0.2,
-                        bias_variance=0.1, random_state=3).fit(X, y)
+    clf = IVMClassifier(n_active=20, kernel=SquaredExponential(2.0, 1.3) + ConstantKernel(0.1),
+                        bias=0.2, random_state=3).fit(X, y)
     ypm = np.where(y == clf.classes_[1], 1.0, -1.0)
     K = se_bias_kernel(X, X, 2.0, 1.3, 0.1)
     # the first pick is a random tie-break (all scores tie per class at the prior); give it
@@ -44,7 +46,7 @@ def test_randomized_with_full_index_reproduces_full_greedy():
 def test_randomized_greedy_is_valid_and_deterministic():
     X, y = _xor(300, seed=4)
     kw = dict(n_active=40, randomized=dict(n_random=2, n_greedy=8, size=30, retain=0.5),
-              lengthscale=2.0, random_state=7)
+              kernel=SquaredExponential(1.0, 2.0), random_state=7)
     a = IVMClassifier(**kw).fit(X, y)
     b = IVMClassifier(**kw).fit(X, y)
     np.testing.assert_array_equal(a.active_set_, b.active_set_)
@@ -56,8 +58,8 @@ def test_randomized_greedy_is_valid_and_deterministic():
 
 def test_predictions_equal_dense_formula(rng):
     X, y = _xor(50, seed=5)
-    clf = IVMClassifier(n_active=15, lengthscale=1.1, variance=1.7, bias=-0.3,
-                        bias_variance=0.2, random_state=0).fit(X, y)
+    clf = IVMClassifier(n_active=15, kernel=SquaredExponential(1.7, 1.1) + ConstantKernel(0.2),
+                        bias=-0.3, random_state=0).fit(X, y)
     I = clf.active_set_[0]
     p, m = clf.site_precision_[0], clf.site_mean_[0]
     Xt = rng.normal(size=(30, 2)) * 2
@@ -103,8 +105,8 @@ def test_approx_log_likelihood_gradient(rng, ard):
 
 def test_optimize_improves_approximate_likelihood():
     X, y = _xor(120, seed=6)
-    clf = IVMClassifier(n_active=30, optimize=True, max_iter=2, lengthscale=1.0,
-                        random_state=0).fit(X, y)
+    clf = IVMClassifier(n_active=30, optimizer="evidence", max_iter=2,
+                        kernel=SquaredExponential(1.0, 1.0), random_state=0).fit(X, y)
     assert clf.n_iter_.tolist() == [2]
     assert clf.variance_[0] != 1.0 and clf.lengthscale_[0] != 1.0
     assert np.all(np.isfinite(clf.log_evidence_))
@@ -122,7 +124,10 @@ def test_bias_auto_and_selection_modes():
 
 def test_multiclass_one_vs_rest():
     X, y = make_gp_classes(90, n_classes=3, random_state=0)
-    clf = IVMClassifier(n_active=20, bias="auto", bias_variance=0.1, random_state=0).fit(X, y)
+    # the default kernel's start (a data-scaled length-scale) plus the bias variance 0.1
+    start = SquaredExponential(1.0, float(data_lengthscale(X, False)[0]))
+    clf = IVMClassifier(n_active=20, bias="auto", kernel=start + ConstantKernel(0.1),
+                        optimizer="validation", random_state=0).fit(X, y)
     assert clf.active_set_.shape == (3, 20) and clf.bias_.shape == (3,)
     P = clf.predict_proba(X)
     np.testing.assert_allclose(P.sum(axis=1), 1.0)
@@ -138,12 +143,14 @@ def test_multiclass_one_vs_rest():
 @pytest.mark.parametrize("kwargs, match", [
     (dict(n_active=61), "n_active"),
     (dict(n_active=0), "n_active"),
-    (dict(bias_variance=-0.1), "bias_variance"),
+    (dict(kernel=SquaredExponential() + ConstantKernel(-0.1)), "bias variance"),
+    (dict(kernel=SquaredExponential() + SquaredExponential()), "one stationary kernel"),
     (dict(bias="half"), "bias"),
     (dict(selection="best"), "selection"),
     (dict(randomized=dict(size=0)), "size"),
     (dict(randomized=dict(foo=1)), "unknown"),
-    (dict(lengthscale=-1.0), "lengthscale"),
+    (dict(kernel=SquaredExponential(1.0, -1.0)), "lengthscale"),
+    (dict(optimizer=True), "optimizer"),
 ])
 def test_bad_arguments(kwargs, match):
     X, y = _xor(60)
@@ -170,7 +177,8 @@ def test_xor_400_sixty_active_points():
     for s in range(5):
         X, y = make_xor(400, random_state=s)
         Xt, yt = make_xor(2000, random_state=100 + s)
-        clf = IVMClassifier(n_active=60, optimize=True, max_iter=4, random_state=s).fit(X, y)
+        clf = IVMClassifier(n_active=60, optimizer="evidence", max_iter=4,
+                            random_state=s).fit(X, y)
         errs.append(error_rate(yt, clf.predict(Xt)))
     print("xor N=400 d=60 test errors", errs, "mean", np.mean(errs))
     assert np.mean(errs) < 0.16

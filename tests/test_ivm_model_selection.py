@@ -13,6 +13,12 @@ from sklearn.preprocessing import StandardScaler
 from sparsegp import GFITCClassifier, IVMClassifier
 from sparsegp.classification._ivm import LENGTHSCALE_RANGE, data_lengthscale
 from sparsegp.exceptions import ConvergenceWarning
+from sparsegp.kernels import SquaredExponential
+
+
+def _data_start(X, variance=1.0):
+    """The default kernel's start (a data-scaled length-scale) at another variance."""
+    return SquaredExponential(variance, float(data_lengthscale(X, False)[0]))
 
 
 @pytest.fixture(scope="module")
@@ -31,7 +37,7 @@ def _fit_quiet(est, X, y):
 
 def test_optimize_does_not_end_at_flat_probabilities(cancer):
     Xtr, ytr, Xte, yte = cancer
-    clf = IVMClassifier(optimize=True, random_state=0).fit(Xtr, ytr)
+    clf = IVMClassifier(optimizer="evidence", random_state=0).fit(Xtr, ytr)
     ll = log_loss(yte, clf.predict_proba(Xte))
     assert ll < 0.3 < np.log(2)
     assert clf.lengthscale_[0] > 1.0         # not the l -> 0 limit (old fit: 0.34)
@@ -52,9 +58,9 @@ def test_start_is_scaled_to_the_data_and_explicit_start_is_kept(cancer):
     np.testing.assert_allclose(data_lengthscale(Xtr, False), np.sqrt(D), rtol=1e-12)
     np.testing.assert_allclose(data_lengthscale(3.0 * Xtr, True), 3.0 * np.sqrt(D),
                                rtol=1e-12)
-    clf = IVMClassifier(n_active=30, optimize=False, random_state=0).fit(Xtr, ytr)
+    clf = IVMClassifier(n_active=30, optimizer=None, random_state=0).fit(Xtr, ytr)
     assert clf.lengthscale_[0] == pytest.approx(np.sqrt(D)) and clf.variance_[0] == 1.0
-    given = IVMClassifier(n_active=30, lengthscale=2.5, variance=3.0,
+    given = IVMClassifier(n_active=30, kernel=SquaredExponential(3.0, 2.5),
                           random_state=0).fit(Xtr, ytr)
     assert (given.lengthscale_.tolist(), given.variance_.tolist(), given.n_iter_.tolist()) \
         == ([2.5], [3.0], [0])
@@ -63,10 +69,10 @@ def test_start_is_scaled_to_the_data_and_explicit_start_is_kept(cancer):
 def test_guard_keeps_the_fit_away_from_the_degenerate_limits(cancer):
     Xtr, ytr, _, _ = cancer
     ls0 = np.sqrt(Xtr.shape[1])
-    # a start far below the data scale: moved onto the guard box, with a warning saying why
-    with pytest.warns(UserWarning, match="guard box"):
-        clf = IVMClassifier(n_active=60, optimize=True, lengthscale=1e-3, max_iter=3,
-                            random_state=0).fit(Xtr, ytr)
+    # the guard box is the default kernel's, around its data-scaled start (a start of one's
+    # own comes with a kernel, whose own bounds box the search instead)
+    clf = IVMClassifier(n_active=60, optimizer="evidence", max_iter=3,
+                        random_state=0).fit(Xtr, ytr)
     lo, hi = LENGTHSCALE_RANGE
     assert lo * ls0 * (1 - 1e-9) <= clf.lengthscale_[0] <= hi * ls0 * (1 + 1e-9)
     assert clf.variance_[0] >= 1e-2 * (1 - 1e-9)
@@ -76,7 +82,7 @@ def test_guard_keeps_the_fit_away_from_the_degenerate_limits(cancer):
 
 def test_validation_search_is_reproducible_and_informative(cancer):
     Xtr, ytr, Xte, yte = cancer
-    kw = dict(n_active=40, optimize="validation", random_state=3,
+    kw = dict(n_active=40, optimizer="validation", random_state=3,
               validation_grid={"variance": [1.0, 10.0], "lengthscale": [0.5, 1.0, 2.0]})
     a = IVMClassifier(**kw).fit(Xtr, ytr)
     b = IVMClassifier(**kw).fit(Xtr, ytr)
@@ -87,7 +93,7 @@ def test_validation_search_is_reproducible_and_informative(cancer):
 
 
 @pytest.mark.parametrize("kwargs, match", [
-    (dict(optimize="sometimes"), "optimize"),
+    (dict(optimizer="sometimes"), "optimizer"),
     (dict(validation_fraction=1.0), "validation_fraction"),
     (dict(validation_grid={"noise": [1.0]}), "validation_grid"),
     (dict(validation_grid={"variance": [-1.0]}), "validation_grid"),
@@ -101,8 +107,8 @@ def test_bad_model_selection_arguments(cancer, kwargs, match):
 
 def test_bias_fit_is_finite_and_used(cancer):
     Xtr, ytr, Xte, yte = cancer
-    clf = IVMClassifier(n_active=40, bias="fit", optimize=False, variance=10.0,
-                        random_state=0).fit(Xtr, ytr)
+    clf = IVMClassifier(n_active=40, bias="fit", optimizer=None,
+                        kernel=_data_start(Xtr, 10.0), random_state=0).fit(Xtr, ytr)
     assert np.isfinite(clf.bias_[0]) and clf.bias_[0] != 0.0
     assert log_loss(yte, clf.predict_proba(Xte)) < 0.3
 
@@ -113,7 +119,7 @@ def test_warning_when_no_better_than_class_frequencies():
     y = (rng.random(120) < 0.3).astype(int)          # labels unrelated to X
     with pytest.warns(ConvergenceWarning, match="class frequencies"):
         # a vanishing signal variance: the collapse of the old defaults, flat probabilities
-        IVMClassifier(n_active=10, variance=1e-10, optimize=False,
+        IVMClassifier(n_active=10, kernel=_data_start(X, 1e-10), optimizer=None,
                       random_state=0).fit(X, y)
     # an informative fit stays silent
     X2 = rng.normal(size=(200, 2))

@@ -15,7 +15,7 @@ from sparsegp.classification._binary import pack_theta
 from sparsegp.classification._ivm import approx_log_likelihood, select_active_set
 from sparsegp.classification._stagewise import _inner_loop, nlp_eq4
 from sparsegp.datasets import make_xor
-from sparsegp.kernels import Matern, SquaredExponential, kernel_matrix
+from sparsegp.kernels import ConstantKernel, Matern, SquaredExponential, kernel_matrix
 
 #: family code -> kernel object factory (codes of sparsegp._numba.covfuncs)
 FAMILIES = [0, 1, 2, 3]
@@ -124,7 +124,7 @@ def test_ivm_predictions_and_evidence_match_dense(family):
     X, y = _xor(60, seed=5)
     Xt = np.random.default_rng(6).normal(size=(9, 2))
     ls = np.array([0.8, 1.2])
-    clf = IVMClassifier(n_active=14, kernel=_kernel(family, 1.7, ls), bias_variance=0.1,
+    clf = IVMClassifier(n_active=14, kernel=_kernel(family, 1.7, ls) + ConstantKernel(0.1),
                         bias=0.3, random_state=0).fit(X, y)
     Z = np.vstack([X, Xt])
     K = _K(Z, Z, family, 1.7, ls, 0.1)
@@ -137,8 +137,11 @@ def test_ivm_predictions_and_evidence_match_dense(family):
     G = K[np.ix_(a, a)] + np.diag(1.0 / p)
     ref = stats.multivariate_normal(np.zeros(a.size), G).logpdf(m)
     np.testing.assert_allclose(clf.log_evidence_, [ref], rtol=1e-10)
-    assert len(clf.kernel_) == 1 and type(clf.kernel_[0]) is type(_kernel(family, 1.0, 1.0))
-    np.testing.assert_array_equal(clf.kernel_[0].lengthscale, ls)
+    # kernel_: per task, the fitted stationary kernel plus the (never optimised) bias variance
+    assert len(clf.kernel_) == 1
+    assert type(clf.kernel_[0].k1) is type(_kernel(family, 1.0, 1.0))
+    np.testing.assert_array_equal(clf.kernel_[0].k1.lengthscale, ls)
+    assert clf.kernel_[0].k2.constant_value == 0.1
 
 
 @pytest.mark.parametrize("family", MATERN)
@@ -222,7 +225,7 @@ def test_nlp_eq4_value_and_log_gradient_matern(family, ard):
 def test_stagewise_predictions_match_dense(family):
     X, y = _xor(50, seed=2)
     Xt = np.random.default_rng(3).normal(size=(7, 2))
-    est = StagewiseGPClassifier(d_max=10, optimize=False, bias=0.2, random_state=0,
+    est = StagewiseGPClassifier(d_max=10, optimizer=None, bias=0.2, random_state=0,
                                 kernel=_kernel(family, 1.5, 0.7)).fit(X, y)
     Z = np.vstack([X, Xt])
     K = _K(Z, Z, family, 1.5, np.full(2, 0.7))
@@ -242,9 +245,9 @@ def test_both_fit_sklearn_constant_times_matern():
     X, y = _xor(120, seed=1)
     kern = sk.ConstantKernel() * sk.Matern(nu=1.5)
     before = kern.get_params()
-    ivm = IVMClassifier(n_active=30, kernel=kern, optimize=True, max_iter=2,
+    ivm = IVMClassifier(n_active=30, kernel=kern, optimizer="evidence", max_iter=2,
                         random_state=0).fit(X, y)
-    sw = StagewiseGPClassifier(d_max=20, kernel=kern, outer_iter=3, random_state=0).fit(X, y)
+    sw = StagewiseGPClassifier(d_max=20, kernel=kern, max_iter=3, random_state=0).fit(X, y)
     # the IVM's one binary task against the stagewise model's scalars
     for est, kernel, variance, lengthscale in ((ivm, ivm.kernel_[0], ivm.variance_[0],
                                                ivm.lengthscale_[0]),
@@ -262,8 +265,8 @@ def test_ivm_multiclass_kernel_is_one_per_class():
     rng = np.random.default_rng(0)
     X = rng.normal(size=(90, 2))
     y = np.digitize(X[:, 0] + 0.5 * X[:, 1], [-0.5, 0.5])
-    clf = IVMClassifier(n_active=15, kernel=Matern(1.0, [1.0, 0.8], nu=2.5), optimize=True,
-                        max_iter=1, random_state=0).fit(X, y)
+    clf = IVMClassifier(n_active=15, kernel=Matern(1.0, [1.0, 0.8], nu=2.5),
+                        optimizer="evidence", max_iter=1, random_state=0).fit(X, y)
     assert isinstance(clf.kernel_, list) and len(clf.kernel_) == 3
     for c, k in enumerate(clf.kernel_):
         assert isinstance(k, Matern) and k.nu == 2.5
@@ -272,14 +275,20 @@ def test_ivm_multiclass_kernel_is_one_per_class():
     assert clf.lengthscale_.shape == (3, 2)    # ARD comes from the kernel
 
 
-def test_default_kernel_is_the_legacy_se():
+def test_default_kernel_is_the_se_and_given_values_are_kept():
     X, y = _xor(60)
-    clf = IVMClassifier(n_active=10, variance=2.0, lengthscale=0.5, random_state=0).fit(X, y)
+    for est, kernel in ((IVMClassifier(n_active=10, optimizer=None, random_state=0),
+                         lambda e: e.kernel_[0]),
+                        (StagewiseGPClassifier(d_max=8, optimizer=None, random_state=0),
+                         lambda e: e.kernel_)):
+        assert isinstance(kernel(est.fit(X, y)), SquaredExponential)
+    clf = IVMClassifier(n_active=10, kernel=SquaredExponential(2.0, 0.5),
+                        random_state=0).fit(X, y)
     (kernel,) = clf.kernel_
     assert isinstance(kernel, SquaredExponential)
     assert (kernel.variance, kernel.lengthscale) == (2.0, 0.5)
-    sw = StagewiseGPClassifier(d_max=8, ard=True, lengthscale=[0.5, 0.9], optimize=False,
-                               random_state=0).fit(X, y)
+    sw = StagewiseGPClassifier(d_max=8, kernel=SquaredExponential(1.0, np.array([0.5, 0.9])),
+                               optimizer=None, random_state=0).fit(X, y)
     assert isinstance(sw.kernel_, SquaredExponential)
     np.testing.assert_array_equal(sw.kernel_.lengthscale, [0.5, 0.9])
 
@@ -287,30 +296,29 @@ def test_default_kernel_is_the_legacy_se():
 def test_fixed_parameters_stay_fixed():
     X, y = _xor(100, seed=3)
     k = Matern(1.0, 0.7, nu=0.5, lengthscale_bounds="fixed")
-    ivm = IVMClassifier(n_active=20, kernel=k, optimize=True, max_iter=1,
+    ivm = IVMClassifier(n_active=20, kernel=k, optimizer="evidence", max_iter=1,
                         random_state=0).fit(X, y)
-    sw = StagewiseGPClassifier(d_max=12, kernel=k, outer_iter=2, random_state=0).fit(X, y)
+    sw = StagewiseGPClassifier(d_max=12, kernel=k, max_iter=2, random_state=0).fit(X, y)
     for lengthscale, kernel, variance in ((ivm.lengthscale_[0], ivm.kernel_[0], ivm.variance_[0]),
                                           (sw.lengthscale_, sw.kernel_, sw.variance_)):
         assert lengthscale == 0.7 and kernel.lengthscale == 0.7
         assert variance != 1.0
     k = SquaredExponential(1.3, 0.9, variance_bounds="fixed", lengthscale_bounds="fixed")
-    ivm = IVMClassifier(n_active=20, kernel=k, optimize=True, random_state=0).fit(X, y)
+    ivm = IVMClassifier(n_active=20, kernel=k, optimizer="evidence", random_state=0).fit(X, y)
     assert (ivm.variance_.tolist(), ivm.lengthscale_.tolist(), ivm.n_iter_.tolist()) \
         == ([1.3], [0.9], [0])
-    sw = StagewiseGPClassifier(d_max=12, kernel=k, outer_iter=2, random_state=0).fit(X, y)
+    sw = StagewiseGPClassifier(d_max=12, kernel=k, max_iter=2, random_state=0).fit(X, y)
     assert (sw.variance_, sw.lengthscale_) == (1.3, 0.9)
 
 
 @pytest.mark.parametrize("cls,kw", [(IVMClassifier, dict(n_active=10)),
                                     (StagewiseGPClassifier, dict(d_max=8))])
 @pytest.mark.parametrize("legacy", [dict(lengthscale=2.0), dict(variance=0.5),
-                                    dict(ard=True)])
-def test_kernel_and_legacy_arguments_conflict(cls, kw, legacy):
-    X, y = _xor(40)
-    est = cls(kernel=sk.ConstantKernel() * sk.Matern(nu=1.5), **kw, **legacy)
-    with pytest.raises(ValueError, match="either as kernel or through"):
-        est.fit(X, y)
+                                    dict(ard=True), dict(optimize=False)])
+def test_legacy_covariance_arguments_are_gone(cls, kw, legacy):
+    # the covariance comes from one place, the kernel: the old names are refused
+    with pytest.raises(TypeError, match=next(iter(legacy))):
+        cls(kernel=sk.ConstantKernel() * sk.Matern(nu=1.5), **kw, **legacy)
 
 
 @pytest.mark.parametrize("cls,kw", [(IVMClassifier, dict(n_active=10)),
@@ -328,9 +336,9 @@ def test_unsupported_kernel_is_a_clear_error(cls, kw):
 def test_kernel_bounds_are_kept():
     X, y = _xor(100, seed=3)
     k = Matern(1.0, 0.55, nu=1.5, variance_bounds=(0.8, 1.25), lengthscale_bounds=(0.5, 0.6))
-    ivm = IVMClassifier(n_active=20, kernel=k, optimize=True, max_iter=2,
+    ivm = IVMClassifier(n_active=20, kernel=k, optimizer="evidence", max_iter=2,
                         random_state=0).fit(X, y)
-    sw = StagewiseGPClassifier(d_max=12, kernel=k, outer_iter=3, random_state=0).fit(X, y)
+    sw = StagewiseGPClassifier(d_max=12, kernel=k, max_iter=3, random_state=0).fit(X, y)
     for variance, lengthscale in ((ivm.variance_[0], ivm.lengthscale_[0]),
                                   (sw.variance_, sw.lengthscale_)):
         assert 0.8 * (1 - 1e-12) <= variance <= 1.25 * (1 + 1e-12)

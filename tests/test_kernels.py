@@ -146,7 +146,7 @@ def test_exact_regressor_equals_sklearn_gp(name, nu):
     theirs = GaussianProcessRegressor(_sklearns(name, nu, s2, ls) + sk.WhiteKernel(sn2),
                                       alpha=0.0, optimizer=None).fit(X, y)
     ours = SparseGPRegressor("exact", kernel=_sklearns(name, nu, s2, ls), noise_variance=sn2,
-                             optimize=False, normalize_y=False).fit(X, y)
+                             optimizer=None, normalize_y=False).fit(X, y)
     assert abs(ours.log_marginal_likelihood_ - theirs.log_marginal_likelihood_value_) < 1e-8
     m1, s1 = ours.predict(Xs, return_std=True)
     m2, s2_ = theirs.predict(Xs, return_std=True)
@@ -160,8 +160,8 @@ def test_exact_regressor_equals_sklearn_gp(name, nu):
 def test_sparse_with_z_equal_x_is_the_exact_gp(name, nu, method):
     X, y = _toy(1, n=25)
     kernel = _ours(name, nu, 1.1, np.array([0.9, 1.4]))
-    exact = SparseGPRegressor("exact", kernel=kernel, noise_variance=0.1, optimize=False)
-    sparse = SparseGPRegressor(method, kernel=kernel, noise_variance=0.1, optimize=False,
+    exact = SparseGPRegressor("exact", kernel=kernel, noise_variance=0.1, optimizer=None)
+    sparse = SparseGPRegressor(method, kernel=kernel, noise_variance=0.1, optimizer=None,
                                inducing_points=X, jitter=0.0)
     exact.fit(X, y)
     sparse.fit(X, y)
@@ -220,7 +220,8 @@ def test_fixed_hyperparameters_stay_fixed():
     assert gp.log_marginal_likelihood(None, eval_gradient=True)[1].shape == (2,)
 
 
-def test_kernel_and_legacy_arguments_conflict():
-    X, y = _toy(5, n=20)
-    with pytest.raises(ValueError, match="either as kernel or through"):
-        SparseGPRegressor("exact", kernel=SquaredExponential(), lengthscale=2.0).fit(X, y)
+def test_legacy_covariance_arguments_are_refused():
+    # the covariance comes from one place, the kernel: the old names are refused
+    for legacy in ("lengthscale", "variance", "ard", "optimize"):
+        with pytest.raises(TypeError, match=legacy):
+            SparseGPRegressor("exact", kernel=SquaredExponential(), **{legacy: 2.0})

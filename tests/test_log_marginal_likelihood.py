@@ -22,7 +22,7 @@ from sklearn.exceptions import NotFittedError
 import sparsegp
 from sparsegp.classification import _ep, _multiclass, _stagewise
 from sparsegp.datasets import make_gp_classes, make_regression_1d, make_xor
-from sparsegp.kernels import Matern
+from sparsegp.kernels import Matern, SquaredExponential
 
 STEP = 1e-5
 RTOL, ATOL = 1e-5, 1e-6
@@ -31,14 +31,16 @@ OFFSET = 0.2
 # name -> (constructor kwargs, problem kind); small problems, EP converged tightly
 CONFIGS = {
     "EPClassifier": (dict(max_iter=3, ep_tol=1e-10), "binary"),
-    "GFITCClassifier": (dict(n_inducing=5, max_iter=3, ep_tol=1e-10, schedule="sequential"),
+    "GFITCClassifier": (dict(n_inducing=5, max_iter=3, ep_tol=1e-10, ep_schedule="sequential"),
                         "binary"),
-    "GFITCClassifier-ard-parallel": (dict(n_inducing=5, max_iter=3, ep_tol=1e-10, ard=True),
+    "GFITCClassifier-ard-parallel": (dict(n_inducing=5, max_iter=3, ep_tol=1e-10,
+                                          kernel=SquaredExponential(1.0, np.ones(2))),
                                      "binary"),
-    "IVMClassifier": (dict(n_active=12, optimize=True, max_iter=2), "binary"),
-    "IVMClassifier-3-classes": (dict(n_active=12, optimize=True, max_iter=1, ard=True),
+    "IVMClassifier": (dict(n_active=12, optimizer="evidence", max_iter=2), "binary"),
+    "IVMClassifier-3-classes": (dict(n_active=12, optimizer="evidence", max_iter=1,
+                                     kernel=SquaredExponential(1.0, np.ones(2))),
                                 "multiclass"),
-    "StagewiseGPClassifier": (dict(d_max=8, outer_iter=2), "binary"),
+    "StagewiseGPClassifier": (dict(d_max=8, max_iter=2), "binary"),
     "MultiClassEPClassifier": (dict(n_inducing=4, max_iter=5), "multiclass"),
     "MultiClassEPClassifier-sep": (dict(method="sep", n_inducing=4, max_iter=5), "multiclass"),
     "MultiClassEPClassifier-minibatch": (dict(n_inducing=4, max_iter=2, batch_size=20),
@@ -52,8 +54,9 @@ CONFIGS = {
     "MultiClassSVGPClassifier-minibatch": (dict(n_inducing=4, max_iter=2, batch_size=20),
                                            "multiclass"),
     "SparseGPRegressor": (dict(n_inducing=6, max_iter=5), "regression"),
-    "SparseGPRegressor-vfe-ard": (dict(approximation="vfe", n_inducing=6, max_iter=5, ard=True,
-                                       lengthscale=[1.0, 2.0]), "regression"),
+    "SparseGPRegressor-vfe-ard": (dict(approximation="vfe", n_inducing=6, max_iter=5,
+                                       kernel=SquaredExponential(1.0, np.array([1.0, 2.0]))),
+                                  "regression"),
 }
 ESTIMATORS = sorted(n for n in sparsegp.__all__ if n[0].isupper())
 
@@ -160,9 +163,11 @@ def test_theta_is_in_the_users_units():
     # GFITC fits on scaled inputs: theta_ holds the user's length-scales, and the evidence
     # at a theta does not depend on the units of X
     X, y = make_xor(50, random_state=1)
-    a = sparsegp.GFITCClassifier(n_inducing=5, max_iter=2, ep_tol=1e-10, ard=True,
-                                 random_state=0)
-    b = sparsegp.GFITCClassifier(n_inducing=5, max_iter=2, ep_tol=1e-10, ard=True,
+    # ARD starts in each fit's own units (ten times larger for 10 X), i.e. one model-unit start
+    a = sparsegp.GFITCClassifier(n_inducing=5, max_iter=2, ep_tol=1e-10,
+                                 kernel=SquaredExponential(1.0, np.ones(2)), random_state=0)
+    b = sparsegp.GFITCClassifier(n_inducing=5, max_iter=2, ep_tol=1e-10,
+                                 kernel=SquaredExponential(1.0, np.full(2, 10.0)),
                                  random_state=0)
     with _quiet():
         a.fit(X, y)
@@ -196,12 +201,12 @@ def _failing_fits(monkeypatch):
     # stagewise: a failure after the attributes of the kept model are set
     monkeypatch.setattr(_stagewise, "_predictor", boom)
     return {
-        "EPClassifier": (sparsegp.EPClassifier(optimize=False), Xb, yb),
+        "EPClassifier": (sparsegp.EPClassifier(optimizer=None), Xb, yb),
         # classes_ is set before the check of n_inducing against the rows
         "GFITCClassifier": (sparsegp.GFITCClassifier(n_inducing=100), Xb, yb),
         # too few rows left for the validation search, found after classes_ is set
         "IVMClassifier": (sparsegp.IVMClassifier(n_active=5, validation_fraction=0.97), Xb, yb),
-        "StagewiseGPClassifier": (sparsegp.StagewiseGPClassifier(d_max=5, outer_iter=1),
+        "StagewiseGPClassifier": (sparsegp.StagewiseGPClassifier(d_max=5, max_iter=1),
                                   Xb, yb),
         "MultiClassEPClassifier": (sparsegp.MultiClassEPClassifier(
             n_inducing=3, max_iter=2, callback=callback), Xm, ym),
@@ -257,8 +262,9 @@ def test_ivm_attribute_types_do_not_depend_on_the_classes(ard):
     Xb, yb = make_xor(40, random_state=0)
     Xm, ym = make_gp_classes(45, n_classes=3, random_state=0)
     with _quiet():
-        two = sparsegp.IVMClassifier(n_active=8, ard=ard, random_state=0).fit(Xb, yb)
-        three = sparsegp.IVMClassifier(n_active=8, ard=ard, random_state=0).fit(Xm, ym)
+        kernel = SquaredExponential(1.0, np.ones(2)) if ard else None
+        two = sparsegp.IVMClassifier(n_active=8, kernel=kernel, random_state=0).fit(Xb, yb)
+        three = sparsegp.IVMClassifier(n_active=8, kernel=kernel, random_state=0).fit(Xm, ym)
     for name in IVM_ATTRIBUTES:
         a, b = getattr(two, name), getattr(three, name)
         assert type(a) is type(b), name

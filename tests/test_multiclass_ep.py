@@ -10,6 +10,7 @@ from reference.dense_multiclass import brute_force_log_evidence, dense_ep
 from sparsegp._numba import multiclass as nbmc
 from sparsegp.classification import _multiclass as mce
 from sparsegp.classification import _multiclass_common as mc
+from sparsegp.kernels import SquaredExponential
 
 
 def _problem(seed, N, C, M, D, noise=None):
@@ -315,15 +316,15 @@ def test_two_classes_z_equals_x_matches_gfitc_and_dense_binary_ep():
 
     def gfitc_log_z(var):
         est = sparsegp.MultiClassGFITCClassifier(
-            inducing_points=Z, lengthscale=ls, variance=var, noise=noi, noise_in_kuu=False,
-            jitter=jit, max_iter=0, ep_tol=1e-12)
+            inducing_points=Z, kernel=[SquaredExponential(v, l) for v, l in zip(var, ls)],
+            noise_variance=noi, noise_in_kuu=False, jitter=jit, max_iter=0, ep_tol=1e-12)
         return est.fit(X, y).log_evidence_
 
     var = np.array([1.3, 0.7])
     assert ep_log_z(var) == pytest.approx(gfitc_log_z(var), abs=1e-8)
     var0 = np.array([1.3, 1e-300])  # class 2 has no signal: q(u_2) stays at its prior
-    binary = sparsegp.EPClassifier(lengthscale=ls[0], variance=1.3, ard=True, jitter=0.0,
-                                   optimize=False, ep_tol=1e-12, max_sweeps=1000).fit(X, y)
+    binary = sparsegp.EPClassifier(kernel=SquaredExponential(1.3, ls[0]), jitter=0.0,
+                                   optimizer=None, ep_tol=1e-12, ep_max_sweeps=1000).fit(X, y)
     lz0 = ep_log_z(var0)
     assert lz0 == pytest.approx(binary.log_evidence_, abs=1e-8)
     assert lz0 == pytest.approx(gfitc_log_z(var0), abs=1e-8)

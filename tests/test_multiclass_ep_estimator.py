@@ -4,6 +4,7 @@ import pytest
 
 from sparsegp.classification import MultiClassEPClassifier
 from sparsegp.datasets import make_gp_classes
+from sparsegp.kernels import SquaredExponential
 
 
 @pytest.fixture(scope="module")
@@ -73,8 +74,11 @@ def test_bad_batch_size_raises(gp3, bad):
 
 
 @pytest.mark.parametrize("param, value", [("method", "vi"), ("init", "grid"),
-                                          ("damping", 0.0), ("max_iter", 0),
-                                          ("learning_rate", -1.0), ("noise", -1.0)])
+                                          ("ep_damping", 0.0), ("max_iter", 0),
+                                          ("learning_rate", -1.0), ("noise_variance", -1.0),
+                                          ("noise_variance_bounds", (2.0, 1.0)),
+                                          ("optimizer", "lbfgs"),
+                                          ("optimizer", "adam")])    # batch mode: "sign"
 def test_bad_parameters_raise(gp3, param, value):
     with pytest.raises(ValueError, match=param):
         MultiClassEPClassifier(**{"max_iter": 1, param: value}).fit(gp3[0], gp3[1])
@@ -106,10 +110,11 @@ def test_batch_fit_learns_and_exposes_attributes(gp3, method):
     assert np.allclose(est2.fit(X, y).predict_proba(Xt), P)
 
 
-def test_learn_hyperparameters_false_moves_only_inducing_inputs(gp3):
+def test_fixed_kernel_and_noise_move_only_inducing_inputs(gp3):
     X, y = gp3[0], gp3[1]
-    est = MultiClassEPClassifier(n_inducing=4, max_iter=5, lengthscale=0.4, variance=2.0,
-                                 noise=0.1, learn_hyperparameters=False, random_state=0)
+    kernel = SquaredExponential(2.0, np.full(X.shape[1], 0.4), "fixed", "fixed")
+    est = MultiClassEPClassifier(n_inducing=4, max_iter=5, kernel=kernel, noise_variance=0.1,
+                                 noise_variance_bounds="fixed", random_state=0)
     est.fit(X, y)
     assert np.allclose(est.lengthscale_, 0.4) and np.allclose(est.variance_, 2.0)
     assert np.allclose(est.noise_, 0.1)

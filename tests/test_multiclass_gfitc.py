@@ -10,6 +10,7 @@ from reference.dense_multiclass_baselines import (
     dense_multiclass_ep, fitc_prior, se_dense,
 )
 from sparsegp import MultiClassGFITCClassifier
+from sparsegp.kernels import SquaredExponential
 from sparsegp.metrics import mean_nlp
 from sparsegp._numba.multiclass_gfitc import gfitc_parallel_update
 from sparsegp.classification._multiclass_gfitc import (
@@ -356,8 +357,11 @@ def test_estimator_inducing_only_and_inputs_untouched():
     X, y = _toy(40, seed=1)
     X0 = X.copy()
     X.setflags(write=False)
-    est = MultiClassGFITCClassifier(n_inducing=4, max_iter=5, learn_hyperparameters=False,
-                                    variance=2.0, random_state=1).fit(X, y)
+    # only the inducing inputs move: the kernel and the noise are held
+    est = MultiClassGFITCClassifier(n_inducing=4, max_iter=5, noise_variance_bounds="fixed",
+                                    kernel=SquaredExponential(2.0, np.ones(X.shape[1]),
+                                                              "fixed", "fixed"),
+                                    random_state=1).fit(X, y)
     np.testing.assert_array_equal(est.variance_, 2.0)
     np.testing.assert_array_equal(X, X0)
 
@@ -456,8 +460,9 @@ def test_predict_latent_matches_dense_fitc_predictive():
     X, y, hyp = _problem(6)
     C, M, D = hyp.Z.shape
     var, noise, ls = np.exp(hyp.log_variance), np.exp(hyp.log_noise), np.exp(hyp.log_lengthscale)
-    est = MultiClassGFITCClassifier(inducing_points=hyp.Z, variance=var, noise=noise,
-                                    lengthscale=ls, jitter=JITTER, max_iter=0, ep_tol=1e-12)
+    est = MultiClassGFITCClassifier(inducing_points=hyp.Z, noise_variance=noise,
+                                    kernel=[SquaredExponential(v, l) for v, l in zip(var, ls)],
+                                    jitter=JITTER, max_iter=0, ep_tol=1e-12)
     est.fit(X, y)
     ref = dense_multiclass_ep(_dense_fitc(X, hyp, True), y)
     Xt = np.random.default_rng(1).normal(size=(7, 2))

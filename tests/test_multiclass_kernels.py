@@ -183,18 +183,24 @@ def test_sklearn_matern_kernel_fits_and_exposes_kernel_(method):
     np.testing.assert_allclose(Ks, ref, rtol=1e-12)
 
 
-def test_ard_se_kernel_reproduces_the_legacy_arguments():
-    """kernel=SquaredExponential(1, l * ones(D)) starts and steps exactly as lengthscale=l
-    (wide bounds never bind), and the default kernel_ is one SE-ARD kernel per class."""
+def test_ard_se_kernel_steps_as_the_unbounded_one_and_as_a_list_of_it():
+    """kernel=SquaredExponential(1, l * ones(D)) starts and steps exactly as the same kernel
+    searched without bounds (wide bounds never bind) and as a list of it, one per class; the
+    kernel_ is one SE-ARD kernel per class."""
     X, y = _data(seed=1)
     kw = dict(n_inducing=5, max_iter=10, random_state=3)
-    legacy = MultiClassEPClassifier(lengthscale=1.3, **kw).fit(X, y)
-    given = MultiClassEPClassifier(kernel=K.SquaredExponential(1.0, np.full(2, 1.3)),
-                                   **kw).fit(X, y)
-    assert given.log_evidence_ == pytest.approx(legacy.log_evidence_, rel=1e-12, abs=1e-12)
-    np.testing.assert_allclose(given.predict_proba(X), legacy.predict_proba(X), rtol=1e-10,
-                               atol=1e-12)
-    for est in (legacy, given):
+    start = np.full(2, 1.3)
+    unbounded = MultiClassEPClassifier(kernel=K.SquaredExponential(1.0, start, K.UNBOUNDED,
+                                                                   K.UNBOUNDED), **kw).fit(X, y)
+    given = MultiClassEPClassifier(kernel=K.SquaredExponential(1.0, start), **kw).fit(X, y)
+    listed = MultiClassEPClassifier(kernel=[K.SquaredExponential(1.0, start)] * 3,
+                                    **kw).fit(X, y)
+    for other in (given, listed):
+        assert other.log_evidence_ == pytest.approx(unbounded.log_evidence_, rel=1e-12,
+                                                    abs=1e-12)
+        np.testing.assert_allclose(other.predict_proba(X), unbounded.predict_proba(X),
+                                   rtol=1e-10, atol=1e-12)
+    for est in (unbounded, given, listed):
         assert [type(k) for k in est.kernel_] == [K.SquaredExponential] * 3
         np.testing.assert_allclose(np.stack([k.lengthscale for k in est.kernel_]),
                                    est.lengthscale_, rtol=1e-12)
@@ -221,12 +227,26 @@ def test_minibatch_fit_with_a_kernel():
 
 
 @pytest.mark.parametrize("legacy", [dict(lengthscale=1.0), dict(variance=2.0),
-                                    dict(lengthscale=np.ones(2))])
-def test_kernel_and_legacy_covariance_arguments_conflict(legacy):
+                                    dict(noise=0.5), dict(learn_hyperparameters=False),
+                                    dict(damping=0.5)])
+def test_legacy_arguments_are_refused(legacy):
+    # the covariance comes from one place, the kernel: the old names are refused
+    with pytest.raises(TypeError, match=next(iter(legacy))):
+        MultiClassEPClassifier(kernel=K.SquaredExponential(), max_iter=2, **legacy)
+
+
+def test_a_list_of_kernels_is_one_per_class():
     X, y = _data()
-    est = MultiClassEPClassifier(kernel=K.SquaredExponential(), max_iter=2, **legacy)
-    with pytest.raises(ValueError, match="either as kernel"):
-        est.fit(X, y)
+    se = K.SquaredExponential
+    per_class = [se(1.0, [1.0, 1.2]), se(2.0, [0.8, 1.0]), se(0.5, [1.5, 1.5])]
+    est = MultiClassEPClassifier(kernel=per_class, n_inducing=5, max_iter=1,
+                                 random_state=0).fit(X, y)
+    np.testing.assert_allclose(est.variance_, [1.0, 2.0, 0.5], rtol=1e-12)   # not a step yet
+    assert [k.variance for k in est.kernel_] == list(est.variance_)
+    for kernel, match in ((per_class[:2], "2 kernels"), ([se(), K.Matern()], "one family"),
+                          ([se(1.0, [1.0, 1.0]), se(), se()], "all ARD")):
+        with pytest.raises(ValueError, match=match):
+            MultiClassEPClassifier(kernel=kernel, max_iter=1).fit(X, y)
 
 
 def test_unsupported_kernels_are_value_errors():
@@ -331,8 +351,8 @@ def test_baselines_fit_a_sklearn_matern_kernel(name):
         assert k.variance == pytest.approx(est.variance_[c], rel=1e-12)
         assert k.lengthscale == pytest.approx(est.lengthscale_[c, 0], rel=1e-12)
     assert est.score(X, y) > 0.8
-    with pytest.raises(ValueError, match="either as kernel"):
-        getattr(sparsegp, name)(kernel=kernel, lengthscale=1.0, max_iter=1).fit(X, y)
+    with pytest.raises(TypeError, match="lengthscale"):
+        getattr(sparsegp, name)(kernel=kernel, lengthscale=1.0, max_iter=1)
 
 
 def test_svgp_minibatch_with_fixed_variance():

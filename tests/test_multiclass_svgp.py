@@ -6,6 +6,7 @@ import pytest
 
 from reference.dense_multiclass_baselines import log_marginal_mc, svgp_elbo_dense
 from sparsegp import MultiClassSVGPClassifier
+from sparsegp.kernels import SquaredExponential
 from sparsegp.metrics import mean_nlp
 from sparsegp.classification._multiclass_gfitc import _Hyper
 from sparsegp.classification._multiclass_svgp import _Variational, gauss_hermite, svgp_elbo
@@ -88,8 +89,9 @@ def test_elbo_bounds_monte_carlo_marginal_likelihood():
     N, D, C = 5, 1, 3
     X = np.linspace(-2, 2, N)[:, None]
     y = np.array([0, 0, 1, 2, 2])
-    est = MultiClassSVGPClassifier(n_inducing=3, learn_hyperparameters=False, lengthscale=1.0,
-                                   variance=2.0, noise=0.1, max_iter=100, random_state=0)
+    est = MultiClassSVGPClassifier(n_inducing=3, noise_variance=0.1,
+                                   kernel=SquaredExponential(2.0, np.ones(D), "fixed", "fixed"),
+                                   noise_variance_bounds="fixed", max_iter=100, random_state=0)
     est.fit(X, y)
     logp = log_marginal_mc(X, y, np.full(C, 2.0), np.full(C, 0.1), np.ones((C, D)), EPS,
                            n_samples=400000, rng=rng)

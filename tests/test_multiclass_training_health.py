@@ -6,6 +6,7 @@ from sklearn.datasets import make_classification
 
 import sparsegp
 from sparsegp.exceptions import ConvergenceWarning
+from sparsegp.kernels import SquaredExponential
 
 ESTIMATORS = ["MultiClassEPClassifier", "MultiClassSVGPClassifier"]
 
@@ -23,7 +24,8 @@ def test_unit_lengthscales_in_many_dimensions_are_rescued(name):
     X, y, Xt, yt = _many_features()
     kw = dict(n_inducing=10, max_iter=30, random_state=0)
     with pytest.warns(ConvergenceWarning, match="vanish"):
-        poor = getattr(sparsegp, name)(lengthscale=1.0, **kw).fit(X, y)
+        poor = getattr(sparsegp, name)(kernel=SquaredExponential(1.0, np.ones(X.shape[1])),
+                                       **kw).fit(X, y)
     good = getattr(sparsegp, name)(**kw).fit(X, y)          # median heuristic
     err_poor = np.mean(poor.predict(Xt) != yt)
     err_good = np.mean(good.predict(Xt) != yt)
@@ -33,8 +35,9 @@ def test_unit_lengthscales_in_many_dimensions_are_rescued(name):
 
 def test_a_sane_start_is_left_alone():
     X, y, _, _ = _many_features()
+    held = SquaredExponential(1.0, np.full(X.shape[1], 8.0), "fixed", "fixed")
     est = sparsegp.MultiClassEPClassifier(method="sep", n_inducing=10, max_iter=10,
-                                          lengthscale=8.0, learn_hyperparameters=False,
+                                          kernel=held, noise_variance_bounds="fixed",
                                           random_state=0).fit(X, y)
     np.testing.assert_allclose(est.lengthscale_, 8.0, rtol=1e-12)   # exp(log 8) round trip
 
@@ -44,7 +47,6 @@ def test_training_no_better_than_the_class_frequencies_warns():
     X = rng.standard_normal((150, 2))
     y = rng.permutation(np.repeat([0, 1, 2], [110, 25, 15]))   # labels carry no signal
     est = sparsegp.MultiClassEPClassifier(method="sep", n_inducing=5, max_iter=10,
-                                          noise=1e3, learn_hyperparameters=False,
-                                          random_state=0)
+                                          noise_variance=1e3, optimizer=None, random_state=0)
     with pytest.warns(ConvergenceWarning, match="no better than always predicting"):
         est.fit(X, y)

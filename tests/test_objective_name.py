@@ -11,7 +11,7 @@ SMALL = {
     "GFITCClassifier": dict(n_inducing=5, max_iter=2),
     "EPClassifier": dict(max_iter=2),
     "IVMClassifier": dict(n_active=10),
-    "StagewiseGPClassifier": dict(d_max=5, outer_iter=2),
+    "StagewiseGPClassifier": dict(d_max=5, max_iter=2),
     "MultiClassEPClassifier": dict(n_inducing=5, max_iter=3),
     "MultiClassGFITCClassifier": dict(n_inducing=5, max_iter=2),
     "MultiClassSVGPClassifier": dict(n_inducing=5, max_iter=3),

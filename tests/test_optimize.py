@@ -14,6 +14,7 @@ from sparsegp._optimize import (
 )
 from sparsegp.datasets import make_regression_1d, make_xor
 from sparsegp.exceptions import ConvergenceWarning
+from sparsegp.kernels import SquaredExponential
 
 
 def _quadratic(centre, curvature=1.0):
@@ -171,10 +172,10 @@ def test_no_warning_when_the_optimiser_converges():
 
 def test_optimizer_none_leaves_theta_unchanged():
     X, y = make_regression_1d(80, random_state=0)
-    kw = dict(n_inducing=6, lengthscale=0.7, variance=1.3, noise_variance=0.2,
+    kw = dict(n_inducing=6, kernel=SquaredExponential(1.3, 0.7), noise_variance=0.2,
               random_state=0)
     fixed = SparseGPRegressor("fitc", optimizer=None, **kw).fit(X, y)
-    off = SparseGPRegressor("fitc", optimize=False, **kw).fit(X, y)
+    off = SparseGPRegressor("fitc", max_iter=0, **kw).fit(X, y)
     assert fixed.n_iter_ == 0
     assert fixed.lengthscale_ == 0.7 and fixed.variance_ == pytest.approx(1.3 * y.var())
     assert fixed.log_marginal_likelihood_ == off.log_marginal_likelihood_
@@ -182,9 +183,9 @@ def test_optimizer_none_leaves_theta_unchanged():
 
     Xc, yc = make_xor(60, random_state=1)
     for cls, extra in ((EPClassifier, {}), (GFITCClassifier, dict(n_inducing=4))):
-        a = cls(optimizer=None, lengthscale=0.8, variance=1.5, bias=0.1, random_state=0,
+        a = cls(optimizer=None, kernel=SquaredExponential(1.5, 0.8), bias=0.1, random_state=0,
                 **extra).fit(Xc, yc)
-        b = cls(optimize=False, lengthscale=0.8, variance=1.5, bias=0.1, random_state=0,
+        b = cls(max_iter=0, kernel=SquaredExponential(1.5, 0.8), bias=0.1, random_state=0,
                 **extra).fit(Xc, yc)
         assert (a.lengthscale_, a.variance_, a.bias_, a.n_iter_) == (0.8, 1.5, 0.1, 0)
         assert a.log_evidence_ == b.log_evidence_

@@ -81,11 +81,6 @@ def test_label_and_parameter_checks():
         v.check_binary_labels(np.array([0, 1, 2]))
     with pytest.raises(ValueError, match="variance must be positive"):
         v.check_positive(-1.0, "variance")
-    np.testing.assert_array_equal(v.check_lengthscale(2.0, 3, ard=False), [2.0, 2.0, 2.0])
-    with pytest.raises(ValueError, match="ard=True"):
-        v.check_lengthscale([1.0, 2.0], 2, ard=False)
-    with pytest.raises(ValueError, match="shape"):
-        v.check_lengthscale([1.0, 2.0], 3, ard=True)
     with pytest.raises(ValueError, match="must be one of"):
         v.check_option("bfgs", "optimizer", ("cg", "lbfgs"))
     g1 = v.check_random_state(3).standard_normal(3)

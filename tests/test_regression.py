@@ -7,6 +7,7 @@ from conftest import assert_pinned_during_optimisation
 
 from sparsegp import SparseGPRegressor
 from sparsegp.exceptions import ConvergenceWarning, JitterWarning
+from sparsegp.kernels import SquaredExponential
 from sparsegp.regression import _base
 
 from reference import dense_regression as ref
@@ -27,8 +28,9 @@ def _problem(seed=0, N=40, D=2, M=6):
 
 def _fixed(method, Z, ls, blocks, ard=True, jitter=JIT):
     # the dense references are zero-mean GPs of y as given
-    return SparseGPRegressor(method, inducing_points=Z, lengthscale=ls, variance=S2,
-                             noise_variance=SN2, ard=ard, jitter=jitter, optimize=False,
+    kernel = SquaredExponential(S2, np.asarray(ls, dtype=float) if ard else float(ls))
+    return SparseGPRegressor(method, inducing_points=Z, kernel=kernel, noise_variance=SN2,
+                             jitter=jitter, optimizer=None,
                              blocks=blocks if method == "pitc" else None, normalize_y=False)
 
 
@@ -283,8 +285,9 @@ def test_optimisation_improves_evidence(method):
     rng = np.random.default_rng(9)
     X = rng.uniform(-3, 3, size=(60, 1))
     y = np.sin(2 * X[:, 0]) + 0.1 * rng.normal(size=60)
-    kw = dict(n_inducing=8, lengthscale=3.0, noise_variance=0.5, random_state=0)
-    start = SparseGPRegressor(method, optimize=False, **kw).fit(X, y)
+    kw = dict(n_inducing=8, kernel=SquaredExponential(1.0, 3.0), noise_variance=0.5,
+              random_state=0)
+    start = SparseGPRegressor(method, optimizer=None, **kw).fit(X, y)
     # enough iterations to converge (FITC moving Z needs ~380), so no ConvergenceWarning
     fit = SparseGPRegressor(method, max_iter=500, **kw).fit(X, y)
     assert fit.log_marginal_likelihood_ > start.log_marginal_likelihood_ + 1.0
@@ -304,7 +307,7 @@ def test_cg_restarts_greedy_kmeans_and_reproducibility():
                                   n_restarts=1, random_state=3).fit(X, y)
         np.testing.assert_array_equal(a.inducing_points_, b.inducing_points_)
         assert a.log_marginal_likelihood_ == b.log_marginal_likelihood_
-    sod = SparseGPRegressor("sod", n_inducing=10, init="greedy", optimize=False,
+    sod = SparseGPRegressor("sod", n_inducing=10, init="greedy", optimizer=None,
                             random_state=0).fit(X, y)
     assert sod.subset_indices_.size == 10 and np.unique(sod.subset_indices_).size == 10
 
@@ -320,7 +323,7 @@ def test_greedy_selection_picks_worst_explained_point():
 # ---------------------------------------------------------------- bad input, jitter
 def test_bad_input_raises_clear_value_errors():
     X, y, Z, ls, _ = _problem()
-    gp = SparseGPRegressor("fitc", n_inducing=5, optimize=False)
+    gp = SparseGPRegressor("fitc", n_inducing=5, optimizer=None)
     Xn = X.copy()
     Xn[0, 0] = np.nan
     with pytest.raises(ValueError, match="NaN"):
@@ -353,14 +356,14 @@ def test_duplicate_inducing_inputs_are_handled_by_jitter():
     X, y, Z, ls, _ = _problem()
     Zd = np.vstack([Z, Z[:3]])
     with pytest.warns(JitterWarning, match="jitter"):
-        gp = SparseGPRegressor("fitc", inducing_points=Zd, lengthscale=ls, ard=True,
-                               jitter=0.0, optimize=False).fit(X, y)
+        gp = SparseGPRegressor("fitc", inducing_points=Zd, kernel=SquaredExponential(1.0, ls),
+                               jitter=0.0, optimizer=None).fit(X, y)
     assert gp.jitter_ > 0
     assert np.isfinite(gp.log_marginal_likelihood_)
     assert np.all(np.isfinite(gp.predict(X[:5], return_std=True)))
     # the default jitter copes with duplicates silently
-    SparseGPRegressor("fitc", inducing_points=Zd, lengthscale=ls, ard=True,
-                      optimize=False).fit(X, y)
+    SparseGPRegressor("fitc", inducing_points=Zd, kernel=SquaredExponential(1.0, ls),
+                      optimizer=None).fit(X, y)
 
 
 # ---------------------------------------------------------------- plotting and figure
@@ -371,8 +374,8 @@ def test_plot_regression_1d_draws_band_data_and_inducing():
     rng = np.random.default_rng(11)
     X = rng.uniform(0, 6, size=(30, 1))
     y = np.sin(X[:, 0])
-    gp = SparseGPRegressor("dtc", inducing_points=X[:4], lengthscale=0.5,
-                           optimize=False).fit(X, y)
+    gp = SparseGPRegressor("dtc", inducing_points=X[:4], kernel=SquaredExponential(1.0, 0.5),
+                           optimizer=None).fit(X, y)
     ax = plot_regression_1d(gp, X, y, n_points=50, augment=True)
     labels = [line.get_label() for line in ax.get_lines()]
     assert {"data", "mean", "± 2σ", "inducing"} <= set(labels)
@@ -473,7 +476,7 @@ def test_median_split_blocks_partition_and_balance():
     assert np.array_equal(np.sort(np.concatenate(blocks)), np.arange(1000))
     sizes = np.array([b.size for b in blocks])
     assert sizes.max() <= 64 and sizes.min() >= 32
-    gp = SparseGPRegressor("pitc", n_inducing=20, optimize=False, random_state=0).fit(
+    gp = SparseGPRegressor("pitc", n_inducing=20, optimizer=None, random_state=0).fit(
         X[:200], np.sin(X[:200, 0]))
     assert all(10 <= b.size <= 20 for b in gp.blocks_)
 

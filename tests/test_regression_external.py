@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from sparsegp import SparseGPRegressor
+from sparsegp.kernels import SquaredExponential
 from sparsegp.regression import _base
 
 pytestmark = [
@@ -57,8 +58,8 @@ def test_against_gpy_sparse(name, method, abs_jitter):
     assert _rel(m.Z.gradient, g["inducing_points"]) <= 1e-8
     # s² gradient: GPy's jitter is absolute, ours scales with s² -> differs by the jitter term
     assert _rel(m.kern.variance.gradient, g["variance"]) <= 1e-4
-    gp = SparseGPRegressor(method, inducing_points=Z, lengthscale=LS, ard=True, variance=S2,
-                           noise_variance=SN2, jitter=jit, optimize=False).fit(X, y)
+    gp = SparseGPRegressor(method, inducing_points=Z, kernel=SquaredExponential(S2, LS),
+                           noise_variance=SN2, jitter=jit, optimizer=None).fit(X, y)
     mean, std = gp.predict(Xs, return_std=True)
     mu, var = m.predict_noiseless(Xs)
     assert _rel(mean, mu) <= 1e-10 and _rel(std ** 2, var) <= 1e-10
@@ -69,8 +70,8 @@ def test_against_gpy_exact():
     X, y, _, Xs = _data()
     m = GPy.models.GPRegression(X, y[:, None], GPy.kern.RBF(3, variance=S2, lengthscale=LS,
                                                              ARD=True), noise_var=SN2)
-    gp = SparseGPRegressor("exact", lengthscale=LS, ard=True, variance=S2,
-                           noise_variance=SN2 + 1e-8, optimize=False).fit(X, y)
+    gp = SparseGPRegressor("exact", kernel=SquaredExponential(S2, LS),
+                           noise_variance=SN2 + 1e-8, optimizer=None).fit(X, y)
     assert _rel(m.log_likelihood(), gp.log_marginal_likelihood_) <= 1e-12
     mean, std = gp.predict(Xs, return_std=True)
     mu, var = m.predict_noiseless(Xs)

@@ -20,7 +20,7 @@ def _data(seed=0, n=60):
 def test_fixed_model_follows_affine_maps_of_y(method, a, b):
     """At fixed starts (relative to var(y)) everything maps exactly: mean, s.d., evidence."""
     X, y, Xs = _data()
-    kw = dict(n_inducing=10, random_state=0, optimize=False)
+    kw = dict(n_inducing=10, random_state=0, optimizer=None)
     g1 = SparseGPRegressor(method, **kw).fit(X, y)
     g2 = SparseGPRegressor(method, **kw).fit(X, a * y + b)
     m1, s1 = g1.predict(Xs, return_std=True)
@@ -63,7 +63,7 @@ def test_log_marginal_likelihood_reads_user_units():
 
 def test_normalize_y_false_is_the_zero_mean_gp():
     X, y, Xs = _data(3)
-    gp = SparseGPRegressor("exact", normalize_y=False, optimize=False).fit(X, y + 100.0)
+    gp = SparseGPRegressor("exact", normalize_y=False, optimizer=None).fit(X, y + 100.0)
     assert gp.y_mean_ == 0.0 and gp.y_std_ == 1.0
     # a zero-mean GP with unit variance cannot reach a mean of 100 from far away
     assert abs(gp.predict(np.array([[50.0, 50.0]]))[0]) < 1e-6

@@ -27,7 +27,7 @@ CHECK_CONFIGS = {
     "GFITCClassifier": dict(n_inducing=5, max_iter=2, random_state=0),
     "EPClassifier": dict(max_iter=2, random_state=0),
     "IVMClassifier": dict(n_active=10, random_state=0),
-    "StagewiseGPClassifier": dict(d_max=5, outer_iter=2, random_state=0),
+    "StagewiseGPClassifier": dict(d_max=5, max_iter=2, random_state=0),
     "MultiClassEPClassifier": dict(n_inducing=5, max_iter=3, random_state=0),
     "MultiClassGFITCClassifier": dict(n_inducing=5, max_iter=2, random_state=0),
     "MultiClassSVGPClassifier": dict(n_inducing=5, max_iter=3, random_state=0),
@@ -36,7 +36,7 @@ CHECK_CONFIGS = {
 # A parameter GridSearchCV can vary for each estimator, with two values.
 GRIDS = {
     "GFITCClassifier": {"n_inducing": [3, 5]},
-    "EPClassifier": {"variance": [0.5, 1.0]},
+    "EPClassifier": {"bias": [0.0, 0.5]},
     "IVMClassifier": {"n_active": [8, 10]},
     "StagewiseGPClassifier": {"d_max": [4, 5]},
     "MultiClassEPClassifier": {"method": ["ep", "sep"]},

@@ -9,6 +9,7 @@ from sparsegp._numba import adf
 from sparsegp.classification._binary import pack_theta
 from sparsegp.classification._stagewise import _inner_loop, nlp_eq4
 from sparsegp.datasets import make_xor
+from sparsegp.kernels import SquaredExponential
 
 from reference.dense_stagewise import (
     adf_sequence, dense_posterior, nlp_eq4 as dense_nlp_eq4, nlp_points, se_dense,
@@ -124,8 +125,8 @@ def test_optimised_sites_do_not_increase_nlp_a():
 
 def test_fit_predict_matches_dense_posterior():
     X, y = _xor(50)
-    est = StagewiseGPClassifier(d_max=10, selection="adaptive", optimize=False,
-                                lengthscale=0.7, variance=1.5, bias=0.2, random_state=0)
+    est = StagewiseGPClassifier(d_max=10, selection="adaptive", optimizer=None,
+                                kernel=SquaredExponential(1.5, 0.7), bias=0.2, random_state=0)
     est.fit(X, y)
     assert est.n_iter_ == 1 and len(est.nlp_history_) == 1
     K = se_dense(X, X, 1.5, 0.7)
@@ -146,7 +147,7 @@ def test_fit_predict_matches_dense_posterior():
 
 def test_outer_loop_keeps_best_model():
     X, y = _xor(60, seed=2)
-    est = StagewiseGPClassifier(d_max=8, outer_iter=3, tol=0.0, random_state=1).fit(X, y)
+    est = StagewiseGPClassifier(d_max=8, max_iter=3, tol=0.0, random_state=1).fit(X, y)
     assert 1 <= est.n_iter_ <= 3
     mask = np.ones(60, bool)
     mask[est.active_set_] = False
@@ -159,7 +160,7 @@ def test_outer_loop_keeps_best_model():
                                        "infogain"])
 def test_every_selection_rule_fits(selection):
     X, y = _xor(40, seed=1)
-    est = StagewiseGPClassifier(d_max=6, selection=selection, outer_iter=2, random_state=0)
+    est = StagewiseGPClassifier(d_max=6, selection=selection, max_iter=2, random_state=0)
     proba = est.fit(X, y).predict_proba(X)
     assert proba.shape == (40, 2) and np.all(np.isfinite(proba))
     assert len(est.active_set_) == 6 and est.site_precision_.shape == (6,)
@@ -167,7 +168,7 @@ def test_every_selection_rule_fits(selection):
 
 def test_kappa_larger_than_nonactive_set_is_clipped():
     X, y = _xor(12)
-    est = StagewiseGPClassifier(d_max=11, kappa=500, optimize=False, random_state=0)
+    est = StagewiseGPClassifier(d_max=11, kappa=500, optimizer=None, random_state=0)
     est.fit(X, y)
     assert len(set(est.active_set_.tolist())) == 11
 
@@ -180,19 +181,27 @@ def test_kappa_larger_than_nonactive_set_is_clipped():
     (dict(selection="greedy"), "selection"),
     (dict(kappa=0), "kappa"),
     (dict(site_update="newton"), "site_update"),
-    (dict(lengthscale=-1.0), "lengthscale"),
-    (dict(variance=0.0), "variance"),
+    (dict(kernel=SquaredExponential(1.0, -1.0)), "lengthscale"),
+    (dict(kernel=SquaredExponential(0.0, 1.0)), "variance"),
     (dict(bias=np.nan), "bias"),
-    (dict(outer_iter=0), "outer_iter"),
+    (dict(max_iter=0), "max_iter"),
     (dict(tol=-1.0), "tol"),
-    (dict(optimize="yes"), "optimize"),
-    (dict(ard="no"), "ard"),
+    (dict(optimizer="yes"), "optimizer"),
+    (dict(kernel="rbf"), "kernel"),
     (dict(random_state="seed"), "random_state"),
 ])
 def test_bad_arguments_raise_value_error(kwargs, match):
     X, y = _xor(30)
     with pytest.raises(ValueError, match=match):
         StagewiseGPClassifier(**{"d_max": 5, **kwargs}).fit(X, y)
+
+
+def test_lbfgs_reaches_an_nlp_no_worse_than_the_start():
+    X, y = _xor(60, seed=2)
+    kw = dict(d_max=8, tol=0.0, random_state=1)
+    fixed = StagewiseGPClassifier(optimizer=None, **kw).fit(X, y)
+    est = StagewiseGPClassifier(optimizer="lbfgs", max_iter=2, **kw).fit(X, y)
+    assert est.n_iter_ == 2 and min(est.nlp_history_) <= fixed.nlp_history_[0] + 1e-12
 
 
 def test_bad_data_raise_value_error():
@@ -204,6 +213,6 @@ def test_bad_data_raise_value_error():
         est.fit(X, np.arange(30) % 3)
     with pytest.raises(ValueError, match="NaN"):
         est.fit(np.where(np.eye(30, 2) > 0, np.nan, X), y)
-    est.set_params(optimize=False).fit(X, y)
+    est.set_params(optimizer=None).fit(X, y)
     with pytest.raises(ValueError, match="features"):
         est.predict(X[:, :1])

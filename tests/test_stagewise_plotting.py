@@ -9,6 +9,7 @@ import pytest
 
 from sparsegp import StagewiseGPClassifier
 from sparsegp.datasets import make_xor
+from sparsegp.kernels import SquaredExponential
 from sparsegp.metrics import error_rate, mean_nlp
 from sparsegp.plotting import plot_method_comparison, plot_stagewise_curves, summarize_runs
 
@@ -21,7 +22,8 @@ ROOT = Path(__file__).resolve().parents[1]
 def fitted():
     X, y = make_xor(60, random_state=0)
     Xt, yt = make_xor(40, random_state=1)
-    est = StagewiseGPClassifier(d_max=8, optimize=False, lengthscale=0.7, random_state=0)
+    est = StagewiseGPClassifier(d_max=8, optimizer=None, kernel=SquaredExponential(1.0, 0.7),
+                                random_state=0)
     return est.fit(X, y), X, y, Xt, yt
 
 

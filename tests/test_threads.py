@@ -148,7 +148,7 @@ def test_every_public_fit_and_predict_method_is_managed(name):
 
 def test_pools_of_the_estimators():
     assert sparsegp.GFITCClassifier()._parallel_pool() == "numba"
-    assert sparsegp.GFITCClassifier(schedule="sequential")._parallel_pool() == "blas"
+    assert sparsegp.GFITCClassifier(ep_schedule="sequential")._parallel_pool() == "blas"
     assert sparsegp.EPClassifier()._parallel_pool() == "numba"
     reg = sparsegp.SparseGPRegressor
     assert reg("fitc")._parallel_pool(np.empty((10, 1))) == "numba"

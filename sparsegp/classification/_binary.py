@@ -4,9 +4,8 @@ What lives here, and how a classifier uses it:
 
 ``_BinaryGPClassifierMixin``
     Mix into a :class:`sparsegp._base.BaseEstimator` subclass whose constructor has the shared
-    arguments ``lengthscale, variance, bias, ard, jitter, optimize, optimizer, max_iter,
-    n_restarts, ep_tol, max_sweeps, damping, random_state, verbose`` (and optionally
-    ``kernel``).  It provides
+    arguments ``kernel, bias, jitter, optimizer, max_iter, n_restarts, ep_tol, ep_max_sweeps,
+    ep_damping, random_state, verbose``.  It provides
 
     * ``_validate_binary_fit(X, y)`` -> ``(X, y_pm, hyper)``: call first thing in ``fit``.  Checks
       X/y and every shared constructor argument (clear ``ValueError`` naming the argument), sets
@@ -14,13 +13,13 @@ What lives here, and how a classifier uses it:
       +1, and returns a :class:`HyperParams` (``variance`` float, ``lengthscale`` ndarray (D,) —
       isotropic models repeat one value —, ``bias``, ``ard``, ``rng`` the estimator's Generator,
       ``spec`` the covariance as a :class:`sparsegp.kernels.StationarySpec`).  The covariance
-      is the ``kernel`` argument when the estimator has one and it is not None, otherwise the
-      squared exponential of ``variance``, ``lengthscale`` and ``ard`` with unbounded
-      log-parameters (the search these classifiers have always done).
-    * ``_set_hyper_attributes(variance, lengthscale, bias, spec=None)``: sets ``variance_``,
-      ``bias_`` and ``lengthscale_`` (a float for an isotropic kernel, an ndarray (D,) with
-      ARD); with ``spec`` also ``kernel_``, the fitted copy of the kernel.
-    * ``_gradient_dict(g_variance, g_lengthscale, g_bias, ard=None, **extra)``: the
+      is the ``kernel`` argument, or for None the default isotropic squared exponential with
+      unbounded log-parameters (the search these classifiers have always done), whose start
+      ``_input_scaling`` sets from the data.
+    * ``_set_hyper_attributes(variance, lengthscale, bias, spec)``: sets ``variance_``,
+      ``bias_``, ``lengthscale_`` (a float for an isotropic kernel, an ndarray (D,) with
+      ARD) and ``kernel_``, the fitted copy of the kernel.
+    * ``_gradient_dict(g_variance, g_lengthscale, g_bias, ard, **extra)``: the
       ``log_evidence_gradient_`` dict in natural parameters; ``g_lengthscale`` (D,) is summed for
       isotropic models; extra keys (e.g. ``inducing_points=...``) are added as given.
     * ``_warn_ep_not_converged(n_sweeps, max_change)``: the ``ConvergenceWarning`` text.
@@ -39,8 +38,8 @@ spec); ``search_box(spec, D, n_extra)`` gives the matching bounds for the traini
 likelihood parameter, not part of the kernel: it is always in theta and never bounded.
 
 Training: the classifiers call :func:`sparsegp._optimize.maximize` with ``warm=True`` (each EP
-run starts from the previous evaluation's sites); ``optimizer=None`` (or ``optimize=False``)
-holds every hyper-parameter at its start.
+run starts from the previous evaluation's sites); ``optimizer=None`` holds every
+hyper-parameter at its start.
 
 Probabilities: ``probit_proba(mean, var, bias)`` = Phi((mean + bias) / sqrt(1 + var)) (notes
 §1.7, with the erratum that the bias belongs inside).
@@ -54,7 +53,6 @@ from scipy import special
 from .._validation import (
     check_binary_labels,
     check_int,
-    check_lengthscale,
     check_option,
     check_positive,
     check_random_state,
@@ -84,13 +82,12 @@ class HyperParams:
     bias: float
     ard: bool
     jitter: float
-    optimize: bool
-    optimizer: str
+    optimizer: str  # None: every hyper-parameter held at its start
     max_iter: int
     n_restarts: int
     ep_tol: float
-    max_sweeps: int
-    damping: float
+    ep_max_sweeps: int
+    ep_damping: float
     rng: np.random.Generator
     spec: StationarySpec = None  # the covariance; None only for callers that bypass validation
 
@@ -277,49 +274,40 @@ class _BinaryGPClassifierMixin:
         if isinstance(jitter, (bool, np.bool_)) or not np.isscalar(jitter) \
                 or not np.isfinite(float(jitter)) or float(jitter) < 0:
             raise ValueError(f"jitter must be a non-negative finite number; got {jitter!r}")
-        if not isinstance(self.optimize, (bool, np.bool_)):
-            raise ValueError(f"optimize must be True or False; got {self.optimize!r}")
         # optimizer=None holds every hyper-parameter fixed, as in scikit-learn's GPs
         optimizer = (None if self.optimizer is None
                      else check_option(self.optimizer, "optimizer", tuple(METHODS)))
         max_iter = check_int(self.max_iter, "max_iter", minimum=0)
         n_restarts = check_int(self.n_restarts, "n_restarts", minimum=0)
         ep_tol = float(check_positive(self.ep_tol, "ep_tol", allow_array=False))
-        max_sweeps = check_int(self.max_sweeps, "max_sweeps", minimum=1)
-        damping = self.damping
+        ep_max_sweeps = check_int(self.ep_max_sweeps, "ep_max_sweeps", minimum=1)
+        damping = self.ep_damping
         if isinstance(damping, (bool, np.bool_)) or not np.isscalar(damping) \
                 or not (0.0 < float(damping) <= 1.0):
-            raise ValueError(f"damping must be a number in (0, 1]; got {damping!r}")
+            raise ValueError(f"ep_damping must be a number in (0, 1]; got {damping!r}")
         rng = check_random_state(self.random_state)
         self.classes_ = classes
         hyper = HyperParams(spec.variance, spec.lengthscale.copy(), float(bias), bool(spec.ard),
-                            float(jitter), bool(self.optimize) and optimizer is not None,
-                            optimizer, max_iter, n_restarts,
-                            ep_tol, max_sweeps, float(damping), rng, spec)
+                            float(jitter), optimizer, max_iter, n_restarts,
+                            ep_tol, ep_max_sweeps, float(damping), rng, spec)
         return X, y_pm, hyper
 
     def _binary_kernel_spec(self, n_features):
         """The covariance as a :class:`~sparsegp.kernels.StationarySpec`.
 
-        ``kernel`` (when the estimator has the argument and it is not None) with its own
-        values, bounds and fixed parts; otherwise the squared exponential of the legacy
-        ``variance``, ``lengthscale`` and ``ard``, searched without bounds as it always was
-        (:func:`sparsegp.kernels.kernel_spec`).
+        ``kernel`` with its own values, bounds and fixed parts; for None the default
+        squared exponential, searched without bounds as it always was, whose length-scale
+        :meth:`_input_scaling` sets from the data (:func:`sparsegp.kernels.kernel_spec`).
         """
-        # None (the default) is the data-following start set by _input_scaling; 1.0 stands
-        # in for it here, as the value a kernel given alongside must leave untouched
-        lengthscale = 1.0 if self.lengthscale is None else self.lengthscale
-        return kernel_spec(getattr(self, "kernel", None), self.variance, lengthscale,
-                           self.ard, n_features, type(self).__name__)
+        return kernel_spec(self.kernel, n_features, type(self).__name__)
 
     def _input_scaling(self, X, hyper):
         """The :class:`~sparsegp._scaling.InputScaling` of the training X (user units).
 
-        With ``lengthscale=None`` and no ``kernel``, ``hyper``'s start (spec and
-        ``lengthscale``) becomes the data-following one, in the user's units.
+        With ``kernel=None``, ``hyper``'s start (spec and ``lengthscale``) becomes the
+        data-following one, in the user's units.
         """
-        default = getattr(self, "kernel", None) is None and self.lengthscale is None
-        scaling = scaling_for(X, hyper.spec, default)
+        scaling = scaling_for(X, hyper.spec, self.kernel is None)
         hyper.lengthscale = hyper.spec.lengthscale.copy()
         return scaling
 
@@ -335,27 +323,23 @@ class _BinaryGPClassifierMixin:
         hyper.lengthscale = hyper.spec.lengthscale.copy()
         return scaling.transform(X), (None if Z is None else scaling.transform(Z))
 
-    def _set_hyper_attributes(self, variance, lengthscale, bias, spec=None):
-        """Set ``variance_``, ``lengthscale_`` (float if isotropic, (D,) if ARD) and ``bias_``.
-
-        With ``spec`` (a :class:`~sparsegp.kernels.StationarySpec`) ARD is the spec's and
-        ``kernel_`` is set to the fitted copy of its kernel; without, ARD is ``self.ard``.
-        """
-        ard = bool(self.ard) if spec is None else bool(spec.ard)
+    def _set_hyper_attributes(self, variance, lengthscale, bias, spec):
+        """Set ``variance_``, ``lengthscale_`` (float if isotropic, (D,) if ARD), ``bias_``
+        and ``kernel_``, the fitted copy of ``spec``'s kernel
+        (:class:`~sparsegp.kernels.StationarySpec`)."""
         self.variance_ = float(variance)
         ls = np.asarray(lengthscale, dtype=np.float64)
-        self.lengthscale_ = ls.copy() if ard else float(ls.ravel()[0])
+        self.lengthscale_ = ls.copy() if spec.ard else float(ls.ravel()[0])
         self.bias_ = float(bias)
-        if spec is not None:
-            self.kernel_ = spec.fitted(variance, ls)
+        self.kernel_ = spec.fitted(variance, ls)
 
-    def _gradient_dict(self, g_variance, g_lengthscale, g_bias, ard=None, **extra):
+    def _gradient_dict(self, g_variance, g_lengthscale, g_bias, ard, **extra):
         """``log_evidence_gradient_`` in natural parameters (isotropic l: summed over dims).
 
-        ``ard`` defaults to ``self.ard``; pass the spec's when the covariance is a kernel.
-        Fixed hyper-parameters are reported too: the derivative exists even if it is not used.
+        ``ard`` is the kernel's. Fixed hyper-parameters are reported too: the derivative
+        exists even if it is not used.
         """
-        ard = bool(self.ard) if ard is None else bool(ard)
+        ard = bool(ard)
         g_ls = np.asarray(g_lengthscale, dtype=np.float64)
         out = {
             "variance": float(g_variance),
@@ -368,7 +352,7 @@ class _BinaryGPClassifierMixin:
     def _warn_ep_not_converged(self, n_sweeps, max_change):
         warnings.warn(
             f"EP did not converge in {n_sweeps} sweeps (largest site change {max_change:.3g} > "
-            f"ep_tol={self.ep_tol}); increase max_sweeps or use damping < 1 (e.g. 0.5)",
+            f"ep_tol={self.ep_tol}); increase ep_max_sweeps or use ep_damping < 1 (e.g. 0.5)",
             ConvergenceWarning, stacklevel=3,
         )
 

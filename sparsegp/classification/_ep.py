@@ -172,33 +172,24 @@ class EPClassifier(_BinaryGPClassifierMixin, ClassifierMixin, SparseGPEstimator)
         and ``Matern``. Its values are the start; hyper-parameters it holds "fixed" are not
         learnt (and not in ``theta_``), and its bounds box the search with
         ``optimizer="lbfgs"`` (``"cg"`` is unconstrained). Never modified; the fitted copy is
-        ``kernel_``. Default: the squared exponential from ``variance``, ``lengthscale`` and
-        ``ard`` below, searched without bounds; give either ``kernel`` or those three.
-    lengthscale : None, float or array-like of shape (n_features,), default=None
-        Initial SE length-scale(s) (only without ``kernel``); an array needs ``ard=True``
-        unless all entries are equal.
-        None: a start that follows the data, ``sparsegp._scaling.LENGTHSCALE_START`` (1.0)
-        times the inputs' spread (per feature with ``ard``, else the root mean square of the
-        features' standard deviations), so that the fit does not depend on the units of X.
-    variance : float, default=1.0
-        Initial signal variance s2 (only without ``kernel``).
+        ``kernel_``. None: the isotropic squared exponential with variance 1, searched
+        without bounds, from a length-scale that follows the data,
+        ``sparsegp._scaling.LENGTHSCALE_START`` (1.0) times the root mean square of the
+        features' standard deviations, so that the fit does not depend on the units of X
+        (an ARD kernel from the data: ``SquaredExponential(lengthscale=X.std(axis=0))``).
     bias : float, default=0.0
         Initial probit bias.
-    ard : bool, default=False
-        One length-scale per input dimension (only without ``kernel``: a kernel is ARD when
-        its length-scale is an array).
     jitter : float, default=1e-6
         ``jitter * variance`` is added to the diagonal of K (the same convention as GFITC's
         K_uu).  EP here never inverts K, so ``jitter=0`` is allowed (compare with GFITC at
         Z = X with ``jitter=0``: its FITC prior equals k(X, X) up to O(jitter^2)).
-    optimize : bool, default=True
-        Maximise the EP evidence over variance, length-scale(s) (those the kernel does not
-        hold fixed) and bias; otherwise run EP at the given values only.
     optimizer : {"cg", "lbfgs"} or None, default="cg"
-        scipy ``CG`` (seed 000 uses 20 CG iterations) or ``L-BFGS-B`` (log kernel parameters
-        within the kernel's bounds, bias unbounded; CG evaluates at the point clipped into
-        them), through :func:`sparsegp._optimize.maximize`. None holds every
-        hyper-parameter fixed, as ``optimize=False`` does. Stopping at ``max_iter`` before
+        How the EP evidence is maximised over the variance, length-scale(s) (those the kernel
+        does not hold fixed) and bias: scipy ``CG`` (seed 000 uses 20 CG iterations) or
+        ``L-BFGS-B`` (log kernel parameters within the kernel's bounds, bias unbounded; CG
+        evaluates at the point clipped into them), through
+        :func:`sparsegp._optimize.maximize`. None holds every hyper-parameter fixed (EP runs
+        at the given values only), as in scikit-learn's GPs. Stopping at ``max_iter`` before
         converging raises a :class:`~sparsegp.exceptions.ConvergenceWarning`.
     max_iter : int, default=20
         Optimiser iterations per start.
@@ -209,9 +200,9 @@ class EPClassifier(_BinaryGPClassifierMixin, ClassifierMixin, SparseGPEstimator)
     ep_tol : float, default=1e-6
         EP stops when the largest undamped site residual of a sweep, |moment-matched target -
         current| of any site parameter, is below this (also when damped).
-    max_sweeps : int, default=200
+    ep_max_sweeps : int, default=200
         EP sweep limit (per evidence evaluation).
-    damping : float, default=1.0
+    ep_damping : float, default=1.0
         EP damping in (0, 1]; 1 is undamped.
     random_state : None, int or numpy.random.Generator, default=None
         Seeds the site visiting order and the restarts.
@@ -275,22 +266,18 @@ class EPClassifier(_BinaryGPClassifierMixin, ClassifierMixin, SparseGPEstimator)
     # against the sweep: at N = 600 on 2 cores a fit took 5.3 s with threaded BLAS and 3.5 s
     # with one thread, so BLAS keeps one thread here (the default pool)
 
-    def __init__(self, kernel=None, lengthscale=None, variance=1.0, bias=0.0, ard=False,
-                 jitter=1e-6, optimize=True, optimizer="cg", max_iter=20, n_restarts=0,
-                 ep_tol=1e-6, max_sweeps=200, damping=1.0, random_state=None, verbose=False):
+    def __init__(self, kernel=None, bias=0.0, jitter=1e-6, optimizer="cg", max_iter=20,
+                 n_restarts=0, ep_tol=1e-6, ep_max_sweeps=200, ep_damping=1.0,
+                 random_state=None, verbose=False):
         self.kernel = kernel
-        self.lengthscale = lengthscale
-        self.variance = variance
         self.bias = bias
-        self.ard = ard
         self.jitter = jitter
-        self.optimize = optimize
         self.optimizer = optimizer
         self.max_iter = max_iter
         self.n_restarts = n_restarts
         self.ep_tol = ep_tol
-        self.max_sweeps = max_sweeps
-        self.damping = damping
+        self.ep_max_sweeps = ep_max_sweeps
+        self.ep_damping = ep_damping
         self.random_state = random_state
         self.verbose = verbose
 
@@ -306,12 +293,12 @@ class EPClassifier(_BinaryGPClassifierMixin, ClassifierMixin, SparseGPEstimator)
     def _ep_at(self, X, y, variance, lengthscale, bias, hyper, warm):
         K_se, K = self._covariance(X, variance, lengthscale, hyper.jitter, hyper.spec.family)
         tau0, nu0 = (None, None) if warm is None else warm
-        fit = _run_ep(K, y, bias, tau0, nu0, hyper.ep_tol, hyper.max_sweeps, hyper.damping,
-                      hyper.rng)
+        fit = _run_ep(K, y, bias, tau0, nu0, hyper.ep_tol, hyper.ep_max_sweeps,
+                      hyper.ep_damping, hyper.rng)
         return fit, K_se
 
     def fit(self, X, y):
-        """Fit EP (and, with ``optimize=True``, the hyper-parameters) to the training data.
+        """Fit EP (and, unless ``optimizer=None``, the hyper-parameters) to the training data.
 
         Parameters
         ----------
@@ -332,7 +319,7 @@ class EPClassifier(_BinaryGPClassifierMixin, ClassifierMixin, SparseGPEstimator)
         theta0 = pack_theta(hyper.variance, hyper.lengthscale, hyper.bias, hyper.ard, spec=spec)
         warm = None
         n_iter = 0
-        if hyper.optimize and hyper.max_iter > 0:
+        if hyper.optimizer is not None and hyper.max_iter > 0:
             def evaluate(theta, state):
                 variance, lengthscale, bias, _ = unpack_theta(theta, D, hyper.ard, spec)
                 fit, K_se = self._ep_at(X, y, variance, lengthscale, bias, hyper, state)
@@ -350,8 +337,8 @@ class EPClassifier(_BinaryGPClassifierMixin, ClassifierMixin, SparseGPEstimator)
             if not np.isfinite(best.value):
                 raise ValueError(
                     "EP failed at every hyper-parameter value tried (Cholesky failure or "
-                    "non-finite evidence); increase jitter or rescale X / the initial "
-                    "lengthscale and variance"
+                    "non-finite evidence); increase jitter or rescale X / the kernel's "
+                    "start values"
                 )
             theta0, warm, n_iter = best.theta, best.state, best.n_iter
         variance, lengthscale, bias, _ = unpack_theta(theta0, D, hyper.ard, spec)

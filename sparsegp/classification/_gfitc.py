@@ -406,7 +406,7 @@ class GFITCClassifier(_BinaryGPClassifierMixin, ClassifierMixin, InducingPointEs
         Number of pseudo-inputs M (1 <= M <= n_samples). ``"auto"``: 10, or n_samples when
         that is smaller. Ignored when ``inducing_points`` is given.
     inducing_points : array-like of shape (M, n_features), optional
-        Initial pseudo-input locations (fixed if ``optimize=False``).
+        Initial pseudo-input locations (fixed with ``optimizer=None``).
     init : {"random", "kmeans"}, default="kmeans"
         Initialisation of the pseudo-inputs when ``inducing_points`` is None: a random subset
         of the training inputs, or k-means centres (found on the centred, scaled inputs).
@@ -416,32 +416,23 @@ class GFITCClassifier(_BinaryGPClassifierMixin, ClassifierMixin, InducingPointEs
         times a constant, or the same built from scikit-learn's ``ConstantKernel``, ``RBF``
         and ``Matern``. Its values are the start; hyper-parameters it holds "fixed" are not
         learnt, and its bounds box the search with ``optimizer="lbfgs"`` (``"cg"`` is
-        unconstrained). Never modified; the fitted copy is ``kernel_``. Default: the
-        squared exponential from ``variance``, ``lengthscale`` and ``ard`` below, searched
-        without bounds; give either ``kernel`` or those three.
-    lengthscale : None, float or array-like of shape (n_features,), default=None
-        Initial SE length-scale(s) (only without ``kernel``). None: a start that follows the
-        data, ``sparsegp._scaling.LENGTHSCALE_START`` (1.0) times the inputs' spread (per
-        feature with ``ard``, else the root mean square of the features' standard
-        deviations), so that the fit does not depend on the units of X.
-    variance : float, default=1.0
-        Initial signal variance s2 (only without ``kernel``).
+        unconstrained). Never modified; the fitted copy is ``kernel_``. None: the isotropic
+        squared exponential with variance 1, searched without bounds, from a length-scale
+        that follows the data, ``sparsegp._scaling.LENGTHSCALE_START`` (1.0) times the root
+        mean square of the features' standard deviations, so that the fit does not depend on
+        the units of X (an ARD kernel from the data:
+        ``SquaredExponential(lengthscale=X.std(axis=0))``).
     bias : float, default=0.0
         Initial probit bias beta.
-    ard : bool, default=False
-        One length-scale per input dimension (only without ``kernel``: a kernel is ARD when
-        its length-scale is an array).
     jitter : float, default=1e-6
         ``jitter * variance`` is added to the diagonal of K_uu.
-    optimize : bool, default=True
-        Learn variance, length-scale(s) (those the kernel does not hold fixed), bias and
-        pseudo-inputs by maximising log Z_EP. If False, run EP at the given hyper-parameters
-        only.
     optimizer : {"cg", "lbfgs"} or None, default="cg"
-        scipy's nonlinear conjugate gradients (the paper's choice) or L-BFGS-B (log kernel
-        parameters within the kernel's bounds, which CG meets by clipping; bias and
-        pseudo-inputs unbounded), through :func:`sparsegp._optimize.maximize`. None holds
-        every hyper-parameter and the pseudo-inputs fixed, as ``optimize=False`` does.
+        How variance, length-scale(s) (those the kernel does not hold fixed), bias and
+        pseudo-inputs are learnt by maximising log Z_EP: scipy's nonlinear conjugate
+        gradients (the paper's choice) or L-BFGS-B (log kernel parameters within the kernel's
+        bounds, which CG meets by clipping; bias and pseudo-inputs unbounded), through
+        :func:`sparsegp._optimize.maximize`. None holds every hyper-parameter and the
+        pseudo-inputs fixed (EP runs at the given values only), as in scikit-learn's GPs.
     max_iter : int, default=30
         Optimiser iterations per (re)start; stopping there before converging raises a
         :class:`~sparsegp.exceptions.ConvergenceWarning`. Seed 000 uses 20 CG steps; since
@@ -454,12 +445,12 @@ class GFITCClassifier(_BinaryGPClassifierMixin, ClassifierMixin, InducingPointEs
     ep_tol : float, default=1e-6
         EP stops when the largest undamped site residual of a sweep, |moment-matched target -
         current| of any site parameter, is below this (also when damped).
-    max_sweeps : int, default=200
+    ep_max_sweeps : int, default=200
         Maximum EP sweeps per evidence evaluation.
-    damping : float, default=1.0
+    ep_damping : float, default=1.0
         EP step in natural parameters, in (0, 1]. The parallel schedule starts with this step
         and halves it whenever the largest site change grows (oscillation).
-    schedule : {"sequential", "parallel"}, default="parallel"
+    ep_schedule : {"sequential", "parallel"}, default="parallel"
         Sequential: compiled sweep over a random permutation with O(M^2) rank-one updates and a
         refresh after each sweep. Parallel: all sites from one posterior, then one BLAS refresh.
     random_state : None, int or numpy.random.Generator
@@ -513,27 +504,22 @@ class GFITCClassifier(_BinaryGPClassifierMixin, ClassifierMixin, InducingPointEs
     _auto_inducing = 10
 
     def __init__(self, n_inducing="auto", inducing_points=None, init="kmeans", kernel=None,
-                 lengthscale=None, variance=1.0, bias=0.0, ard=False, jitter=JITTER,
-                 optimize=True, optimizer="cg", max_iter=30, n_restarts=0, ep_tol=EP_TOL,
-                 max_sweeps=EP_MAX_SWEEPS, damping=1.0, schedule="parallel",
-                 random_state=None, verbose=False):
+                 bias=0.0, jitter=JITTER, optimizer="cg", max_iter=30, n_restarts=0,
+                 ep_tol=EP_TOL, ep_max_sweeps=EP_MAX_SWEEPS, ep_damping=1.0,
+                 ep_schedule="parallel", random_state=None, verbose=False):
         self.n_inducing = n_inducing
         self.inducing_points = inducing_points
         self.init = init
         self.kernel = kernel
-        self.lengthscale = lengthscale
-        self.variance = variance
         self.bias = bias
-        self.ard = ard
         self.jitter = jitter
-        self.optimize = optimize
         self.optimizer = optimizer
         self.max_iter = max_iter
         self.n_restarts = n_restarts
         self.ep_tol = ep_tol
-        self.max_sweeps = max_sweeps
-        self.damping = damping
-        self.schedule = schedule
+        self.ep_max_sweeps = ep_max_sweeps
+        self.ep_damping = ep_damping
+        self.ep_schedule = ep_schedule
         self.random_state = random_state
         self.verbose = verbose
 
@@ -541,14 +527,14 @@ class GFITCClassifier(_BinaryGPClassifierMixin, ClassifierMixin, InducingPointEs
     def _validate(self, X, y):
         X, y_pm, hyper = self._validate_binary_fit(X, y)
         Z0 = self._check_inducing_points(*X.shape)
-        check_option(self.schedule, "schedule", _SCHEDULES)
+        check_option(self.ep_schedule, "ep_schedule", _SCHEDULES)
         self._check_jitter(positive=True)
         return X, y_pm, hyper, Z0
 
     def _parallel_pool(self, X=None):
         # the parallel schedule splits the sites among Numba's threads; the sequential one is
         # a compiled sweep plus one large BLAS refresh per sweep
-        return "blas" if self.schedule == "sequential" else "numba"
+        return "blas" if self.ep_schedule == "sequential" else "numba"
 
     # ---------------------------------------------------------------- fit
     def fit(self, X, y):
@@ -574,13 +560,13 @@ class GFITCClassifier(_BinaryGPClassifierMixin, ClassifierMixin, InducingPointEs
         if Z0 is None:
             Z0 = self._initial_inducing_points(X, rng)
         M = Z0.shape[0]
-        ep_kw = dict(tol=hp.ep_tol, max_sweeps=hp.max_sweeps, damping=hp.damping,
-                     schedule=self.schedule, rng=rng)
+        ep_kw = dict(tol=hp.ep_tol, max_sweeps=hp.ep_max_sweeps, damping=hp.ep_damping,
+                     schedule=self.ep_schedule, rng=rng)
         spec = hp.spec
         family = spec.family
         variance, ls, bias, Z = hp.variance, hp.lengthscale, hp.bias, Z0
         tau0 = nu0 = None
-        if hp.optimize and hp.max_iter > 0:
+        if hp.optimizer is not None and hp.max_iter > 0:
             def evaluate(theta, warm):
                 v, l, b, z = unpack_theta(theta, D, hp.ard, spec)
                 prior = _FITCPrior(X, z.reshape(M, D), v, l, hp.jitter, escalate=False,
@@ -616,7 +602,7 @@ class GFITCClassifier(_BinaryGPClassifierMixin, ClassifierMixin, InducingPointEs
                 value_name="log evidence", advice=", or try optimizer='lbfgs'")
             if not np.isfinite(opt.value):
                 raise ValueError("the EP evidence could not be evaluated at any start; check "
-                                 "the scale of X, the initial lengthscale and jitter")
+                                 "the scale of X, the kernel's start values and jitter")
             variance, ls, bias, z = unpack_theta(opt.theta, D, hp.ard, spec)
             Z = z.reshape(M, D)
             tau0, nu0 = opt.state

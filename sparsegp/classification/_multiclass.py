@@ -807,39 +807,45 @@ class MultiClassEPClassifier(_mc.MultiClassGPClassifier):
         Initial Z_c: M random training rows drawn independently per class (the paper), k-means
         centres started from them, or M random rows *of class c* (requires M <= every class
         size).
-    kernel : Kernel, optional
+    kernel : Kernel or list of Kernel, optional
         The signal covariance of every class: a :mod:`sparsegp.kernels` stationary kernel
         (``SquaredExponential``, ``Matern`` with nu = 1/2, 3/2, 5/2), optionally times a
         constant, or the same built from scikit-learn's ``ConstantKernel``, ``RBF`` and
-        ``Matern``. It gives the family and every class's starting variance and
-        length-scales (each class then learns its own); an isotropic length-scale stays
-        isotropic per class, an array one per feature is ARD. Its log bounds bound the
-        search, "fixed" holds a parameter. Default: the SE-ARD kernel from ``variance`` and
-        ``lengthscale``, unbounded; give either ``kernel`` or those two. ``noise`` is
-        separate either way.
-    lengthscale : float, ndarray of shape (D,) or (C, D), optional
-        Initial length-scales; default sqrt(median pairwise distance) of up to 1000 training
-        rows (the R code's squared length-scale is the median distance, notes §5.3).
-    variance : float or ndarray of shape (C,), default=1.0
-        Initial signal variance sigma_c.
-    noise : float or ndarray of shape (C,), default=1.0
+        ``Matern``. It gives the family and every class's starting variance and length-scales
+        (each class then learns its own); an isotropic length-scale stays isotropic per class,
+        an array one per feature is ARD. A list of C such kernels (``classes_`` order, one
+        family, all isotropic or all ARD; ``kernel_`` is one) starts each class from its own.
+        Its log bounds bound the search, "fixed" holds a parameter. None: the SE-ARD kernel,
+        unbounded, every class starting at variance 1 and the length-scale sqrt(median pairwise
+        distance) of up to 1000 training rows (the R code's squared length-scale is the median
+        distance, notes §5.3). The noise is ``noise_variance``, apart from the kernel.
+    noise_variance : float or ndarray of shape (C,), default=1.0
         Initial additive noise variance sigma0_c.
+    noise_variance_bounds : None, "fixed" or pair of floats, default=None
+        Bounds of the noise variance's search (natural values; the search is in its log),
+        "fixed" to hold it, None for none.
     batch_size : int, optional
         Minibatch size; ``None`` trains in batch mode (sign-adaptive rates, damped updates).
         In minibatch mode ADAM is used, the likelihood terms are scaled by N/|B|, X may be any
         row-sliceable array-like (memmap, h5py or zarr dataset) and only one minibatch of rows
         is in memory at a time.
     max_iter : int, default=250
-        Iterations (batch mode) or epochs (minibatch mode).
+        Training steps: iterations (batch mode) or epochs (minibatch mode).
+    optimizer : {"auto", "sign", "adam"} or None, default="auto"
+        The rule that steps the hyper-parameters and inducing inputs after every refinement
+        of the sites (through :func:`sparsegp._optimize.ascend`): "sign", the per-parameter
+        sign-adaptive rate of the paper's appendix G (batch mode), or "adam" (minibatch
+        mode); "auto" is the one of the mode. None holds every hyper-parameter and the
+        inducing inputs fixed: the sites are still refined ``max_iter`` times. To learn only
+        the inducing inputs (the paper's Figure 3), hold the kernel with "fixed" bounds and
+        set ``noise_variance_bounds="fixed"``.
     learning_rate : float, optional
-        Initial per-parameter rate of the sign-adaptive rule (default 0.01, batch mode) or the
-        ADAM step (default 1e-3, minibatch mode).
-    damping : float, default=0.5
+        Initial per-parameter rate of the sign-adaptive rule (default 0.01) or the ADAM step
+        (default 1e-3).
+    ep_damping : float, default=0.5
         Initial damping epsilon of the parallel site updates in batch mode, annealed by 0.99
         per iteration and halved after a failed update (notes §2.6). Used in batch mode only
         (see Notes).
-    learn_hyperparameters : bool, default=True
-        If False only the inducing inputs are learnt (the setting of the paper's Figure 3).
     noise_in_kuu : bool, default=True
         Put sigma0_c on the diagonal of K_c (the R code's nugget convention, notes §1.1).
     jitter : float, default=1e-10
@@ -892,10 +898,9 @@ class MultiClassEPClassifier(_mc.MultiClassGPClassifier):
     """
 
     def __init__(self, method="ep", training="inner", n_inducing="auto", inducing_points=None,
-                 init="random",
-                 kernel=None, lengthscale=None, variance=1.0, noise=1.0, batch_size=None,
-                 max_iter=250,
-                 learning_rate=None, damping=0.5, learn_hyperparameters=True,
+                 init="random", kernel=None, noise_variance=1.0, noise_variance_bounds=None,
+                 batch_size=None, max_iter=250, optimizer="auto", learning_rate=None,
+                 ep_damping=0.5,
                  noise_in_kuu=True, jitter=_mc.DEFAULT_JITTER, random_state=None,
                  verbose=False, callback=None):
         self.method = method
@@ -904,14 +909,13 @@ class MultiClassEPClassifier(_mc.MultiClassGPClassifier):
         self.inducing_points = inducing_points
         self.init = init
         self.kernel = kernel
-        self.lengthscale = lengthscale
-        self.variance = variance
-        self.noise = noise
+        self.noise_variance = noise_variance
+        self.noise_variance_bounds = noise_variance_bounds
         self.batch_size = batch_size
         self.max_iter = max_iter
+        self.optimizer = optimizer
         self.learning_rate = learning_rate
-        self.damping = damping
-        self.learn_hyperparameters = learn_hyperparameters
+        self.ep_damping = ep_damping
         self.noise_in_kuu = noise_in_kuu
         self.jitter = jitter
         self.random_state = random_state
@@ -939,10 +943,11 @@ class MultiClassEPClassifier(_mc.MultiClassGPClassifier):
         if self.training == "inner_exact" and self.method != "ep":
             raise ValueError("training='inner_exact' needs per-factor sites (method='ep'); "
                              f"got method={self.method!r}")
-        damping = self.damping
+        self._check_optimizer(batch_size, "sign", "adam")
+        damping = self.ep_damping
         if (isinstance(damping, (bool, np.bool_)) or not np.isscalar(damping)
                 or not 0.0 < float(damping) <= 1.0):
-            raise ValueError(f"damping must be in (0, 1]; got {self.damping!r}")
+            raise ValueError(f"ep_damping must be in (0, 1]; got {self.ep_damping!r}")
         lr = self.learning_rate
         if lr is not None:
             lr = float(check_positive(lr, "learning_rate", allow_array=False))
@@ -991,9 +996,9 @@ class MultiClassEPClassifier(_mc.MultiClassGPClassifier):
         # step in log l and the gradient felt by the optimiser (notes §1.1, §5)
         mask = np.ones(hyp.pack().size)
         mask[2 * C:2 * C + C * D] = 0.5
-        if not self.learn_hyperparameters:
-            mask[:2 * C + C * D] = 0.0
-        mask[frozen] = 0.0        # a kernel's "fixed" bounds
+        if self.optimizer is None:
+            mask[:] = 0.0
+        mask[frozen] = 0.0        # "fixed" bounds of the kernel and the noise
         return hyp, n_factors, mask, rng
 
     def _fit_batch(self, rows, hyp, n_factors, max_iter, damping, lr, mask, verbose):

@@ -8,7 +8,7 @@ Kernel (notes multiclass_ep.md §1.1)
 Each class c has its own stationary ARD kernel (squared exponential by default; any family
 code of :mod:`sparsegp._numba.covfuncs` through ``family``) with amplitude ``variance``
 (sigma_c, a variance), per-dimension ``lengthscale`` l_{c,d} (a *length*, not its square: the
-R code's squared length-scale is l^2) and additive Gaussian ``noise`` (sigma0_c, a variance):
+R code's squared length-scale is l^2) and additive Gaussian noise ``noise_variance`` (sigma0_c):
 
     k_c(x, x') = sigma_c g(sum_d (x_d - x'_d)^2 / l_{c,d}^2)                (signal, K_fu)
     kappa_c    = sigma_c + sigma0_c                                         (prior var of f_ic)
@@ -39,7 +39,7 @@ from .._numba import covfuncs as _cf
 from .._numba import multiclass as _nbmc
 from .._inducing_base import InducingPointEstimator, median_lengthscale, take_rows  # noqa: F401
 from .._scaling import InputScaling
-from .._validation import check_classes, check_int
+from .._validation import check_classes, check_int, check_option
 from ..exceptions import ConvergenceWarning
 from .._config import MC_GEMM_MIN_D as GEMM_MIN_D, MC_SMALL_KERNEL as _SMALL_KERNEL
 
@@ -364,8 +364,8 @@ class MultiClassGPClassifier(ClassifierMixin, InducingPointEstimator):
     def _per_feature_scaling(self, n_features):
         """Whether the inputs are scaled per feature: for the default ARD kernel or an ARD
         ``kernel`` (:meth:`sparsegp._scaling.InputScaling.wants_per_feature`)."""
-        spec = self._kernel_spec(n_features)
-        return spec is None or InputScaling.wants_per_feature(spec)
+        specs = self._kernel_specs(n_features)
+        return specs is None or InputScaling.wants_per_feature(specs[0])
 
     def _check_iterations_and_callback(self, min_iter):
         """``max_iter`` (>= ``min_iter``) and ``jitter``; ``callback`` must be callable."""
@@ -374,6 +374,22 @@ class MultiClassGPClassifier(ClassifierMixin, InducingPointEstimator):
         if self.callback is not None and not callable(self.callback):
             raise ValueError(f"callback must be callable; got {self.callback!r}")
         return max_iter, jitter
+
+    def _check_optimizer(self, batch_size, batch_rule, minibatch_rule):
+        """The rule that learns the hyper-parameters and inducing inputs, or None (held).
+
+        ``optimizer="auto"`` is ``batch_rule`` in batch mode (``batch_size`` None) and
+        ``minibatch_rule`` with minibatches; a named rule must be that of the mode.
+        """
+        rule = batch_rule if batch_size is None else minibatch_rule
+        if self.optimizer is None:
+            return None
+        check_option(self.optimizer, "optimizer", ("auto", batch_rule, minibatch_rule, None))
+        if self.optimizer not in ("auto", rule):
+            mode = "batch mode (batch_size=None)" if batch_size is None else "minibatch mode"
+            raise ValueError(f"optimizer={self.optimizer!r} is not available in {mode}, which "
+                             f"steps by {rule!r}; use optimizer='auto' or {rule!r}")
+        return rule
 
     def _print_every(self):
         """Iterations between progress lines: ``verbose`` itself, 10 for True, 0 for off."""
@@ -387,109 +403,144 @@ class MultiClassGPClassifier(ClassifierMixin, InducingPointEstimator):
         Every multi-class estimator draws them in the same order from the same arguments, so
         that the baselines and ``MultiClassEPClassifier`` given one ``random_state`` start
         from the same point, as in the paper's experiments. A ``kernel`` gives every class
-        its variance and length-scales (an isotropic value repeated over the D features);
-        without one, ``variance`` and ``lengthscale`` do (the median heuristic for None).
-        Sets ``_spec`` (:meth:`_kernel_spec`), which the fit and ``kernel_`` read.
+        its variance and length-scales (an isotropic value repeated over the D features), a
+        list of kernels each class its own; without one every class starts at variance 1
+        and the median heuristic's length-scale. Sets ``_spec`` (:meth:`_kernel_specs`),
+        which the fit and ``kernel_`` read.
         """
         scaling = self._scaling
-        spec = self._kernel_spec(X.shape[1])
-        if spec is not None:
+        specs = self._kernel_specs(X.shape[1], n_classes)
+        if specs is not None:
             # the start and the box in model units; ``fitted`` still builds the user's kernel
-            spec = scaling.spec_to_model(spec)
-        self._spec = spec
-        if spec is None:
-            variance = self._check_positive_param("variance", n_classes)
+            specs = [scaling.spec_to_model(spec) for spec in specs]
+        self._spec = specs
+        noise = self._check_positive_param("noise_variance", n_classes)
+        if specs is None:
+            # the median heuristic on the model-unit rows (on standardised inputs, the
+            # paper's start)
+            variance = np.ones(n_classes)
+            lengthscale = np.full((n_classes, X.shape[1]), median_lengthscale(X, rng))
         else:
-            variance = np.full(n_classes, spec.variance)
-        noise = self._check_positive_param("noise", n_classes)
-        if spec is None:
-            # None: the median heuristic on the model-unit rows (on standardised inputs, the
-            # paper's start); a given value is in the user's units
-            lengthscale = self._check_lengthscale(X, rng, n_classes)
-            if self.lengthscale is not None:
-                lengthscale = scaling.lengthscale_to_model(lengthscale)
-        else:
-            lengthscale = np.tile(spec.lengthscale, (n_classes, 1))
+            variance = np.array([spec.variance for spec in specs])
+            lengthscale = np.stack([spec.lengthscale for spec in specs])
         Z = self._check_inducing_points(X.shape[0], X.shape[1], n_classes)
         if Z is None:
             Z = self._initial_inducing_points(X, rng, y_index, n_classes)
         else:
             Z = scaling.transform(Z)
-        # a kernel's length-scales are given ones too: the same rescue applies to them
-        if self.lengthscale is not None or spec is not None:
+        if specs is not None:
+            # a kernel's length-scales are a given start, which may be far off the data
             lengthscale = self._rescue_degenerate_lengthscale(X, Z, lengthscale, rng)
         return variance, noise, lengthscale, Z
 
     # -- the covariance given as ``kernel`` ------------------------------------------------
 
-    def _kernel_spec(self, n_features):
-        """The :class:`~sparsegp.kernels.StationarySpec` of ``kernel``; None without one.
+    def _kernel_specs(self, n_features, n_classes=None):
+        """The :class:`~sparsegp.kernels.StationarySpec` of each class; None without a kernel.
+
+        ``kernel`` is one kernel (every class's start) or a list of kernels, one per class;
+        with ``n_classes`` the result has one spec per class, without it one per kernel given.
 
         Raises
         ------
         ValueError
-            When ``kernel`` is given together with a non-default ``lengthscale`` or
-            ``variance`` (the covariance must come from one place), or is not a single
-            stationary kernel optionally times a constant.
+            When a kernel is not a single stationary kernel optionally times a constant, the
+            kernels of a list differ in family or in being ARD, or their number is not
+            ``n_classes``.
         """
-        kernel = getattr(self, "kernel", None)
-        if kernel is None:
+        if self.kernel is None:
             return None
-        _kernels.check_kernel_conflict(
-            kernel, {"lengthscale": (self.lengthscale, None), "variance": (self.variance, 1.0)},
-            type(self).__name__)
-        return _kernels.stationary_spec(kernel, n_features, type(self).__name__)
+        owner = type(self).__name__
+        given = self.kernel if isinstance(self.kernel, (list, tuple)) else [self.kernel]
+        specs = [_kernels.stationary_spec(k, n_features, owner) for k in given]
+        if not specs or any((s.family, s.ard) != (specs[0].family, specs[0].ard)
+                            for s in specs):
+            raise ValueError(f"{owner}: a list of kernels needs one kernel per class, all of "
+                             f"one family and all isotropic or all ARD; got {self.kernel!r}")
+        if n_classes is None:
+            return specs
+        if len(specs) == 1:
+            return specs * n_classes
+        if len(specs) != n_classes:
+            raise ValueError(f"{owner}: kernel is a list of {len(specs)} kernels but y has "
+                             f"{n_classes} classes; give one kernel per class, or one for all")
+        return specs
+
+    def _noise_bounds(self):
+        """``noise_variance_bounds`` as ``(fixed, log bounds (2,) or None)``."""
+        b = self.noise_variance_bounds
+        if b is None:
+            return False, None
+        if isinstance(b, str) and b == "fixed":
+            return True, None
+        try:
+            arr = np.asarray(b, dtype=np.float64).ravel()
+        except (TypeError, ValueError):
+            arr = np.empty(0)
+        if arr.size != 2 or not (0 < arr[0] <= arr[1] < np.inf):
+            raise ValueError(f"noise_variance_bounds must be None, 'fixed' or (low, high) with "
+                             f"0 < low <= high < inf; got {b!r}")
+        return False, np.log(arr)
 
     def _kernel_family(self):
         """Stationary family code of the fitted covariance (SE without a ``kernel``)."""
-        spec = getattr(self, "_spec", None)
-        return _cf.SE if spec is None else spec.family
+        specs = getattr(self, "_spec", None)
+        return _cf.SE if specs is None else specs[0].family
 
     def _kernel_settings(self, C, M, D):
         """``(family, isotropic, log_bounds, frozen)`` for a packed vector of C classes.
 
-        ``log_bounds`` is None without a ``kernel`` (the default covariance is unbounded, as
-        it always was); otherwise (lo, hi) arrays the size of :func:`pack_params`' vector,
-        the kernel's log bounds on log sigma_c and log l_{c,d}, unbounded elsewhere.
-        ``frozen`` (boolean, same size) marks the coordinates a "fixed" bound holds.
+        ``log_bounds`` is None without a ``kernel`` and ``noise_variance_bounds`` (the
+        default covariance is unbounded, as it always was); otherwise (lo, hi) arrays the
+        size of :func:`pack_params`' vector: each class's kernel's log bounds on log sigma_c
+        and log l_{c,d}, those of ``noise_variance_bounds`` on log sigma0_c, unbounded
+        elsewhere. ``frozen`` (boolean, same size) marks the coordinates a "fixed" bound holds.
         """
         n = 2 * C + C * D + C * M * D
         frozen = np.zeros(n, dtype=bool)
-        spec = getattr(self, "_spec", None)
-        if spec is None:
+        noise_fixed, noise_box = self._noise_bounds()
+        frozen[C:2 * C] = noise_fixed
+        specs = getattr(self, "_spec", None)
+        if specs is None and noise_box is None:
             return _cf.SE, False, None, frozen
         lo = np.full(n, -np.inf)
         hi = np.full(n, np.inf)
-        if spec.free_variance:
-            lo[:C], hi[:C] = spec.variance_bounds
-        else:
-            frozen[:C] = True
-        ls = slice(2 * C, 2 * C + C * D)
-        if spec.free_lengthscale:
-            # model units: one (low, high) row per feature (InputScaling.spec_to_model)
-            pairs = np.broadcast_to(
-                np.asarray(spec.lengthscale_bounds, dtype=np.float64).reshape(-1, 2), (D, 2))
-            lo[ls], hi[ls] = np.tile(pairs[:, 0], C), np.tile(pairs[:, 1], C)
-        else:
-            frozen[ls] = True
-        return spec.family, not spec.ard, (lo, hi), frozen
+        if noise_box is not None:
+            lo[C:2 * C], hi[C:2 * C] = noise_box
+        if specs is None:
+            return _cf.SE, False, (lo, hi), frozen
+        for c, spec in enumerate(specs):
+            if spec.free_variance:
+                lo[c], hi[c] = spec.variance_bounds
+            else:
+                frozen[c] = True
+            ls = slice(2 * C + c * D, 2 * C + (c + 1) * D)
+            if spec.free_lengthscale:
+                # model units: one (low, high) row per feature (InputScaling.spec_to_model)
+                pairs = np.broadcast_to(
+                    np.asarray(spec.lengthscale_bounds, dtype=np.float64).reshape(-1, 2), (D, 2))
+                lo[ls], hi[ls] = pairs[:, 0], pairs[:, 1]
+            else:
+                frozen[ls] = True
+        return specs[0].family, not specs[0].ard, (lo, hi), frozen
 
     @property
     def kernel_(self):
         """The fitted covariances: a list of C kernels, one per class (``classes_`` order).
 
-        Each is a copy of ``kernel`` at that class's fitted ``variance_[c]`` and
+        Each is a copy of that class's ``kernel`` at its fitted ``variance_[c]`` and
         ``lengthscale_[c]`` (a single length-scale when ``kernel`` is isotropic), or, without
         a ``kernel``, ``SquaredExponential(variance_[c], lengthscale_[c])`` with ARD
-        length-scales. The additive noise ``noise_`` is not part of them.
+        length-scales; given back as ``kernel``, they start every class where it ended. The
+        additive noise ``noise_`` (``noise_variance``) is not part of them.
         """
         variance = self.variance_          # AttributeError before fit, as for any fitted value
         lengthscale = np.atleast_2d(self.lengthscale_)
-        spec = getattr(self, "_spec", None)
-        if spec is None:
+        specs = getattr(self, "_spec", None)
+        if specs is None:
             return [_kernels.SquaredExponential(float(v), np.array(ls, dtype=np.float64))
                     for v, ls in zip(variance, lengthscale)]
-        return [spec.fitted(float(v), ls) for v, ls in zip(variance, lengthscale)]
+        return [spec.fitted(float(v), ls) for spec, v, ls in zip(specs, variance, lengthscale)]
 
     def _rescue_degenerate_lengthscale(self, X, Z, lengthscale, rng):
         """Scale given length-scales up when the kernel between the data and Z vanishes.
@@ -522,7 +573,7 @@ class MultiClassGPClassifier(ClassifierMixin, InducingPointEstimator):
             f"inputs vanish (median k/variance = exp(-{max(exponents):.0f})), so no gradient "
             f"could move it; starting instead from length-scales scaled by "
             f"{float(np.mean(target / geo)):.3g} to the median heuristic "
-            f"({target:.3g}; lengthscale=None uses it directly). Standardised inputs help.",
+            f"({target:.3g}; kernel=None uses it directly). Standardised inputs help.",
             ConvergenceWarning, stacklevel=4)
         return rescued
 
@@ -548,7 +599,7 @@ class MultiClassGPClassifier(ClassifierMixin, InducingPointEstimator):
             warnings.warn(
                 f"training ended no better than always predicting the most frequent class "
                 f"(training accuracy {accuracy:.3f} against {majority:.3f}); try standardised "
-                f"inputs, lengthscale=None (the median heuristic), more iterations (max_iter) "
+                f"inputs, kernel=None (the median heuristic), more iterations (max_iter) "
                 f"or a larger learning_rate", ConvergenceWarning, stacklevel=3)
 
     # -- theta_: the free hyper-parameters of log_marginal_likelihood ------------------------
@@ -562,12 +613,13 @@ class MultiClassGPClassifier(ClassifierMixin, InducingPointEstimator):
         :meth:`_hyper_at` and :meth:`_theta_gradient`.
         """
         C, D = np.shape(log_lengthscale)
-        spec = getattr(self, "_spec", None)
+        specs = getattr(self, "_spec", None)      # one per class (all ARD or all isotropic)
         mask = np.ones(2 * C + C * D, dtype=bool)
-        if spec is not None:
-            mask[:C] = spec.free_variance
-            mask[2 * C:] = spec.free_lengthscale
-            if not spec.ard:
+        if specs is not None:
+            for c, spec in enumerate(specs):
+                mask[c] = spec.free_variance
+                mask[2 * C + c * D:2 * C + (c + 1) * D] = spec.free_lengthscale
+            if not specs[0].ard:
                 # one length-scale per class: its first entry stands for all D
                 mask[2 * C:] &= np.tile(np.arange(D) == 0, C)
         log_ls_user = np.asarray(log_lengthscale) + np.log(self._scaling.scale)
@@ -583,8 +635,8 @@ class MultiClassGPClassifier(ClassifierMixin, InducingPointEstimator):
         full = self._theta_full.copy()
         full[self._theta_mask] = theta
         log_ls = full[2 * C:].reshape(C, D)
-        spec = getattr(self, "_spec", None)
-        if spec is not None and not spec.ard:
+        specs = getattr(self, "_spec", None)
+        if specs is not None and not specs[0].ard:
             log_ls = np.repeat(log_ls[:, :1], D, axis=1)
         return pack_params(full[:C], full[C:2 * C], log_ls - np.log(self._scaling.scale), Z)
 
@@ -592,8 +644,8 @@ class MultiClassGPClassifier(ClassifierMixin, InducingPointEstimator):
         """d/d ``theta_`` from a gradient of the :func:`pack_params` vector (log space: the
         units do not change it; an isotropic class's D entries add up)."""
         g = np.array(grad[:2 * C + C * D], dtype=np.float64)
-        spec = getattr(self, "_spec", None)
-        if spec is not None and not spec.ard:
+        specs = getattr(self, "_spec", None)
+        if specs is not None and not specs[0].ard:
             gl = g[2 * C:].reshape(C, D)
             gl[:, 0] = gl.sum(axis=1)
         return g[self._theta_mask]

@@ -30,7 +30,7 @@ from .._numba import covfuncs as _cf
 from .._numba import multiclass_gfitc as _nb
 from .._optimize import NUMERICAL_ERRORS, maximize, unbounded
 from .._threads import map_threads
-from .._validation import check_int, check_positive
+from .._validation import check_int, check_option, check_positive
 from ..exceptions import ConvergenceWarning
 from .._config import (MC_GFITC_AUTO_SEQUENTIAL_WORK as _AUTO_SEQUENTIAL_WORK,
                        MC_GFITC_MIN_UPDATE_ROWS as _MIN_UPDATE_ROWS)
@@ -531,27 +531,32 @@ class MultiClassGFITCClassifier(_mc.MultiClassGPClassifier):
     init : {"random", "kmeans", "subset"}, default="random"
         Initial Z_c: M random training rows drawn independently per class (the paper), k-means
         centres started from them, or M random rows of class c (requires M <= every class size).
-    kernel : Kernel, optional
+    kernel : Kernel or list of Kernel, optional
         The signal covariance of every class: a :mod:`sparsegp.kernels` stationary kernel
         (``SquaredExponential``, ``Matern`` with nu = 1/2, 3/2, 5/2), optionally times a
         constant, or the same built from scikit-learn's ``ConstantKernel``, ``RBF`` and
-        ``Matern``. It gives the family and every class's starting variance and
-        length-scales (each class then learns its own); an isotropic length-scale stays
-        isotropic per class, an array one per feature is ARD. Its log bounds (within the box
-        [-10, 10]) bound the search, "fixed" holds a parameter. Default: the SE-ARD kernel
-        from ``variance`` and ``lengthscale``; give either ``kernel`` or those two. ``noise``
-        is separate either way.
-    lengthscale : float, ndarray of shape (D,) or (C, D), optional
-        Initial length-scales; default sqrt(median pairwise distance) (notes §5.3).
-    variance : float or ndarray of shape (C,), default=1.0
-        Initial signal variance sigma_c.
-    noise : float or ndarray of shape (C,), default=1.0
+        ``Matern``. It gives the family and every class's starting variance and length-scales
+        (each class then learns its own); an isotropic length-scale stays isotropic per class,
+        an array one per feature is ARD. A list of C such kernels (``classes_`` order, one
+        family, all isotropic or all ARD; ``kernel_`` is one) starts each class from its own.
+        Its log bounds (within the box [-10, 10]) bound the search, "fixed" holds a parameter.
+        None: the SE-ARD kernel, every class starting at variance 1 and the length-scale
+        sqrt(median pairwise distance) (notes §5.3). The noise is ``noise_variance``, apart from
+        the kernel.
+    noise_variance : float or ndarray of shape (C,), default=1.0
         Initial additive noise variance sigma0_c.
+    noise_variance_bounds : None, "fixed" or pair of floats, default=None
+        Bounds of the noise variance's search (natural values, within the box [-10, 10] of
+        its log), "fixed" to hold it, None for the box alone.
     max_iter : int, default=250
-        L-BFGS-B iterations (0: EP at the initial hyper-parameters only). This is a budget, as
-        in the paper's experiments: stopping at it is not reported as non-convergence.
-    learn_hyperparameters : bool, default=True
-        If False only the inducing inputs are learnt.
+        Optimiser iterations (0: EP at the initial hyper-parameters only). This is a budget,
+        as in the paper's experiments: stopping at it is not reported as non-convergence.
+    optimizer : {"lbfgs", "cg"} or None, default="lbfgs"
+        How log Z_EP is maximised over the hyper-parameters and inducing inputs, through
+        :func:`sparsegp._optimize.maximize`: L-BFGS-B (the paper's) or nonlinear conjugate
+        gradients. None holds every hyper-parameter and the inducing inputs fixed (EP at the
+        initial values only). To learn only the inducing inputs, hold the kernel with
+        "fixed" bounds and set ``noise_variance_bounds="fixed"``.
     noise_in_kuu : bool, default=True
         Put sigma0_c on the diagonal of K_c (the R code's convention, notes §1.1).
     jitter : float, default=1e-10
@@ -632,19 +637,18 @@ class MultiClassGFITCClassifier(_mc.MultiClassGPClassifier):
     """
 
     def __init__(self, n_inducing="auto", inducing_points=None, init="random", kernel=None,
-                 lengthscale=None, variance=1.0, noise=1.0, max_iter=250,
-                 learn_hyperparameters=True, noise_in_kuu=True, jitter=_mc.DEFAULT_JITTER,
+                 noise_variance=1.0, noise_variance_bounds=None, max_iter=250,
+                 optimizer="lbfgs", noise_in_kuu=True, jitter=_mc.DEFAULT_JITTER,
                  ep_schedule="auto", ep_damping=1.0, ep_tol=None, ep_max_sweeps=1000,
                  random_state=None, verbose=False, callback=None):
         self.n_inducing = n_inducing
         self.inducing_points = inducing_points
         self.init = init
         self.kernel = kernel
-        self.lengthscale = lengthscale
-        self.variance = variance
-        self.noise = noise
+        self.noise_variance = noise_variance
+        self.noise_variance_bounds = noise_variance_bounds
         self.max_iter = max_iter
-        self.learn_hyperparameters = learn_hyperparameters
+        self.optimizer = optimizer
         self.noise_in_kuu = noise_in_kuu
         self.jitter = jitter
         self.ep_schedule = ep_schedule
@@ -658,6 +662,7 @@ class MultiClassGFITCClassifier(_mc.MultiClassGPClassifier):
     def fit(self, X, y):
         """Run EP and optimise the hyper-parameters on X (N, D) and labels y (N,)."""
         max_iter, jitter = self._check_iterations_and_callback(min_iter=0)
+        optimizer = check_option(self.optimizer, "optimizer", ("lbfgs", "cg", None))
         ep_max = check_int(self.ep_max_sweeps, "ep_max_sweeps", minimum=1)
         if self.ep_tol is not None:
             check_positive(self.ep_tol, "ep_tol", allow_array=False)
@@ -678,12 +683,9 @@ class MultiClassGFITCClassifier(_mc.MultiClassGPClassifier):
         nik = bool(self.noise_in_kuu)
         verbose = self._print_every()
         self.classes_ = classes
-        # with learn_hyperparameters=False only Z moves: the optimiser sees the Z block only
-        n_hyp = 2 * C + C * D
+        # the optimiser sees the coordinates that are not held
         free = np.ones(hyp0.pack().size, dtype=bool)
-        if not self.learn_hyperparameters:
-            free[:n_hyp] = False
-        free[frozen] = False                        # a kernel's "fixed" bounds
+        free[frozen] = False                        # "fixed" bounds of the kernel and noise
         full0 = hyp0.pack()
         warm = {"sites": _Sites(N, C)}
         sweeps = []  # EP sweeps of every evaluation, cold restarts included
@@ -740,9 +742,9 @@ class MultiClassGFITCClassifier(_mc.MultiClassGPClassifier):
                 self.callback(self, self.n_iter_)
 
         self.evidence_history_ = np.array(history)
-        if max_iter > 0:
+        if max_iter > 0 and optimizer is not None:
             # max_iter is a budget here (the paper's experiments), not a convergence cap
-            res = maximize(evaluate, theta0, method="lbfgs", bounds=hyp0.bounds()[free],
+            res = maximize(evaluate, theta0, method=optimizer, bounds=hyp0.bounds()[free],
                            max_iter=max_iter, initial=first, callback=on_iteration,
                            label="MultiClassGFITC", value_name="log Z_EP", warn_at_cap=False)
             if res.state is not None:

@@ -208,33 +208,38 @@ class MultiClassSVGPClassifier(_mc.MultiClassGPClassifier):
     init : {"random", "kmeans", "subset"}, default="random"
         Initial Z_c: M random training rows drawn independently per class (the paper), k-means
         centres started from them, or M random rows of class c (requires M <= every class size).
-    kernel : Kernel, optional
+    kernel : Kernel or list of Kernel, optional
         The signal covariance of every class: a :mod:`sparsegp.kernels` stationary kernel
         (``SquaredExponential``, ``Matern`` with nu = 1/2, 3/2, 5/2), optionally times a
         constant, or the same built from scikit-learn's ``ConstantKernel``, ``RBF`` and
-        ``Matern``. It gives the family and every class's starting variance and
-        length-scales (each class then learns its own); an isotropic length-scale stays
-        isotropic per class, an array one per feature is ARD. Its log bounds (within the box
-        [-10, 10]) bound the search, "fixed" holds a parameter. Default: the SE-ARD kernel
-        from ``variance`` and ``lengthscale``; give either ``kernel`` or those two. ``noise``
-        is separate either way.
-    lengthscale : float, ndarray of shape (D,) or (C, D), optional
-        Initial length-scales; default sqrt(median pairwise distance) (notes §5.3).
-    variance : float or ndarray of shape (C,), default=1.0
-        Initial signal variance sigma_c.
-    noise : float or ndarray of shape (C,), default=1.0
+        ``Matern``. It gives the family and every class's starting variance and length-scales
+        (each class then learns its own); an isotropic length-scale stays isotropic per class,
+        an array one per feature is ARD. A list of C such kernels (``classes_`` order, one
+        family, all isotropic or all ARD; ``kernel_`` is one) starts each class from its own.
+        Its log bounds (within the box [-10, 10]) bound the search, "fixed" holds a parameter.
+        None: the SE-ARD kernel, every class starting at variance 1 and the length-scale
+        sqrt(median pairwise distance) (notes §5.3). The noise is ``noise_variance``, apart from
+        the kernel.
+    noise_variance : float or ndarray of shape (C,), default=1.0
         Initial additive noise variance sigma0_c.
+    noise_variance_bounds : None, "fixed" or pair of floats, default=None
+        Bounds of the noise variance's search (natural values, within the box [-10, 10] of
+        its log), "fixed" to hold it, None for the box alone.
     batch_size : int, optional
         Minibatch size; ``None`` trains on the full data with L-BFGS-B. In minibatch mode X may
         be any row-sliceable array-like (memmap, h5py or zarr dataset), read one minibatch at a
         time.
     max_iter : int, default=250
-        L-BFGS-B iterations (batch mode) or epochs (minibatch mode). This is a budget, as in
+        Optimiser iterations (batch mode) or epochs (minibatch mode). This is a budget, as in
         the paper's experiments: stopping at it is not reported as non-convergence.
+    optimizer : {"auto", "lbfgs", "adam"} or None, default="auto"
+        The method that maximises the ELBO over q(u), the hyper-parameters and the inducing
+        inputs: "lbfgs" (L-BFGS-B, batch mode) or "adam" (minibatch mode); "auto" is the one
+        of the mode. None holds every hyper-parameter and the inducing inputs fixed; q(u) is
+        still fitted, by the mode's method. To learn only the inducing inputs and q(u), hold
+        the kernel with "fixed" bounds and set ``noise_variance_bounds="fixed"``.
     learning_rate : float, default=1e-3
         ADAM step size (minibatch mode).
-    learn_hyperparameters : bool, default=True
-        If False only the inducing inputs and q(u) are learnt.
     noise_in_kuu : bool, default=True
         Put sigma0_c on the diagonal of K_c (the R code's convention, notes §1.1).
     jitter : float, default=1e-10
@@ -288,21 +293,20 @@ class MultiClassSVGPClassifier(_mc.MultiClassGPClassifier):
     """
 
     def __init__(self, n_inducing="auto", inducing_points=None, init="random", kernel=None,
-                 lengthscale=None, variance=1.0, noise=1.0, batch_size=None, max_iter=250,
-                 learning_rate=1e-3, learn_hyperparameters=True, noise_in_kuu=True,
+                 noise_variance=1.0, noise_variance_bounds=None, batch_size=None, max_iter=250,
+                 optimizer="auto", learning_rate=1e-3, noise_in_kuu=True,
                  jitter=_mc.DEFAULT_JITTER, epsilon=1e-3, n_quadrature=100, random_state=None,
                  verbose=False, callback=None):
         self.n_inducing = n_inducing
         self.inducing_points = inducing_points
         self.init = init
         self.kernel = kernel
-        self.lengthscale = lengthscale
-        self.variance = variance
-        self.noise = noise
+        self.noise_variance = noise_variance
+        self.noise_variance_bounds = noise_variance_bounds
         self.batch_size = batch_size
         self.max_iter = max_iter
+        self.optimizer = optimizer
         self.learning_rate = learning_rate
-        self.learn_hyperparameters = learn_hyperparameters
         self.noise_in_kuu = noise_in_kuu
         self.jitter = jitter
         self.epsilon = epsilon
@@ -323,6 +327,7 @@ class MultiClassSVGPClassifier(_mc.MultiClassGPClassifier):
         batch_size = None
         if self.batch_size is not None:
             batch_size = check_int(self.batch_size, "batch_size", minimum=1)
+        self._check_optimizer(batch_size, "lbfgs", "adam")
         X, N, D, classes, y_idx = self._validate_training_data(X, y, batch_size is not None)
         self._training_rows(X, y_idx)
         rng = self._check_random_state()
@@ -339,11 +344,10 @@ class MultiClassSVGPClassifier(_mc.MultiClassGPClassifier):
         # q(u) starts at the prior (R code): m = 0, L = chol(K_c)
         kernels = [_ClassKernel(None, hyp, c, jitter, self._nik[0]) for c in range(C)]
         q = _Variational(np.zeros((C, M)), np.stack([k.LK for k in kernels]))
-        n_hyp = 2 * C + C * D
         free = np.ones(hyp.pack().size + _Variational.size(C, M), dtype=bool)
-        if not self.learn_hyperparameters:
-            free[:n_hyp] = False
-        free[:frozen.size][frozen] = False          # a kernel's "fixed" bounds
+        if self.optimizer is None:
+            free[:hyp.pack().size] = False          # q(u) alone is fitted
+        free[:frozen.size][frozen] = False          # "fixed" bounds of the kernel and noise
         vec0 = np.concatenate([hyp.pack(), q.pack()])
         verbose = self._print_every()
         if batch_size is None:

@@ -15,9 +15,9 @@ the site parameters (notes §3.4). The outer loop re-estimates the hyper-paramet
 gradients on the NLP of eq. 4 with the active set and the sites fixed (gradient in O(n d^2),
 notes §3.7) and keeps the best model by NLP.
 
-The covariance is one stationary kernel k = s2 g(|(x - x') / l|^2): by default the SE kernel of
-``variance``/``lengthscale``/``ard``, or any kernel given as ``kernel=`` (SE, Matérn 1/2, 3/2,
-5/2, optionally times a constant). Its family code (:mod:`sparsegp._numba.covfuncs`) reaches
+The covariance is one stationary kernel k = s2 g(|(x - x') / l|^2): by default the isotropic SE
+kernel from a start that follows the data, or any kernel given as ``kernel=`` (SE, Matérn 1/2,
+3/2, 5/2, optionally times a constant). Its family code (:mod:`sparsegp._numba.covfuncs`) reaches
 every kernel evaluation: the ADF columns of the inner loop, eq. 4 and its gradient, and the
 predictions.
 """
@@ -43,7 +43,7 @@ from .._numba.covfuncs import SE
 from .._numba.probit import inv_mills_vec, log_ndtr_vec
 from .._scaling import scaling_for
 from ..kernels import grad_contract, kernel_matrix, kernel_spec
-from .._optimize import kernel_log_bounds, maximize, unbounded
+from .._optimize import METHODS, kernel_log_bounds, maximize, unbounded
 from ._binary import (
     _BinaryGPClassifierMixin,
     pack_theta,
@@ -64,7 +64,8 @@ VALIDATION_KAPPA = 59
 TAU_MIN, TAU_MAX = -25.0, 25.0
 #: Iteration budget of one site optimisation (the paper bounds the evaluations, §5).
 SITE_MAXITER = 50
-#: CG iterations per outer iteration on the NLP of eq. 4 (not stated in the paper; notes §3.7).
+#: Optimiser (CG) iterations per outer iteration on the NLP of eq. 4 (not stated in the paper;
+#: notes §3.7).
 CG_MAXITER = 20
 
 
@@ -94,26 +95,24 @@ class StagewiseGPClassifier(_BinaryGPClassifierMixin, ClassifierMixin, SparseGPE
         or scikit-learn's ``ConstantKernel() * RBF()`` / ``ConstantKernel() * Matern(nu=...)``.
         Its values are the initial hyper-parameters; parameters with "fixed" bounds are not
         optimised, and the others stay within their bounds (the CG of Algorithm 1 sees eq. 4
-        at the clipped point). The legacy arguments are optimised without bounds.
-        None: the SE kernel of ``variance``, ``lengthscale`` and ``ard``, which must keep
-        their defaults if a kernel is given. Never modified.
-    lengthscale : None, float or array-like of shape (n_features,), default=None
-        Initial SE length-scale(s); only with ``kernel=None``.
-        None: a start that follows the data, ``sparsegp._scaling.LENGTHSCALE_START`` (1.0)
-        times the inputs' spread (per feature with ``ard``, else the root mean square of the
-        features' standard deviations), so that the fit does not depend on the units of X.
-    variance : float, default=1.0
-        Initial signal variance s2; only with ``kernel=None``.
-    ard : bool, default=False
-        One length-scale per input dimension; only with ``kernel=None``.
+        at the clipped point). None: the isotropic SE kernel with variance 1, optimised
+        without bounds, from a length-scale that follows the data,
+        ``sparsegp._scaling.LENGTHSCALE_START`` (1.0) times the root mean square of the
+        features' standard deviations, so that the fit does not depend on the units of X (an
+        ARD kernel from the data: ``SquaredExponential(lengthscale=X.std(axis=0))``). Never
+        modified.
     bias : float, default=0.0
         Initial probit bias b: p(y = +1 | f) = Phi(f + b).
-    outer_iter : int, default=20
-        iter_max of Algorithm 1: inner loops, each followed by a hyper-parameter update.
+    max_iter : int, default=20
+        iter_max of Algorithm 1: outer iterations, each an inner loop followed by a
+        hyper-parameter update.
     tol : float, default=1e-4
         Stop the outer loop when the NLP of eq. 4 changes by less than this.
-    optimize : bool, default=True
-        Re-estimate the hyper-parameters; False runs the inner loop once at the given ones.
+    optimizer : {"cg", "lbfgs"} or None, default="cg"
+        How each outer iteration re-estimates the hyper-parameters on the NLP of eq. 4 (up
+        to ``CG_MAXITER`` iterations, through :func:`sparsegp._optimize.maximize`): nonlinear
+        conjugate gradients (notes §3.7) or L-BFGS-B. None holds them fixed: the inner loop
+        runs once at the given values.
     random_state : None, int or numpy.random.Generator, default=None
         Seeds the working sets and tie breaks.
     verbose : bool, default=False
@@ -163,20 +162,17 @@ class StagewiseGPClassifier(_BinaryGPClassifierMixin, ClassifierMixin, SparseGPE
     """
 
     def __init__(self, d_max="auto", selection="adaptive", kappa=None, site_update="moment",
-                 kernel=None, lengthscale=None, variance=1.0, ard=False, bias=0.0,
-                 outer_iter=20, tol=1e-4, optimize=True, random_state=None, verbose=False):
+                 kernel=None, bias=0.0, max_iter=20, tol=1e-4, optimizer="cg",
+                 random_state=None, verbose=False):
         self.d_max = d_max
         self.selection = selection
         self.kappa = kappa
         self.site_update = site_update
         self.kernel = kernel
-        self.lengthscale = lengthscale
-        self.variance = variance
-        self.ard = ard
         self.bias = bias
-        self.outer_iter = outer_iter
+        self.max_iter = max_iter
         self.tol = tol
-        self.optimize = optimize
+        self.optimizer = optimizer
         self.random_state = random_state
         self.verbose = verbose
 
@@ -196,25 +192,22 @@ class StagewiseGPClassifier(_BinaryGPClassifierMixin, ClassifierMixin, SparseGPE
         else:
             kappa = check_int(self.kappa, "kappa", minimum=1)
         site_update = check_option(self.site_update, "site_update", SITE_UPDATES)
-        # None (the default) is the data-following start, set in fit; 1.0 stands in for it
-        # as the value a kernel given alongside must leave untouched
-        spec = kernel_spec(self.kernel, self.variance,
-                           1.0 if self.lengthscale is None else self.lengthscale, self.ard, D,
-                           type(self).__name__)
+        # kernel=None: the default kernel, whose data-following start fit sets
+        spec = kernel_spec(self.kernel, D, type(self).__name__)
         bias = self.bias
         if isinstance(bias, (bool, np.bool_)) or not np.isscalar(bias) \
                 or not np.isfinite(float(bias)):
             raise ValueError(f"bias must be a finite real number; got {bias!r}")
-        outer_iter = check_int(self.outer_iter, "outer_iter", minimum=1)
+        max_iter = check_int(self.max_iter, "max_iter", minimum=1)
         tol = self.tol
         if isinstance(tol, (bool, np.bool_)) or not np.isscalar(tol) \
                 or not np.isfinite(float(tol)) or float(tol) < 0:
             raise ValueError(f"tol must be a non-negative finite number; got {tol!r}")
-        if not isinstance(self.optimize, (bool, np.bool_)):
-            raise ValueError(f"optimize must be True or False; got {self.optimize!r}")
+        optimizer = (None if self.optimizer is None
+                     else check_option(self.optimizer, "optimizer", tuple(METHODS)))
         rng = check_random_state(self.random_state)
         return (X, y_pm, classes, d_max, selection, kappa, site_update, spec, float(bias),
-                outer_iter, float(tol), rng)
+                max_iter, float(tol), optimizer, rng)
 
     # ------------------------------------------------------------------------------------
     # fit
@@ -232,12 +225,12 @@ class StagewiseGPClassifier(_BinaryGPClassifierMixin, ClassifierMixin, SparseGPE
         -------
         self
         """
-        (X, y_pm, classes, d_max, selection, kappa, site_update, spec, b, outer_iter, tol,
-         rng) = self._validate(X, y)
+        (X, y_pm, classes, d_max, selection, kappa, site_update, spec, b, max_iter, tol,
+         optimizer, rng) = self._validate(X, y)
         self.classes_ = classes
         ard = bool(spec.ard)
         family = spec.family
-        scaling = scaling_for(X, spec, self.kernel is None and self.lengthscale is None)
+        scaling = scaling_for(X, spec, self.kernel is None)
         # the ADF's kernel columns use |a|^2 + |b|^2 - 2 a.b, which an offset such as
         # X + 1e9 destroys; centred rows give the same stationary kernel with every digit.
         # The basis vectors are reported from the user's X below.
@@ -247,7 +240,7 @@ class StagewiseGPClassifier(_BinaryGPClassifierMixin, ClassifierMixin, SparseGPE
         free, lims = kernel_log_bounds(spec, X.shape[1])
         free = np.append(free, True)
         bounds = np.vstack([lims, unbounded(1)])[free]
-        n_outer = outer_iter if self.optimize else 1
+        n_outer = max_iter if optimizer is not None else 1
         state = _adf.new_state(X.shape[0], d_max, s2)
         theta = pack_theta(s2, ls, b, ard)
         history = []
@@ -256,9 +249,9 @@ class StagewiseGPClassifier(_BinaryGPClassifierMixin, ClassifierMixin, SparseGPE
             s2, ls, b, _ = unpack_theta(theta, X.shape[1], ard)
             active, p, m, trace = _inner_loop(X, y_pm, state, d_max, selection, kappa,
                                               site_update, s2, ls, b, rng, family)
-            if self.optimize:
+            if optimizer is not None:
                 theta_new, nlp = _optimise_hyper(X, y_pm, active, p, m, theta, ard, family,
-                                                 free, bounds)
+                                                 free, bounds, optimizer)
             else:
                 theta_new = theta
                 nlp = nlp_eq4(theta, X, y_pm, active, p, m, ard, family=family)[0]
@@ -273,11 +266,7 @@ class StagewiseGPClassifier(_BinaryGPClassifierMixin, ClassifierMixin, SparseGPE
         _, theta, active, p, m, trace = best
         s2, ls, b, _ = unpack_theta(theta, X.shape[1], ard)
         self._family = family
-        # not the mixin's _set_hyper_attributes: ARD comes from the kernel, not self.ard
-        self.variance_ = float(s2)
-        self.lengthscale_ = ls.copy() if ard else float(ls[0])
-        self.bias_ = float(b)
-        self.kernel_ = spec.fitted(s2, ls)
+        self._set_hyper_attributes(s2, ls, b, spec)
         self.active_set_ = active
         self.basis_vectors_ = X_user[active].copy()
         self.site_precision_ = p
@@ -556,8 +545,10 @@ def nlp_eq4(theta, X, y, active, p, m, ard, gradient=False, family=SE):
     return nlp, theta_gradient(g_s2, g_ls, g_b, s2, ls, ard)
 
 
-def _optimise_hyper(X, y, active, p, m, theta0, ard, family=SE, free=None, bounds=None):
-    """CG on the NLP of eq. 4 (Algorithm 1 step 6); returns (theta, nlp).
+def _optimise_hyper(X, y, active, p, m, theta0, ard, family=SE, free=None, bounds=None,
+                    method="cg"):
+    """``method`` ("cg" or "lbfgs") on the NLP of eq. 4 (Algorithm 1 step 6); returns
+    (theta, nlp).
 
     ``free`` (bool mask over theta, default all True) selects the entries the optimiser moves;
     the others (kernel parameters held "fixed") keep their values in ``theta0``. ``bounds``
@@ -573,7 +564,7 @@ def _optimise_hyper(X, y, active, p, m, theta0, ard, family=SE, free=None, bound
         return -nlp, -grad[free], None
 
     # one CG run per outer iteration of Algorithm 1: its cap is the algorithm's, not a fit's
-    best = maximize(evaluate, theta0[free], method="cg", bounds=bounds, max_iter=CG_MAXITER,
+    best = maximize(evaluate, theta0[free], method=method, bounds=bounds, max_iter=CG_MAXITER,
                     label="NLP eq. 4", warn_at_cap=False)
     theta = theta0.copy()
     theta[free] = best.theta

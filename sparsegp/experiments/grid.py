@@ -121,6 +121,57 @@ def _allowed_params(method):
     return sorted(names - _RUNNER_SET)
 
 
+def constructor_arguments(method, params, n_features):
+    """The estimator's keyword arguments for a cell's ``params``.
+
+    A cell's parameters are JSON and part of its key, so the cells of committed results
+    (``figures/*.jsonl``) keep the constructor names of the day they ran: ``optimize`` (now
+    ``optimizer``), ``noise`` (now ``noise_variance``), and the kernel's start as scalars
+    ``variance``, ``lengthscale``, ``ard`` and the IVM's ``bias_variance`` (now one
+    ``kernel``, searched without bounds as those names were). Anything else passes as given.
+
+    Parameters
+    ----------
+    method : str
+        A key of :data:`METHODS`.
+    params : dict
+    n_features : int
+        The multi-class kernels and ``ard`` have one length-scale per feature.
+
+    Returns
+    -------
+    dict
+    """
+    from sparsegp.kernels import UNBOUNDED, ConstantKernel, SquaredExponential
+
+    kw = dict(params)
+    if "optimize" in kw:
+        mode = kw.pop("optimize")
+        if mode is False or mode is True:
+            if not mode:
+                kw["optimizer"] = None
+            elif method == "ivm":
+                kw["optimizer"] = "evidence"
+        else:
+            kw["optimizer"] = mode                         # the IVM's named modes
+    if "noise" in kw:
+        kw["noise_variance"] = kw.pop("noise")
+    start = {k: kw.pop(k) for k in ("variance", "lengthscale", "ard", "bias_variance") if k in kw}
+    if start:
+        if start.get("lengthscale") is None:
+            raise ValueError(f"a grid cell that sets the kernel's start needs its lengthscale; "
+                             f"got {start}")
+        ls = np.asarray(start["lengthscale"], dtype=np.float64)
+        if METHODS[method][1] == "fraction" or start.get("ard"):
+            ls = np.broadcast_to(ls, (n_features,)).copy()
+        kernel = SquaredExponential(float(start.get("variance", 1.0)), ls if ls.ndim else
+                                    float(ls), UNBOUNDED, UNBOUNDED)
+        if start.get("bias_variance"):
+            kernel = kernel + ConstantKernel(float(start["bias_variance"]), "fixed")
+        kw["kernel"] = kernel
+    return kw
+
+
 def validate_cells(cells, data_home=None):
     """Raise before any cell runs if a grid names something that does not exist.
 
@@ -147,7 +198,8 @@ def validate_cells(cells, data_home=None):
         if cell.method not in METHODS:
             raise ValueError(f"unknown method {cell.method!r} in a grid cell; valid: "
                              f"{', '.join(sorted(METHODS))}")
-        bad = sorted(set(cell.params) - set(_allowed_params(cell.method)))
+        bad = sorted(set(constructor_arguments(cell.method, cell.params, 1))
+                     - set(_allowed_params(cell.method)))
         if bad:
             raise ValueError(f"unknown parameter(s) {bad} for method {cell.method!r}; valid: "
                              f"{', '.join(_allowed_params(cell.method))}")
@@ -246,7 +298,7 @@ def build_estimator(cell, Xtr, ytr):
         kwargs = {**start, **kwargs}
         if cell.method in ("ep", "sep"):
             kwargs["method"] = cell.method
-    return cls(**kwargs)
+    return cls(**constructor_arguments(cell.method, kwargs, Xtr.shape[1]))
 
 
 def _jsonable(value):

@@ -23,7 +23,9 @@ class Table:
     sizes : dict
         (dataset, method) -> tuple of sizes (None for methods without one).
     params : dict
-        method -> constructor arguments shared by every cell of that method.
+        method -> constructor arguments shared by every cell of that method, in the cells'
+        JSON vocabulary (:func:`sparsegp.experiments.grid.constructor_arguments`: the keys of
+        committed cells stay as they were run).
     folds : int
         Splits per data set in the paper (fewer when the file holds fewer).
     paper : dict

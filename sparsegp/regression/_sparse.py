@@ -59,33 +59,25 @@ class SparseGPRegressor(RegressorMixin, InducingPointEstimator):
         ``Matern`` with ν = 1/2, 3/2, 5/2; ARD when its length-scale is an array), optionally
         times a constant, or the same built from scikit-learn's ``ConstantKernel``, ``RBF``
         and ``Matern``. Its values are the start, its bounds (or "fixed") bound the search.
-        Default: ``SquaredExponential(variance, lengthscale)`` from the three arguments below,
-        with log-bounds [1e-6, 1e6]; give either ``kernel`` or those.
-    lengthscale : float or array-like of shape (D,), default=1.0
-        Initial SE length-scale(s); one per feature requires ``ard=True``.
-    variance : float, default=1.0
-        Initial signal variance s².
+        None: ``SquaredExponential(1.0, 1.0)`` (isotropic) with bounds [1e-6, 1e6].
     noise_variance : float, default=0.1
         Initial Gaussian noise variance σ² (> 0).
     normalize_y : bool, default=True
         Centre the targets and scale them to unit variance before fitting (scikit-learn's
-        name and meaning): the starting values of ``variance``, ``noise_variance`` and the
-        kernel's variance are then relative to var(y), so the defaults suit targets in any
-        units. Fitted values, predictions and the evidence are reported in the units of y.
+        name and meaning): the starting values of ``noise_variance`` and the kernel's
+        variance are then relative to var(y), so the defaults suit targets in any units.
+        Fitted values, predictions and the evidence are reported in the units of y.
         False fits a zero-mean GP to y as given.
-    ard : bool, default=False
-        One length-scale per input dimension.
     jitter : float, default=1e-6
         K_uu jitter as a multiple of the signal variance (notes §0.2); grown tenfold, with a
         :class:`~sparsegp.exceptions.JitterWarning`, when K_uu cannot be factorised.
-    optimize : bool, default=True
-        Maximise the evidence (VFE: the bound) over log s², log ℓ, log σ² and the inducing
-        inputs (not for ``"sod"``/``"exact"``, which have none to move).
     optimizer : {"lbfgs", "cg"} or None, default="lbfgs"
-        L-BFGS-B (log-parameters within the kernel's bounds, [1e-6, 1e6] by default, and
-        σ² within [1e-6, 1e6]) or nonlinear conjugate gradients (evaluated at the point
-        clipped into those bounds), through :func:`sparsegp._optimize.maximize`. None holds
-        every hyper-parameter (and the inducing inputs) fixed, as ``optimize=False`` does.
+        How the evidence (VFE: the bound) is maximised over log s², log ℓ, log σ² and the
+        inducing inputs (not for ``"sod"``/``"exact"``, which have none to move): L-BFGS-B
+        (log-parameters within the kernel's bounds, [1e-6, 1e6] by default, and σ² within
+        [1e-6, 1e6]) or nonlinear conjugate gradients (evaluated at the point clipped into
+        those bounds), through :func:`sparsegp._optimize.maximize`. None holds every
+        hyper-parameter and the inducing inputs fixed, as in scikit-learn's GPs.
     max_iter : int, default=200
         Optimiser iterations per start; stopping there before converging raises a
         :class:`~sparsegp.exceptions.ConvergenceWarning`.
@@ -161,21 +153,17 @@ class SparseGPRegressor(RegressorMixin, InducingPointEstimator):
     _inits = ("random", "kmeans", "greedy")
 
     def __init__(self, approximation="fitc", n_inducing="auto", inducing_points=None,
-                 init="random", kernel=None, lengthscale=1.0, variance=1.0, noise_variance=0.1,
-                 normalize_y=True, ard=False, jitter=JITTER, optimize=True, optimizer="lbfgs",
-                 max_iter=200, n_restarts=0, blocks=None, random_state=None, verbose=False):
+                 init="random", kernel=None, noise_variance=0.1, normalize_y=True,
+                 jitter=JITTER, optimizer="lbfgs", max_iter=200, n_restarts=0, blocks=None,
+                 random_state=None, verbose=False):
         self.approximation = approximation
         self.n_inducing = n_inducing
         self.inducing_points = inducing_points
         self.init = init
         self.kernel = kernel
-        self.lengthscale = lengthscale
-        self.variance = variance
         self.noise_variance = noise_variance
         self.normalize_y = normalize_y
-        self.ard = ard
         self.jitter = jitter
-        self.optimize = optimize
         self.optimizer = optimizer
         self.max_iter = max_iter
         self.n_restarts = n_restarts
@@ -222,10 +210,10 @@ class SparseGPRegressor(RegressorMixin, InducingPointEstimator):
         return X, y, spec, sn2, jitter, Z, blocks
 
     def _kernel_spec(self, X):
-        """The covariance to fit: ``kernel`` or the default SE from ``variance``/``lengthscale``."""
+        """The covariance to fit: ``kernel``, or for None the default SE kernel."""
         bounds = (math.exp(-_LOG_BOUND), math.exp(_LOG_BOUND))
-        return kernel_spec(self.kernel, self.variance, self.lengthscale, self.ard, X.shape[1],
-                           type(self).__name__, legacy_bounds=bounds)
+        return kernel_spec(self.kernel, X.shape[1], type(self).__name__,
+                           default_bounds=bounds)
 
     # ------------------------------------------------------------------ fitting
     def fit(self, X, y):
@@ -276,7 +264,7 @@ class SparseGPRegressor(RegressorMixin, InducingPointEstimator):
         theta0 = self._pack(s2, ls, sn2)
         n_iter = 0
         max_jitter = [jitter]
-        if self.optimize and self.optimizer is not None and self.max_iter > 0:
+        if self.optimizer is not None and self.max_iter > 0:
             theta, Z, n_iter = self._optimise(X, Xfit, yfit, theta0, Z, move_Z, jitter, blocks,
                                               max_jitter, rng)
         else:
