@@ -31,16 +31,9 @@ from sklearn.model_selection import train_test_split
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
-from sparsegp import (
-    EPClassifier,
-    GFITCClassifier,
-    IVMClassifier,
-    MultiClassEPClassifier,
-    MultiClassGFITCClassifier,
-    MultiClassSVGPClassifier,
-    SparseGPRegressor,
-    StagewiseGPClassifier,
-)
+from sparsegp import (EPClassifier, GFITCClassifier, IVMClassifier, MultiClassEPClassifier,
+                      MultiClassGFITCClassifier, MultiClassSVGPClassifier, SparseGPRegressor,
+                      StagewiseGPClassifier)
 from sparsegp import _threads
 from sparsegp._optimize import maximize
 from sparsegp.exceptions import ConvergenceWarning
