@@ -170,13 +170,13 @@ def mnist_table(digits, n_train, quick, rng, data_home=None, save_dir=None):
         pred = model.predict(Xte)
         err = 100.0 * np.mean(pred != np.where(yte == c, 1, -1))
         mean, var = model.predict_latent(Xte)
-        log_p[:, c] = special.log_ndtr((mean + model.bias_) / np.sqrt(1.0 + var))
+        log_p[:, c] = special.log_ndtr((mean + model.bias_[0]) / np.sqrt(1.0 + var))
         errs.append(err)
         times.append(elapsed)
         if save_dir is not None:
             np.savez(os.path.join(save_dir, f"mnist_digit{c}.npz"), log_p=log_p[:, c],
-                     err=err, time=elapsed, d=model.active_set_.size, gamma=gamma, C=C)
-        print(f"{c:5d} {model.active_set_.size:5d} {gamma:6.1f} {C:4.1f} {err:7.3f} "
+                     err=err, time=elapsed, d=model.active_set_.shape[1], gamma=gamma, C=C)
+        print(f"{c:5d} {model.active_set_.shape[1]:5d} {gamma:6.1f} {C:4.1f} {err:7.3f} "
               f"{PAPER_ERR[c]:6.2f} {elapsed:8.1f} {PAPER_TIME[c]:6d}", flush=True)
     print(f"mean binary test error {np.mean(errs):.3f}% (paper over these digits "
           f"{np.mean([PAPER_ERR[c] for c in digits]):.3f}%), total time {sum(times):.0f} s "

@@ -145,7 +145,7 @@ def main(argv=None):
             if ("ivm" in methods or "gfitc_ivm" in methods) and "ivm" not in entry:
                 d, ivm = _ivm_curve(X, y, Xt, yt, seed)
                 entry["ivm"] = d
-                entry["ivm_active"] = ivm.active_set_.tolist()
+                entry["ivm_active"] = ivm.active_set_[0].tolist()     # the one binary task
                 save(cache_path, cache)
             if "gfitc" in methods and "gfitc" not in entry:
                 entry["gfitc"] = _gfitc_learnt(X, y, Xt, yt, seed)

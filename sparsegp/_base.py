@@ -10,24 +10,159 @@
   defines runs with the pool named by ``_parallel_pool()`` doing the parallel work;
 * honest ``__sklearn_tags__`` and the list of scikit-learn checks each estimator cannot pass,
   with the reason (``_expected_failed_checks``), used by the test suite's
-  ``parametrize_with_checks``.
+  ``parametrize_with_checks``;
+* fitted state only once ``fit`` has succeeded: a ``fit`` that raises leaves the estimator as
+  it was before the call (no new ``*_`` attributes, the previous fit's untouched);
+* ``log_marginal_likelihood(theta=None, eval_gradient=False)``, as scikit-learn's Gaussian
+  processes define it (:class:`LogMarginalLikelihoodMixin`).
 
 The hyper-parameters shared by the inducing-point estimators are validated and initialised in
 :mod:`sparsegp._inducing_base`.
 """
+import functools
+
 import numpy as np
 from sklearn.base import BaseEstimator
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import _num_samples, check_is_fitted, validate_data
 
 from . import _threads
+from ._optimize import NUMERICAL_ERRORS
 
 
-class SparseGPEstimator(BaseEstimator):
-    """Base of every public estimator: validation, thread policy, tags.
+#: ``log_marginal_likelihood``'s docstring; ``{objective}`` and ``{notes}`` come from the
+#: estimator's ``_lml_objective`` and ``_lml_notes``
+_LML_DOC = """{objective} at ``theta``, optionally with its gradient.
+
+The signature and meaning of scikit-learn's ``GaussianProcessClassifier`` /
+``GaussianProcessRegressor.log_marginal_likelihood``: the objective the fit maximised, as a
+function of the model's free hyper-parameters in log space.
+
+Parameters
+----------
+theta : array-like of shape (n_theta,), optional
+    Free hyper-parameters in the layout of ``theta_`` (see the class's Attributes), in the
+    units of the training data. None: the fitted point, returning
+    ``log_marginal_likelihood_value_``.
+eval_gradient : bool, default=False
+    Also return the gradient with respect to ``theta``.
+
+Returns
+-------
+log_likelihood : float
+    -inf where the model cannot be evaluated at ``theta`` (a failed factorisation, an
+    improper EP cavity), as in scikit-learn.
+log_likelihood_gradient : ndarray of shape (n_theta,)
+    Only when ``eval_gradient`` is True (zeros where the value is -inf).
+
+Raises
+------
+sklearn.exceptions.NotFittedError
+    Before ``fit``.
+ValueError
+    When ``theta`` does not hold ``theta_.size`` finite values.
+
+Notes
+-----
+{notes}
+"""
+
+
+class LogMarginalLikelihoodMixin:
+    """``log_marginal_likelihood(theta=None, eval_gradient=False)`` for a fitted estimator.
+
+    One contract for every estimator (issue 22 item 5): ``theta`` is a log-space vector of
+    the free hyper-parameters in the layout of the fitted ``theta_``, in the user's units;
+    ``log_marginal_likelihood(theta_)`` equals ``log_marginal_likelihood_value_`` (to
+    round-off, or EP's tolerance where EP is re-run), and the gradient is that of the
+    method itself, so that central differences of the method check it. Inducing inputs,
+    active sets and variational parameters stay at their fitted values.
+
+    A subclass sets, in ``fit``, ``theta_`` and ``log_marginal_likelihood_value_`` and
+    implements
+
+    * ``_log_marginal_likelihood(theta, eval_gradient)`` -> ``value`` or ``(value, grad)``
+      at ``theta`` (a checked float64 copy of the right size);
+    * optionally ``_log_marginal_likelihood_gradient()``, the gradient at the fitted point
+      when it is known without a new evaluation (default: evaluated at ``theta_``);
+
+    and states in ``_lml_objective`` (one line: what the objective is) and ``_lml_notes``
+    (what is held fixed, how EP is started) the text of its docstring.
+    """
+
+    _lml_objective = "The log marginal likelihood"
+    _lml_notes = "Nothing beyond the hyper-parameters in ``theta`` is changed."
+
+    def __init_subclass__(cls, **kwargs):
+        # each estimator gets its own documented method; the thread policy wraps it after
+        # this (SparseGPEstimator.__init_subclass__ calls here first)
+        if ("_lml_notes" in cls.__dict__ or "_lml_objective" in cls.__dict__) \
+                and "log_marginal_likelihood" not in cls.__dict__:
+            def log_marginal_likelihood(self, theta=None, eval_gradient=False):
+                return LogMarginalLikelihoodMixin.log_marginal_likelihood(self, theta,
+                                                                          eval_gradient)
+
+            log_marginal_likelihood.__doc__ = _LML_DOC.format(objective=cls._lml_objective,
+                                                              notes=cls._lml_notes)
+            log_marginal_likelihood.__qualname__ = f"{cls.__qualname__}.log_marginal_likelihood"
+            log_marginal_likelihood.__module__ = cls.__module__
+            cls.log_marginal_likelihood = log_marginal_likelihood
+        super().__init_subclass__(**kwargs)
+
+    def log_marginal_likelihood(self, theta=None, eval_gradient=False):
+        check_is_fitted(self)
+        if theta is None:
+            value = float(self.log_marginal_likelihood_value_)
+            if not eval_gradient:
+                return value
+            return value, np.asarray(self._log_marginal_likelihood_gradient(), dtype=np.float64)
+        theta = np.array(theta, dtype=np.float64).ravel()
+        size = self.theta_.size
+        if theta.size != size or not np.all(np.isfinite(theta)):
+            bad = "" if np.all(np.isfinite(theta)) else ", not all finite"
+            raise ValueError(f"theta must hold {size} finite values (the layout of theta_); "
+                             f"got {theta.size}{bad}")
+        try:
+            return self._log_marginal_likelihood(theta, bool(eval_gradient))
+        except NUMERICAL_ERRORS:
+            # as scikit-learn's GPs: a point where the model cannot be evaluated (a failed
+            # factorisation, an improper EP cavity) has log likelihood -inf
+            return (-np.inf, np.zeros(size)) if eval_gradient else -np.inf
+
+    log_marginal_likelihood.__doc__ = _LML_DOC.format(objective=_lml_objective,
+                                                      notes=_lml_notes)
+
+    def _log_marginal_likelihood_gradient(self):
+        """The gradient at the fitted point (default: evaluated at ``theta_``)."""
+        return self._log_marginal_likelihood(np.array(self.theta_, dtype=np.float64), True)[1]
+
+
+def _restore_on_failure(fit):
+    """Wrap ``fit`` so that an exception leaves the estimator as it was before the call.
+
+    Attributes are only ever assigned, never mutated in place, by a fit (its arrays are new),
+    so a shallow copy of ``__dict__`` is the whole state to restore.
+    """
+    @functools.wraps(fit)
+    def wrapper(self, *args, **kwargs):
+        before = dict(self.__dict__)
+        try:
+            return fit(self, *args, **kwargs)
+        except Exception:
+            self.__dict__.clear()
+            self.__dict__.update(before)
+            raise
+
+    wrapper._restores_on_failure = True
+    return wrapper
+
+
+class SparseGPEstimator(LogMarginalLikelihoodMixin, BaseEstimator):
+    """Base of every public estimator: validation, thread policy, tags, failed fits.
 
     Subclasses store their constructor arguments unchanged (scikit-learn's rule) and validate
-    them at the top of ``fit``.
+    them at the top of ``fit``; attributes a ``fit`` sets before it raises are taken back
+    (:func:`_restore_on_failure`), so fitted state exists only after a fit that succeeded.
     """
 
     #: the pool that does the parallel work of fit/predict (:data:`sparsegp._threads.POOLS`)
@@ -38,6 +173,9 @@ class SparseGPEstimator(BaseEstimator):
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
+        fit = cls.__dict__.get("fit")
+        if callable(fit) and not getattr(fit, "_restores_on_failure", False):
+            cls.fit = _restore_on_failure(fit)
         # wrap here so that no public fit/predict method, whether the class defines it or a
         # mixin does (ClassifierMixin.score, the binary classifiers' predictions), can forget
         # the thread policy

@@ -44,6 +44,13 @@ MC_PARALLEL_WORK = 20_000
 #: Multi-class EP: above this many multiply-adds the per-class products share row blocks
 #: among Numba's threads; below it they are one numpy call.
 MC_PARALLEL_GEMM = 2_000_000
+#: Multi-class EP, ``training="outer"``: EP runs to this largest undamped site residual (the
+#: authors' GFITC criterion, notes §8) between hyper-parameter steps, or this many sweeps.
+MC_OUTER_EP_TOL = 1e-3
+MC_OUTER_EP_MAX_SWEEPS = 100
+#: Multi-class EP: rows per block of the whole-data evidence with the sites held fixed
+#: (``log_marginal_likelihood``), which bounds its (C, rows, M) temporaries.
+MC_EVIDENCE_BLOCK = 4096
 #: Multi-class GFITC: below this many rows a parallel-EP site update runs in one piece.
 MC_GFITC_MIN_UPDATE_ROWS = 2000
 #: Multi-class GFITC ``ep_schedule="auto"``: sequential EP while one sweep is at most this

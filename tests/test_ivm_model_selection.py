@@ -34,7 +34,7 @@ def test_optimize_does_not_end_at_flat_probabilities(cancer):
     clf = IVMClassifier(optimize=True, random_state=0).fit(Xtr, ytr)
     ll = log_loss(yte, clf.predict_proba(Xte))
     assert ll < 0.3 < np.log(2)
-    assert clf.lengthscale_ > 1.0            # not the l -> 0 limit (old fit: 0.34)
+    assert clf.lengthscale_[0] > 1.0         # not the l -> 0 limit (old fit: 0.34)
 
 
 def test_defaults_match_a_sensible_reference(cancer):
@@ -53,10 +53,11 @@ def test_start_is_scaled_to_the_data_and_explicit_start_is_kept(cancer):
     np.testing.assert_allclose(data_lengthscale(3.0 * Xtr, True), 3.0 * np.sqrt(D),
                                rtol=1e-12)
     clf = IVMClassifier(n_active=30, optimize=False, random_state=0).fit(Xtr, ytr)
-    assert clf.lengthscale_ == pytest.approx(np.sqrt(D)) and clf.variance_ == 1.0
+    assert clf.lengthscale_[0] == pytest.approx(np.sqrt(D)) and clf.variance_[0] == 1.0
     given = IVMClassifier(n_active=30, lengthscale=2.5, variance=3.0,
                           random_state=0).fit(Xtr, ytr)
-    assert given.lengthscale_ == 2.5 and given.variance_ == 3.0 and given.n_iter_ == 0
+    assert (given.lengthscale_.tolist(), given.variance_.tolist(), given.n_iter_.tolist()) \
+        == ([2.5], [3.0], [0])
 
 
 def test_guard_keeps_the_fit_away_from_the_degenerate_limits(cancer):
@@ -67,8 +68,8 @@ def test_guard_keeps_the_fit_away_from_the_degenerate_limits(cancer):
         clf = IVMClassifier(n_active=60, optimize=True, lengthscale=1e-3, max_iter=3,
                             random_state=0).fit(Xtr, ytr)
     lo, hi = LENGTHSCALE_RANGE
-    assert lo * ls0 * (1 - 1e-9) <= clf.lengthscale_ <= hi * ls0 * (1 + 1e-9)
-    assert clf.variance_ >= 1e-2 * (1 - 1e-9)
+    assert lo * ls0 * (1 - 1e-9) <= clf.lengthscale_[0] <= hi * ls0 * (1 + 1e-9)
+    assert clf.variance_[0] >= 1e-2 * (1 - 1e-9)
     p = clf.predict_proba(Xtr)[:, 1]
     assert np.ptp(p) > 0.5                    # not the flat p = 1/2 of the old fit
 
@@ -79,7 +80,7 @@ def test_validation_search_is_reproducible_and_informative(cancer):
               validation_grid={"variance": [1.0, 10.0], "lengthscale": [0.5, 1.0, 2.0]})
     a = IVMClassifier(**kw).fit(Xtr, ytr)
     b = IVMClassifier(**kw).fit(Xtr, ytr)
-    assert a.n_iter_ == 6
+    assert a.n_iter_.tolist() == [6]
     assert a.variance_ == b.variance_ and a.lengthscale_ == b.lengthscale_
     np.testing.assert_array_equal(a.active_set_, b.active_set_)
     assert log_loss(yte, a.predict_proba(Xte)) < 0.3
@@ -102,7 +103,7 @@ def test_bias_fit_is_finite_and_used(cancer):
     Xtr, ytr, Xte, yte = cancer
     clf = IVMClassifier(n_active=40, bias="fit", optimize=False, variance=10.0,
                         random_state=0).fit(Xtr, ytr)
-    assert np.isfinite(clf.bias_) and clf.bias_ != 0.0
+    assert np.isfinite(clf.bias_[0]) and clf.bias_[0] != 0.0
     assert log_loss(yte, clf.predict_proba(Xte)) < 0.3
 
 

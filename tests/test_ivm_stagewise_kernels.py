@@ -128,16 +128,17 @@ def test_ivm_predictions_and_evidence_match_dense(family):
                         bias=0.3, random_state=0).fit(X, y)
     Z = np.vstack([X, Xt])
     K = _K(Z, Z, family, 1.7, ls, 0.1)
-    h, A = posterior_b_form(K, clf.active_set_, clf.site_precision_, clf.site_mean_)
+    # one binary task: the per-task attributes have a leading axis of length 1
+    a, p, m = clf.active_set_[0], clf.site_precision_[0], clf.site_mean_[0]
+    h, A = posterior_b_form(K, a, p, m)
     mean, var = clf.predict_latent(Xt)
     np.testing.assert_allclose(mean, h[60:], atol=1e-10)
     np.testing.assert_allclose(var, np.diag(A)[60:], atol=1e-10)
-    a = clf.active_set_
-    G = K[np.ix_(a, a)] + np.diag(1.0 / clf.site_precision_)
-    ref = stats.multivariate_normal(np.zeros(a.size), G).logpdf(clf.site_mean_)
-    np.testing.assert_allclose(clf.log_evidence_, ref, rtol=1e-10)
-    assert type(clf.kernel_) is type(_kernel(family, 1.0, 1.0))
-    np.testing.assert_array_equal(clf.kernel_.lengthscale, ls)
+    G = K[np.ix_(a, a)] + np.diag(1.0 / p)
+    ref = stats.multivariate_normal(np.zeros(a.size), G).logpdf(m)
+    np.testing.assert_allclose(clf.log_evidence_, [ref], rtol=1e-10)
+    assert len(clf.kernel_) == 1 and type(clf.kernel_[0]) is type(_kernel(family, 1.0, 1.0))
+    np.testing.assert_array_equal(clf.kernel_[0].lengthscale, ls)
 
 
 @pytest.mark.parametrize("family", MATERN)
@@ -244,11 +245,14 @@ def test_both_fit_sklearn_constant_times_matern():
     ivm = IVMClassifier(n_active=30, kernel=kern, optimize=True, max_iter=2,
                         random_state=0).fit(X, y)
     sw = StagewiseGPClassifier(d_max=20, kernel=kern, outer_iter=3, random_state=0).fit(X, y)
-    for est in (ivm, sw):
-        assert isinstance(est.kernel_, Matern) and est.kernel_.nu == 1.5
-        assert est.kernel_.variance == est.variance_
-        assert est.kernel_.lengthscale == est.lengthscale_
-        assert est.variance_ != 1.0            # the optimiser moved the kernel
+    # the IVM's one binary task against the stagewise model's scalars
+    for est, kernel, variance, lengthscale in ((ivm, ivm.kernel_[0], ivm.variance_[0],
+                                               ivm.lengthscale_[0]),
+                                              (sw, sw.kernel_, sw.variance_, sw.lengthscale_)):
+        assert isinstance(kernel, Matern) and kernel.nu == 1.5
+        assert kernel.variance == variance
+        assert kernel.lengthscale == lengthscale
+        assert variance != 1.0                 # the optimiser moved the kernel
         assert est.score(X, y) > 0.8
     assert kern.get_params() == before         # the user's kernel is not modified
     assert ivm.kernel is kern and sw.kernel is kern
@@ -271,8 +275,9 @@ def test_ivm_multiclass_kernel_is_one_per_class():
 def test_default_kernel_is_the_legacy_se():
     X, y = _xor(60)
     clf = IVMClassifier(n_active=10, variance=2.0, lengthscale=0.5, random_state=0).fit(X, y)
-    assert isinstance(clf.kernel_, SquaredExponential)
-    assert (clf.kernel_.variance, clf.kernel_.lengthscale) == (2.0, 0.5)
+    (kernel,) = clf.kernel_
+    assert isinstance(kernel, SquaredExponential)
+    assert (kernel.variance, kernel.lengthscale) == (2.0, 0.5)
     sw = StagewiseGPClassifier(d_max=8, ard=True, lengthscale=[0.5, 0.9], optimize=False,
                                random_state=0).fit(X, y)
     assert isinstance(sw.kernel_, SquaredExponential)
@@ -285,12 +290,14 @@ def test_fixed_parameters_stay_fixed():
     ivm = IVMClassifier(n_active=20, kernel=k, optimize=True, max_iter=1,
                         random_state=0).fit(X, y)
     sw = StagewiseGPClassifier(d_max=12, kernel=k, outer_iter=2, random_state=0).fit(X, y)
-    for est in (ivm, sw):
-        assert est.lengthscale_ == 0.7 and est.kernel_.lengthscale == 0.7
-        assert est.variance_ != 1.0
+    for lengthscale, kernel, variance in ((ivm.lengthscale_[0], ivm.kernel_[0], ivm.variance_[0]),
+                                          (sw.lengthscale_, sw.kernel_, sw.variance_)):
+        assert lengthscale == 0.7 and kernel.lengthscale == 0.7
+        assert variance != 1.0
     k = SquaredExponential(1.3, 0.9, variance_bounds="fixed", lengthscale_bounds="fixed")
     ivm = IVMClassifier(n_active=20, kernel=k, optimize=True, random_state=0).fit(X, y)
-    assert (ivm.variance_, ivm.lengthscale_, ivm.n_iter_) == (1.3, 0.9, 0)
+    assert (ivm.variance_.tolist(), ivm.lengthscale_.tolist(), ivm.n_iter_.tolist()) \
+        == ([1.3], [0.9], [0])
     sw = StagewiseGPClassifier(d_max=12, kernel=k, outer_iter=2, random_state=0).fit(X, y)
     assert (sw.variance_, sw.lengthscale_) == (1.3, 0.9)
 
@@ -324,9 +331,10 @@ def test_kernel_bounds_are_kept():
     ivm = IVMClassifier(n_active=20, kernel=k, optimize=True, max_iter=2,
                         random_state=0).fit(X, y)
     sw = StagewiseGPClassifier(d_max=12, kernel=k, outer_iter=3, random_state=0).fit(X, y)
-    for est in (ivm, sw):
-        assert 0.8 * (1 - 1e-12) <= est.variance_ <= 1.25 * (1 + 1e-12)
-        assert 0.5 * (1 - 1e-12) <= est.lengthscale_ <= 0.6 * (1 + 1e-12)
+    for variance, lengthscale in ((ivm.variance_[0], ivm.lengthscale_[0]),
+                                  (sw.variance_, sw.lengthscale_)):
+        assert 0.8 * (1 - 1e-12) <= variance <= 1.25 * (1 + 1e-12)
+        assert 0.5 * (1 - 1e-12) <= lengthscale <= 0.6 * (1 + 1e-12)
         # both unconstrained optima lie far outside the box: some bound must be active
-        assert np.isclose(est.variance_, [0.8, 1.25]).any() \
-            or np.isclose(est.lengthscale_, [0.5, 0.6]).any()
+        assert np.isclose(variance, [0.8, 1.25]).any() \
+            or np.isclose(lengthscale, [0.5, 0.6]).any()

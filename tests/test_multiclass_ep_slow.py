@@ -42,6 +42,7 @@ def test_plotting_helpers_return_axes():
 
 @pytest.mark.slow
 @pytest.mark.parametrize("script", ["figures/multiclass_tables.py",
+                                    "figures/multiclass_fig1_schedules.py",
                                     "figures/multiclass_fig2_ep_sep.py",
                                     "figures/multiclass_fig3_inducing.py",
                                     "figures/multiclass_fig4_satellite.py",
@@ -50,6 +51,8 @@ def test_plotting_helpers_return_axes():
 def test_scripts_run_in_quick_mode(tmp_path, script):
     if "fig4" in script or "tables" in script:
         require_data("satellite")
+    if "fig1" in script:
+        require_data("vehicle")
     args = [sys.executable, str(ROOT / script), "--quick"]
     if not script.startswith("benchmarks"):
         args += ["--out", str(tmp_path)]

@@ -70,6 +70,7 @@ __all__ = [
     "pack_theta",
     "unpack_theta",
     "theta_gradient",
+    "theta_to_model",
     "probit_proba",
     "search_box",
 ]
@@ -195,6 +196,22 @@ def theta_gradient(g_variance, g_lengthscale, g_bias, variance, lengthscale, ard
     if g_extra is not None:
         parts.append(np.asarray(g_extra, dtype=np.float64).ravel())
     return np.concatenate(parts).astype(np.float64)
+
+
+def theta_to_model(theta, scaling, spec):
+    """:func:`pack_theta`'s vector with its log length-scales in model units (a new array).
+
+    ``scaling`` is the fit's :class:`~sparsegp._scaling.InputScaling` and ``spec`` the
+    (model-unit) spec the vector was packed with. Gradients need no conversion back: in log
+    space the change of units is a shift, whose derivative is one.
+    """
+    out = np.array(theta, dtype=np.float64)
+    if spec is None or spec.free_lengthscale:
+        i = 0 if spec is not None and not spec.free_variance else 1
+        n = scaling.n_features if (spec is None or spec.ard) else 1
+        # isotropic kernels have one common scale (InputScaling.wants_per_feature)
+        out[i:i + n] -= np.log(scaling.scale[:n])
+    return out
 
 
 def search_box(spec, n_features, n_extra=0):

@@ -9,19 +9,18 @@ p(y | f) = Phi(y (f + bias)).  EP follows Rasmussen & Williams (2006), Algorithm
 recomputed from the sites through B = I + S^1/2 K S^1/2 (S = diag(tau), tau > 0 for the probit,
 notes §0.4, so S^1/2 is real).
 """
+from dataclasses import replace
+
 import numpy as np
 from scipy import linalg as sla
 from sklearn.base import ClassifierMixin
-from sklearn.utils.validation import check_is_fitted
 
 from .._base import SparseGPEstimator
 from .._numba.ep_dense import ep_dense_sweep, probit_cavity_terms
 from .._numba.probit import log_ndtr_vec
 from .._optimize import maximize
 from ..kernels import grad_contract, kernel_matrix
-from .._validation import check_random_state
 from ._binary import (
-    HyperParams,
     _BinaryGPClassifierMixin,
     pack_theta,
     search_box,
@@ -367,6 +366,8 @@ class EPClassifier(_BinaryGPClassifierMixin, ClassifierMixin, SparseGPEstimator)
             self._warn_ep_not_converged(fit.n_sweeps, fit.max_change)
         g_var, g_ls, g_bias = _gradients(fit, X, K_se, variance, lengthscale, spec.family)
         self._store(fit, X, y, variance, lengthscale, bias, spec, n_iter)
+        # log_marginal_likelihood(theta) re-runs EP with the validated options
+        self._ep_options = replace(hyper, rng=None)
         self.log_evidence_gradient_ = self._gradient_dict(g_var, g_ls, g_bias, ard=spec.ard)
         if self.verbose:
             print(f"[EPClassifier] final EP: {fit.n_sweeps} sweeps, log evidence "
@@ -414,43 +415,25 @@ class EPClassifier(_BinaryGPClassifierMixin, ClassifierMixin, SparseGPEstimator)
             var[start:stop] = self.variance_ - np.einsum("ij,ij->j", V, V)
         return mean, var
 
-    def log_marginal_likelihood(self, theta=None, eval_gradient=False):
-        """EP log evidence at ``theta`` (log space), optionally with its gradient.
+    _lml_objective = "The EP log evidence log Z_EP"
+    _lml_notes = """``theta`` is ``[log variance, log lengthscale(s), bias]`` less the kernel's fixed
+hyper-parameters (``theta_``). EP is run to convergence at ``theta`` (tolerance ``ep_tol``),
+warm-started from the fitted sites, and the gradient is that of RW Algorithm 5.2 at its fixed
+point, exact there; at ``theta=None`` both are the fitted values."""
 
-        Parameters
-        ----------
-        theta : ndarray of the shape of ``theta_``, optional
-            ``[log variance, log lengthscale(s), bias]`` less the kernel's fixed
-            hyper-parameters, as in ``theta_``; None returns the fitted ``log_evidence_``.  EP
-            is warm-started from the fitted sites.
-        eval_gradient : bool, default=False
-            Also return d log Z_EP / d theta (log-space chain rule applied).
+    def _log_marginal_likelihood_gradient(self):
+        g = self.log_evidence_gradient_
+        return theta_gradient(g["variance"], np.atleast_1d(g["lengthscale"]), g["bias"],
+                              self.variance_, np.atleast_1d(self.lengthscale_),
+                              bool(self._spec.ard), spec=self._spec)
 
-        Returns
-        -------
-        log_evidence : float
-        gradient : ndarray of the shape of ``theta``, only if ``eval_gradient``
-        """
-        check_is_fitted(self)
+    def _log_marginal_likelihood(self, theta, eval_gradient):
         spec = self._spec
         ard = bool(spec.ard)
-        if theta is None:
-            if not eval_gradient:
-                return self.log_evidence_
-            g = self.log_evidence_gradient_
-            ls_now = np.atleast_1d(self.lengthscale_)
-            return self.log_evidence_, theta_gradient(
-                g["variance"], np.atleast_1d(g["lengthscale"]), g["bias"], self.variance_,
-                ls_now, ard, spec=spec)
-        theta = np.asarray(theta, dtype=np.float64).ravel()
-        if theta.size != self.theta_.size:
-            raise ValueError(f"theta must have {self.theta_.size} entries (the shape of "
-                             f"theta_); got {theta.size}")
         X, y = self.X_train_, self.y_train_
-        # the options were validated by fit; only the sweep order needs a fresh generator
-        hyper = HyperParams(self.variance_, None, self.bias_, ard, float(self.jitter), False,
-                            self.optimizer, 0, 0, float(self.ep_tol), int(self.max_sweeps),
-                            float(self.damping), check_random_state(self.random_state), spec)
+        # fit's options; the sweep order needs a generator of its own (a fixed one: the
+        # fixed point does not depend on the order)
+        hyper = replace(self._ep_options, rng=np.random.default_rng(0))
         variance, lengthscale, bias, _ = unpack_theta(theta, self.n_features_in_, ard, spec)
         fit, K_se = self._ep_at(X, y, variance, lengthscale, bias, hyper,
                                 (self.site_precision_, self.site_nu_))

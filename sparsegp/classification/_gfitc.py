@@ -11,6 +11,7 @@ carries over with K_uu -> I, and the M x M matrices stay well conditioned.
 """
 import math
 import warnings
+from typing import NamedTuple
 
 import numba
 import numpy as np
@@ -29,7 +30,8 @@ from ..exceptions import ConvergenceWarning
 from .._numba.covfuncs import SE
 from ..kernels import grad_contract, kernel_matrix
 from ._binary import (
-    _BinaryGPClassifierMixin, pack_theta, search_box, theta_gradient, unpack_theta,
+    _BinaryGPClassifierMixin, pack_theta, search_box, theta_gradient, theta_to_model,
+    unpack_theta,
 )
 from .._config import ROW_BLOCK
 
@@ -477,6 +479,10 @@ class GFITCClassifier(_BinaryGPClassifierMixin, ClassifierMixin, InducingPointEs
         Float for an isotropic kernel.
     variance_ : float
     bias_ : float
+    theta_ : ndarray of shape (n_free + 1,)
+        ``[log variance, log lengthscale(s), bias]`` without the kernel's fixed
+        hyper-parameters, length-scales in the units of X: the vector of
+        :meth:`log_marginal_likelihood`.
     log_evidence_ : float
         EP estimate of log p(y | X) at the fitted state.
     log_evidence_gradient_ : dict
@@ -626,6 +632,11 @@ class GFITCClassifier(_BinaryGPClassifierMixin, ClassifierMixin, InducingPointEs
                              "damping < 1")
         dv, dl, dz = log_evidence_gradient(prior, res.tau, res.nu, res.post)
         self._set_hyper_attributes(variance, scaling.lengthscale_to_user(ls), bias, spec)
+        self.theta_ = pack_theta(variance, scaling.lengthscale_to_user(ls), bias, hp.ard,
+                                 spec=spec)
+        # what log_marginal_likelihood(theta) re-runs EP with (model units)
+        self._lml_state = _EPProblem(X, y_pm, spec, res.nu.copy(),
+                                     {k: v for k, v in ep_kw.items() if k != "rng"})
         self._family = family
         self._scaling, self._Z, self._ls = scaling, prior.Z.copy(), ls.copy()
         self.inducing_points_ = scaling.inverse_transform(prior.Z)
@@ -657,3 +668,46 @@ class GFITCClassifier(_BinaryGPClassifierMixin, ClassifierMixin, InducingPointEs
         mean = e.T @ self._c
         var = self.variance_ - np.einsum("ij,ij->j", a, a) + np.einsum("ij,ij->j", e, e)
         return mean, var
+
+    # ---------------------------------------------------------------- evidence at theta
+    _lml_objective = "The EP log evidence log Z_EP"
+    _lml_notes = """``theta`` is ``[log variance, log lengthscale(s), bias]`` less the kernel's fixed
+hyper-parameters (``theta_``, length-scales in the units of X). The pseudo-inputs stay at
+``inducing_points_``. EP is run to convergence at ``theta`` with the fit's schedule and
+tolerance, warm-started from the fitted sites; the gradient is that of notes §1.9 at its fixed
+point, exact there. K_uu takes the jitter the fit ended with (``jitter_``). At ``theta=None``
+both are the fitted values."""
+
+    def _log_marginal_likelihood_gradient(self):
+        g = self.log_evidence_gradient_
+        return theta_gradient(g["variance"], np.atleast_1d(g["lengthscale"]), g["bias"],
+                              self.variance_, np.atleast_1d(self.lengthscale_),
+                              self._lml_state.spec.ard, spec=self._lml_state.spec)
+
+    def _log_marginal_likelihood(self, theta, eval_gradient):
+        prob = self._lml_state
+        D = self.n_features_in_
+        v, ls, b, _ = unpack_theta(theta_to_model(theta, self._scaling, prob.spec), D,
+                                   prob.spec.ard, prob.spec)
+        prior = _FITCPrior(prob.X, self._Z, v, ls, self.jitter_, escalate=False,
+                           family=prob.spec.family)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            res, lz, db = fit_ep(prior, prob.y, b, self.site_precision_, prob.site_nu,
+                                 rng=np.random.default_rng(0), **prob.ep_options)
+        if not eval_gradient:
+            return float(lz)
+        dv, dl, _ = log_evidence_gradient(prior, res.tau, res.nu, res.post)
+        return float(lz), theta_gradient(dv, dl, db, v, ls, prob.spec.ard, spec=prob.spec)
+
+
+class _EPProblem(NamedTuple):
+    """The fit's training problem in model units, for re-running EP at other
+    hyper-parameters: inputs (N, D), labels in {-1, +1}, the model-unit covariance spec, the
+    site nu~ (N,) and the EP options (tol, max_sweeps, damping, schedule)."""
+
+    X: np.ndarray
+    y: np.ndarray
+    spec: object
+    site_nu: np.ndarray
+    ep_options: dict

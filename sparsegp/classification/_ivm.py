@@ -456,6 +456,24 @@ def _fit_binary(X, y, spec, bias_variance, bias, fit_bias, opts, rng, label):
     return model
 
 
+def _log_hyper(variance, lengthscale, ard):
+    """``[log s2, log l (D with ARD, else 1)]``, the vector the evidence search moves."""
+    return np.concatenate([[np.log(variance)],
+                           np.log(lengthscale) if ard else [np.log(lengthscale[0])]])
+
+
+def _from_log_hyper(theta, ard, D):
+    """Inverse of :func:`_log_hyper`: ``(s2, lengthscale (D,))``."""
+    s2 = float(np.exp(theta[0]))
+    return s2, (np.exp(theta[1:]) if ard else np.full(D, np.exp(theta[1])))
+
+
+def _log_hyper_gradient(g_variance, g_lengthscale, variance, lengthscale, ard):
+    """d/d :func:`_log_hyper`'s vector from d/ds2 and the per-dimension d/dl_j (D,)."""
+    g_log_ls = g_lengthscale * lengthscale if ard else [np.sum(g_lengthscale) * lengthscale[0]]
+    return np.concatenate([[g_variance * variance], g_log_ls])
+
+
 def _evidence_bounds(spec, D, start_ls):
     """L-BFGS-B box over the free entries of [log s2, log l..]: the kernel's own bounds, and
     for the default SE kernel the guard of :data:`LENGTHSCALE_RANGE`/:data:`VARIANCE_RANGE`
@@ -502,18 +520,15 @@ def _evidence_search(fitter, X, spec, variance, lengthscale, bias, opts, rng, la
             best = best or (score, state, variance, lengthscale.copy(), new_bias, it)
             break
         Xa, pa, ma = X[active[keep]], p[keep], m[keep]
-        full0 = np.concatenate([[np.log(variance)],
-                                np.log(lengthscale) if ard else [np.log(lengthscale[0])]])
+        full0 = _log_hyper(variance, lengthscale, ard)
 
         def evaluate(x, warm, Xa=Xa, pa=pa, ma=ma, full0=full0):
             theta = full0.copy()
             theta[free] = x
-            s2 = float(np.exp(theta[0]))
-            ls = np.exp(theta[1:]) if ard else np.full(D, np.exp(theta[1]))
+            s2, ls = _from_log_hyper(theta, ard, D)
             v, gv, gl = approx_log_likelihood(Xa, pa, ma, s2, ls, fitter.bias_variance, True,
                                               family)
-            g_log_ls = gl * ls if ard else np.array([np.sum(gl) * ls[0]])
-            return v, np.concatenate([[gv * s2], g_log_ls])[free], None
+            return v, _log_hyper_gradient(gv, gl, s2, ls, ard)[free], None
 
         theta0 = full0[free]
         # a refit is one round of the alternation: its cap is the toolbox's, not max_iter
@@ -523,8 +538,7 @@ def _evidence_search(fitter, X, spec, variance, lengthscale, bias, opts, rng, la
                        warn_at_cap=False)
         theta = full0.copy()
         theta[free] = res.theta
-        variance = float(np.exp(theta[0]))
-        lengthscale = np.exp(theta[1:]) if ard else np.full(D, np.exp(theta[1]))
+        variance, lengthscale = _from_log_hyper(theta, ard, D)
         n_iter = it + 1
         if opts["verbose"]:
             print(f"[{label}] round {it + 1}/{opts['max_iter']}: approx. log likelihood "
@@ -592,6 +606,11 @@ class IVMClassifier(_BinaryGPClassifierMixin, ClassifierMixin, SparseGPEstimator
     Phi(y (f + b)); the active set is grown one point at a time by the differential-entropy
     (or information-gain, or random) criterion; training costs O(n d^2) time and O(n d) memory,
     prediction O(d) for the mean and O(d^2) for the variance.
+
+    The per-task fitted attributes have a leading task axis of length n_tasks: 1 for two
+    classes (the task classes_[1] against classes_[0]), n_classes otherwise (task c:
+    classes_[c] against the rest, with its own (s2, l) and bias), so that their types do not
+    depend on the number of classes (as scikit-learn's ``coef_`` of a linear classifier).
 
     Parameters
     ----------
@@ -661,28 +680,29 @@ class IVMClassifier(_BinaryGPClassifierMixin, ClassifierMixin, SparseGPEstimator
     ----------
     classes_ : ndarray of shape (n_classes,)
     n_features_in_ : int
-    active_set_ : ndarray of shape (n_active,) or list of them
-        Training indices of the active set in order of inclusion (binary); for more than two
-        classes a list with one array per class (task classes_[c] against the rest).
-    site_precision_, site_mean_ : ndarray of shape (n_active,) or list of them
+    active_set_ : ndarray of shape (n_tasks, n_active)
+        Training indices of each task's active set, in order of inclusion.
+    site_precision_, site_mean_ : ndarray of shape (n_tasks, n_active)
         Site parameters p_i, m_i of the active points, in inclusion order.
-    log_evidence_ : float or ndarray of shape (n_classes,)
+    log_evidence_ : ndarray of shape (n_tasks,)
         Approximate marginal likelihood log N(m_I | 0, K_II + Pi_I^-1) (notes §2.6) at the final
         active set; NOT an EP evidence (see seed 000 §4 for why it is not a proper one).
-    lengthscale_ : float, ndarray of shape (n_features,), or per class (n_classes, ...)
-    variance_ : float or ndarray of shape (n_classes,)
-    kernel_ : kernel object or list of kernel objects
-        The covariance at the fitted (s2, l) (``bias_variance`` not included), of the same
-        type as ``kernel`` (our SquaredExponential for ``kernel=None``; scikit-learn kernels
-        come back as their :mod:`sparsegp.kernels` equivalent). For more than two classes a
-        list of n_classes kernels, entry c that of the IVM of classes_[c] against the rest
-        (each task fits its own (s2, l)).
-    bias_ : float or ndarray of shape (n_classes,)
+    lengthscale_ : ndarray of shape (n_tasks,), or (n_tasks, n_features) with ARD
+    variance_ : ndarray of shape (n_tasks,)
+    kernel_ : list of n_tasks kernel objects
+        The covariance of each task at its fitted (s2, l) (``bias_variance`` not included), of
+        the same type as ``kernel`` (our SquaredExponential for ``kernel=None``; scikit-learn
+        kernels come back as their :mod:`sparsegp.kernels` equivalent).
+    bias_ : ndarray of shape (n_tasks,)
         The bias b used (after "auto").
+    theta_ : ndarray of shape (n_tasks * n_free,)
+        Per task, ``[log s2, log l (1, or n_features with ARD)]`` less the kernel's fixed
+        hyper-parameters, concatenated in task order: the vector of
+        :meth:`log_marginal_likelihood`.
     log_marginal_likelihood_value_ : float
         The objective the fit maximised, under scikit-learn's name: the approximate marginal
-        likelihood of notes §2.6, summed over the one-vs-rest tasks.
-    n_iter_ : int or ndarray of shape (n_classes,)
+        likelihood of notes §2.6, summed over the tasks (``log_evidence_.sum()``).
+    n_iter_ : ndarray of shape (n_tasks,), int
         Hyper-parameter rounds run ("evidence") or grid points tried ("validation"); 0
         without optimisation.
 
@@ -697,7 +717,7 @@ class IVMClassifier(_BinaryGPClassifierMixin, ClassifierMixin, SparseGPEstimator
     >>> X, y = make_xor(200, random_state=0)
     >>> clf = IVMClassifier(n_active=40, random_state=0).fit(X, y)
     >>> clf.active_set_.shape
-    (40,)
+    (1, 40)
     """
 
     # the mixin contributes input checks for prediction only; fit, predict_* are our own
@@ -872,7 +892,8 @@ class IVMClassifier(_BinaryGPClassifierMixin, ClassifierMixin, SparseGPEstimator
         # the ADF's kernel columns use |a|^2 + |b|^2 - 2 a.b, which an offset such as X + 1e9
         # destroys (and overflows); centred rows give the same stationary kernel with every
         # digit. The active rows are reported from the user's X below.
-        X_user, X = X, InputScaling.from_data(X, per_feature=False).centred(X)
+        scaling = InputScaling.from_data(X, per_feature=False)
+        X_user, X = X, scaling.centred(X)
         tasks = [1] if classes.size == 2 else list(range(classes.size))
         models = []
         for c in tasks:
@@ -890,6 +911,9 @@ class IVMClassifier(_BinaryGPClassifierMixin, ClassifierMixin, SparseGPEstimator
             mod.X_active = X_user[mod.active].copy()   # predictions take differences
         self.models_ = models
         self._ard = bool(spec.ard)
+        # log_marginal_likelihood evaluates on centred active rows, as the fit did
+        self._centre = scaling.centre
+        self._free, _ = kernel_log_bounds(spec, X.shape[1])
         self._set_attributes()
         return self
 
@@ -910,34 +934,60 @@ class IVMClassifier(_BinaryGPClassifierMixin, ClassifierMixin, SparseGPEstimator
                 ConvergenceWarning, stacklevel=3)
 
     def _set_attributes(self):
+        """The fitted attributes, one entry per task along the leading axis (one task for two
+        classes), so that their types do not depend on the number of classes."""
         ms = self.models_
 
         def ls_of(mod):
             return mod.lengthscale.copy() if self._ard else float(mod.lengthscale[0])
 
-        if len(ms) == 1:
-            mod = ms[0]
-            self.active_set_ = mod.active.copy()
-            self.site_precision_ = mod.p.copy()
-            self.site_mean_ = mod.m.copy()
-            self.log_evidence_ = mod.log_evidence
-            self.lengthscale_ = ls_of(mod)
-            self.variance_ = mod.variance
-            self.kernel_ = mod.kernel
-            self.bias_ = mod.bias
-            self.n_iter_ = mod.n_iter
-        else:
-            self.active_set_ = [mod.active.copy() for mod in ms]
-            self.site_precision_ = [mod.p.copy() for mod in ms]
-            self.site_mean_ = [mod.m.copy() for mod in ms]
-            self.log_evidence_ = np.array([mod.log_evidence for mod in ms])
-            self.lengthscale_ = np.array([ls_of(mod) for mod in ms])
-            self.variance_ = np.array([mod.variance for mod in ms])
-            self.kernel_ = [mod.kernel for mod in ms]
-            self.bias_ = np.array([mod.bias for mod in ms])
-            self.n_iter_ = np.array([mod.n_iter for mod in ms])
+        # every task selects n_active points, so the active sets stack
+        self.active_set_ = np.stack([mod.active for mod in ms]).astype(np.int64)
+        self.site_precision_ = np.stack([mod.p for mod in ms])
+        self.site_mean_ = np.stack([mod.m for mod in ms])
+        self.log_evidence_ = np.array([mod.log_evidence for mod in ms], dtype=np.float64)
+        self.lengthscale_ = np.array([ls_of(mod) for mod in ms], dtype=np.float64)
+        self.variance_ = np.array([mod.variance for mod in ms], dtype=np.float64)
+        self.kernel_ = [mod.kernel for mod in ms]
+        self.bias_ = np.array([mod.bias for mod in ms], dtype=np.float64)
+        self.n_iter_ = np.array([mod.n_iter for mod in ms], dtype=np.int64)
+        self.theta_ = np.concatenate([_log_hyper(mod.variance, mod.lengthscale, self._ard)
+                                      [self._free] for mod in ms])
         # one-vs-rest tasks are fitted independently: their objectives add
-        self.log_marginal_likelihood_value_ = float(np.sum([mod.log_evidence for mod in ms]))
+        self.log_marginal_likelihood_value_ = float(np.sum(self.log_evidence_))
+
+    # -- approximate marginal likelihood at other hyper-parameters ---------------------------
+
+    _lml_objective = ("The approximate marginal likelihood log N(m_I | 0, K_II + Pi_I^-1) "
+                      "(notes §2.6), summed over the one-vs-rest tasks,")
+    _lml_notes = """``theta`` is ``theta_``: per task (``theta_.reshape(n_tasks, -1)``), ``[log s2, log l (1,
+or n_features with ARD)]`` less the hyper-parameters the kernel holds fixed. The active sets
+and their sites (``active_set_``, ``site_precision_``, ``site_mean_``) stay at their fitted
+values, sites with p = 0 left out as in ``log_evidence_``; ``bias_variance`` is fixed and the
+bias does not enter. This is the function ``optimize=True`` maximises in each round; its
+gradient is exact."""
+
+    def _log_marginal_likelihood(self, theta, eval_gradient):
+        free, ard, D = self._free, self._ard, self.n_features_in_
+        n_free = int(free.sum())
+        value, grad = 0.0, np.zeros(theta.size)
+        for t, mod in enumerate(self.models_):
+            keep = mod.p > 0
+            if not keep.any():
+                continue            # no informative site: the task contributes 0
+            full = _log_hyper(mod.variance, mod.lengthscale, ard)
+            full[free] = theta[t * n_free:(t + 1) * n_free]
+            s2, ls = _from_log_hyper(full, ard, D)
+            out = approx_log_likelihood(mod.X_active[keep] - self._centre, mod.p[keep],
+                                        mod.m[keep], s2, ls, mod.bias_variance,
+                                        eval_gradient, mod.family)
+            if not eval_gradient:
+                value += float(out)
+                continue
+            value += float(out[0])
+            grad[t * n_free:(t + 1) * n_free] = _log_hyper_gradient(out[1], out[2], s2, ls,
+                                                                    ard)[free]
+        return (value, grad) if eval_gradient else value
 
     # -- prediction ------------------------------------------------------------------------
 

@@ -551,6 +551,69 @@ class MultiClassGPClassifier(ClassifierMixin, InducingPointEstimator):
                 f"inputs, lengthscale=None (the median heuristic), more iterations (max_iter) "
                 f"or a larger learning_rate", ConvergenceWarning, stacklevel=3)
 
+    # -- theta_: the free hyper-parameters of log_marginal_likelihood ------------------------
+
+    def _set_theta(self, log_variance, log_noise, log_lengthscale):
+        """Set ``theta_`` from the model-unit log hyper-parameters (C,), (C,), (C, D).
+
+        ``theta_`` is ``[log variance (C), log noise (C), log lengthscale (C x D, or C for
+        an isotropic kernel)]`` less what the kernel holds fixed, length-scales in the user's
+        units, classes in ``classes_`` order. Also keeps the full vector and its mask, for
+        :meth:`_hyper_at` and :meth:`_theta_gradient`.
+        """
+        C, D = np.shape(log_lengthscale)
+        spec = getattr(self, "_spec", None)
+        mask = np.ones(2 * C + C * D, dtype=bool)
+        if spec is not None:
+            mask[:C] = spec.free_variance
+            mask[2 * C:] = spec.free_lengthscale
+            if not spec.ard:
+                # one length-scale per class: its first entry stands for all D
+                mask[2 * C:] &= np.tile(np.arange(D) == 0, C)
+        log_ls_user = np.asarray(log_lengthscale) + np.log(self._scaling.scale)
+        self._theta_full = np.concatenate([np.ravel(log_variance), np.ravel(log_noise),
+                                           log_ls_user.ravel()])
+        self._theta_mask = mask
+        self.theta_ = self._theta_full[mask].copy()
+
+    def _hyper_at(self, theta, Z):
+        """The model-unit :func:`pack_params` vector at ``theta`` (as ``theta_``) with the
+        inducing inputs Z (C, M, D)."""
+        C, _, D = np.shape(Z)
+        full = self._theta_full.copy()
+        full[self._theta_mask] = theta
+        log_ls = full[2 * C:].reshape(C, D)
+        spec = getattr(self, "_spec", None)
+        if spec is not None and not spec.ard:
+            log_ls = np.repeat(log_ls[:, :1], D, axis=1)
+        return pack_params(full[:C], full[C:2 * C], log_ls - np.log(self._scaling.scale), Z)
+
+    def _theta_gradient(self, grad, C, D):
+        """d/d ``theta_`` from a gradient of the :func:`pack_params` vector (log space: the
+        units do not change it; an isotropic class's D entries add up)."""
+        g = np.array(grad[:2 * C + C * D], dtype=np.float64)
+        spec = getattr(self, "_spec", None)
+        if spec is not None and not spec.ard:
+            gl = g[2 * C:].reshape(C, D)
+            gl[:, 0] = gl.sum(axis=1)
+        return g[self._theta_mask]
+
+    def _training_rows(self, X, y_index):
+        """Keep the model-unit training rows for ``log_marginal_likelihood(theta)``: only
+        in-memory ones (a store read lazily, or rows on Dask workers, are not kept)."""
+        in_memory = isinstance(X, np.ndarray) and not isinstance(X, np.memmap)
+        self._lml_rows = (X, y_index) if in_memory else None
+
+    def _rows_for_lml(self):
+        """The kept training rows, or a ValueError saying why there are none."""
+        rows = getattr(self, "_lml_rows", None)
+        if rows is None:
+            raise ValueError(
+                f"{type(self).__name__}.log_marginal_likelihood(theta) needs the training "
+                "rows, which this fit did not keep (X was read lazily from a store or lives "
+                "on Dask workers); refit on an in-memory array, or call it with theta=None")
+        return rows
+
     def decision_function(self, X):
         """Log predictive class probabilities, the scores whose argmax ``predict`` returns.
 

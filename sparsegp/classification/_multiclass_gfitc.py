@@ -489,6 +489,24 @@ def _ep_runner(schedule, damping):
     return run
 
 
+def _ep_evidence(X, y, hyp, sites, jitter, noise_in_kuu, run_ep, tol, max_sweeps):
+    """EP at ``hyp`` from a copy of ``sites`` (from zero sites when that run fails), then
+    log Z_EP.
+
+    ``run_ep`` is an :func:`_ep_runner`. Returns ``(log_z, parts, state, sites, converged,
+    n_sweeps)``, ``parts`` for :func:`gfitc_gradient`; ``n_sweeps`` counts both runs.
+    """
+    state = _GFITCState(X, hyp, jitter, noise_in_kuu)
+    sites = sites.copy()
+    n_sweeps, ok, _, posterior = run_ep(y, state, sites, tol, max_sweeps)
+    if not ok:
+        sites = _Sites(*sites.tp.shape)
+        n_cold, ok, _, posterior = run_ep(y, state, sites, tol, max_sweeps)
+        n_sweeps += n_cold
+    lz, parts = gfitc_log_evidence(y, state, sites, return_parts=True, posterior=posterior)
+    return lz, parts, state, sites, ok, n_sweeps
+
+
 # --------------------------------------------------------------------------------------------
 # estimator
 # --------------------------------------------------------------------------------------------
@@ -589,6 +607,10 @@ class MultiClassGFITCClassifier(_mc.MultiClassGPClassifier):
         log Z_EP at the initial hyper-parameters and after every L-BFGS-B iteration.
     site_precision_, site_mean_ : ndarray of shape (C, N)
         Aggregated EP site natural parameters (tau_bar, nu_bar) of the training latents.
+    theta_ : ndarray of shape (n_theta,)
+        ``[log variance_ (C), log noise_ (C), log lengthscale_ (C x D, or C for an isotropic
+        kernel)]`` less the kernel's fixed hyper-parameters: the vector of
+        :meth:`log_marginal_likelihood`.
     log_marginal_likelihood_value_ : float
         The objective the fit maximised, under scikit-learn's name: the EP log evidence (=
         ``log_evidence_``).
@@ -666,22 +688,20 @@ class MultiClassGFITCClassifier(_mc.MultiClassGPClassifier):
         warm = {"sites": _Sites(N, C)}
         sweeps = []  # EP sweeps of every evaluation, cold restarts included
 
+        # log_marginal_likelihood(theta) re-runs EP as the fit does (plain values: the
+        # runner itself is a closure, which would not pickle)
+        self._ep_problem = (jitter, nik, (schedule, damping), ep_tol, ep_max)
+        self._training_rows(X, y_idx)
+
         def evaluate(theta, _warm):
             # EP starts from the sites of the last evaluation that succeeded (kept here, with
             # a cold restart when they fail); the driver answers repeated points from memory
             full = full0.copy()
             full[free] = theta
             hyp = _Hyper.unpack(full, C, M, D, *hyp0.settings())
-            state = _GFITCState(X, hyp, jitter, nik)
-            sites = warm["sites"].copy()
-            n_sweeps, ok, _, posterior = run_ep(y_idx, state, sites, ep_tol, ep_max)
-            if not ok:
-                sites = _Sites(N, C)
-                n_cold, ok, _, posterior = run_ep(y_idx, state, sites, ep_tol, ep_max)
-                n_sweeps += n_cold
+            lz, parts, state, sites, ok, n_sweeps = _ep_evidence(
+                X, y_idx, hyp, warm["sites"], jitter, nik, run_ep, ep_tol, ep_max)
             sweeps.append(n_sweeps)
-            lz, parts = gfitc_log_evidence(y_idx, state, sites, return_parts=True,
-                                           posterior=posterior)
             if not np.isfinite(lz):
                 return lz, np.zeros(theta.size), None      # the driver's failure policy
             grad = gfitc_gradient(X, y_idx, hyp, state, sites, parts).pack()
@@ -749,6 +769,8 @@ class MultiClassGFITCClassifier(_mc.MultiClassGPClassifier):
     def _store(self, info, y_idx):
         hyp, state, sites, ok, lz = info
         self._state = state
+        self._hyp, self._sites = hyp, sites
+        self._set_theta(hyp.log_variance, hyp.log_noise, hyp.log_lengthscale)
         self._ep_converged = ok
         self.log_evidence_ = float(lz)
         self.log_marginal_likelihood_value_ = self.log_evidence_
@@ -776,3 +798,27 @@ class MultiClassGFITCClassifier(_mc.MultiClassGPClassifier):
     def _proba(self, mean, var):
         P = _mc.class_probabilities(mean, var)
         return P / P.sum(axis=1, keepdims=True)
+
+    # ---------------------------------------------------------------- evidence at theta
+    _lml_objective = "The EP log evidence log Z_EP"
+    _lml_notes = """``theta`` is ``theta_``: ``[log variance (C), log noise (C), log lengthscale (C x D,
+or C for an isotropic kernel)]`` less what the kernel holds fixed, length-scales in the units
+of X. The inducing inputs stay at ``inducing_points_``. EP is run at ``theta`` as the fit runs
+it (schedule ``ep_schedule_``, tolerance ``ep_tol_``), warm-started from the fitted sites,
+and the gradient is that of notes §7.1 at its fixed point, exact there. Needs the training
+rows, which a fit keeps."""
+
+    def _log_marginal_likelihood(self, theta, eval_gradient):
+        X, y = self._rows_for_lml()
+        C, M, D = self._hyp.Z.shape
+        hyp = _Hyper.unpack(self._hyper_at(theta, self._hyp.Z), C, M, D,
+                            *self._hyp.settings())
+        jitter, nik, runner, tol, max_sweeps = self._ep_problem
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            lz, parts, state, sites, _, _ = _ep_evidence(X, y, hyp, self._sites, jitter, nik,
+                                                         _ep_runner(*runner), tol, max_sweeps)
+        if not eval_gradient:
+            return float(lz)
+        grad = gfitc_gradient(X, y, hyp, state, sites, parts).pack()
+        return float(lz), self._theta_gradient(grad, C, D)

@@ -265,6 +265,10 @@ class MultiClassSVGPClassifier(_mc.MultiClassGPClassifier):
     q_mean_ : ndarray of shape (C, M)
     q_sqrt_ : ndarray of shape (C, M, M)
         Lower-triangular factors L_c of the variational covariances.
+    theta_ : ndarray of shape (n_theta,)
+        ``[log variance_ (C), log noise_ (C), log lengthscale_ (C x D, or C for an isotropic
+        kernel)]`` less the kernel's fixed hyper-parameters: the vector of
+        :meth:`log_marginal_likelihood`.
     elbo_ : float
         The ELBO on the full training data at the final parameters.
     elbo_history_ : ndarray
@@ -320,6 +324,7 @@ class MultiClassSVGPClassifier(_mc.MultiClassGPClassifier):
         if self.batch_size is not None:
             batch_size = check_int(self.batch_size, "batch_size", minimum=1)
         X, N, D, classes, y_idx = self._validate_training_data(X, y, batch_size is not None)
+        self._training_rows(X, y_idx)
         rng = self._check_random_state()
         C = classes.size
         var, noise, ls, Z = self._initial_parameters(X, y_idx, C, rng)
@@ -456,27 +461,40 @@ class MultiClassSVGPClassifier(_mc.MultiClassGPClassifier):
                      batches=lambda: _mc.iter_minibatches(N, batch_size, rng),
                      on_success=on_step, on_epoch=on_epoch, label="MultiClassSVGP")
         self.n_iter_ = res.n_iter
-        self._store(res.theta, shape, self._full_elbo(X, y, res.theta, shape, batch_size),
+        self._store(res.theta, shape, self._full_elbo(X, y, res.theta, shape, batch_size)[0],
                     res.history)
 
-    def _full_elbo(self, X, y, vec, shape, batch_size):
-        """ELBO on all rows, streamed one block at a time (the KL counted once)."""
+    def _full_elbo(self, X, y, vec, shape, batch_size, with_grad=False):
+        """ELBO on all rows, streamed one block at a time (the KL counted once).
+
+        With ``with_grad`` also its gradient with respect to the hyper-parameters and Z,
+        packed as :meth:`_Hyper.pack` (q(u) held fixed); otherwise None in its place.
+        """
         hyp, q = self._split(vec, shape)
         nik, jitter = self._nik
-        kernels = [_ClassKernel(None, hyp, c, jitter, nik) for c in range(shape[0])]
-        kl = svgp_kl(hyp, q, kernels)
+        # the objective of no rows is -KL: subtracted from every block's, added back once
+        neg_kl, g_kl, _ = svgp_elbo(np.empty((0, shape[2])), np.empty(0, dtype=np.int64), hyp,
+                                    q, self._eps, jitter, nik, *self._gh, scale=1.0,
+                                    with_grad=with_grad)
         N = y.shape[0]
+        step = max(batch_size, 1000)
         data = 0.0
-        for start in range(0, N, max(batch_size, 1000)):
-            idx = np.arange(start, min(N, start + max(batch_size, 1000)))
-            e, _, _ = svgp_elbo(_mc.take_rows(X, idx), y[idx], hyp, q, self._eps, jitter, nik,
-                                *self._gh, scale=1.0, with_grad=False)
-            data += e + kl
-        return data - kl
+        grad = np.zeros_like(hyp.pack()) if with_grad else None
+        for start in range(0, N, step):
+            idx = np.arange(start, min(N, start + step))
+            e, g, _ = svgp_elbo(_mc.take_rows(X, idx), y[idx], hyp, q, self._eps, jitter, nik,
+                                *self._gh, scale=1.0, with_grad=with_grad)
+            data += e - neg_kl
+            if with_grad:
+                grad += g.pack() - g_kl.pack()
+        if with_grad:
+            grad += g_kl.pack()
+        return data + neg_kl, grad
 
     def _store(self, vec, shape, elbo, history):
         hyp, q = self._split(vec, shape)
         self._hyp, self._q = hyp, q
+        self._set_theta(hyp.log_variance, hyp.log_noise, hyp.log_lengthscale)
         self.elbo_ = float(elbo)
         self.log_marginal_likelihood_value_ = self.elbo_
         self.elbo_history_ = np.array(history, dtype=np.float64)
@@ -488,6 +506,23 @@ class MultiClassSVGPClassifier(_mc.MultiClassGPClassifier):
         self.q_sqrt_ = q.L.copy()
 
     # ----------------------------------------------------------------------------------------
+    _lml_objective = "The evidence lower bound (ELBO) on the whole training set"
+    _lml_notes = """``theta`` is ``theta_``: ``[log variance (C), log noise (C), log lengthscale (C x D,
+or C for an isotropic kernel)]`` less what the kernel holds fixed, length-scales in the units
+of X. The inducing inputs (``inducing_points_``) and the variational parameters (``q_mean_``,
+``q_sqrt_``) stay at their fitted values; the value is the full-data bound also after a
+minibatch fit (``elbo_``), and its gradient is exact. Needs the training rows, which a fit on
+an in-memory array keeps."""
+
+    def _log_marginal_likelihood(self, theta, eval_gradient):
+        X, y = self._rows_for_lml()
+        C, M, D = self._hyp.Z.shape
+        vec = np.concatenate([self._hyper_at(theta, self._hyp.Z), self._q.pack()])
+        value, grad = self._full_elbo(X, y, vec, (C, M, D), 0, with_grad=eval_gradient)
+        if not eval_gradient:
+            return float(value)
+        return float(value), self._theta_gradient(grad, C, D)
+
     def predict_latent(self, X):
         """Mean and variance of q(f*_c) for every class, each (n, C) (eqs. 16-17)."""
         return self._latent(self._validate_predict_data(X))

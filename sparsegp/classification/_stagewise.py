@@ -143,6 +143,9 @@ class StagewiseGPClassifier(_BinaryGPClassifierMixin, ClassifierMixin, SparseGPE
     inner_nlp_ : ndarray of shape (d_max,)
         Training NLP_a (eq. 5) after each inclusion of the kept model's inner loop (at the
         hyper-parameters that loop ran with).
+    theta_ : ndarray of shape (n_free + 1,)
+        ``[log s2, log l (1, or n_features with ARD), b]`` of the kept model less the kernel's
+        fixed hyper-parameters: the vector of :meth:`log_marginal_likelihood`.
     log_marginal_likelihood_value_ : float
         The objective the fit maximised, under scikit-learn's name: minus the smallest NLP of
         eq. 4, the objective this estimator minimises (it has no evidence).
@@ -286,7 +289,28 @@ class StagewiseGPClassifier(_BinaryGPClassifierMixin, ClassifierMixin, SparseGPE
         self.nlp_history_ = history
         # the objective this estimator optimises is the NLP of eq. 4 (minimised)
         self.log_marginal_likelihood_value_ = -float(min(history, default=np.nan))
+        self.theta_ = theta[free].copy()
+        # eq. 4 at other hyper-parameters: the centred rows, labels and the full theta
+        self._nlp_problem = (X, y_pm, theta.copy(), free, ard)
         return self
+
+    # ------------------------------------------------------------------------------------
+    # the objective at other hyper-parameters
+
+    _lml_objective = "Minus the NLP of eq. 4 (the mean over the non-active points)"
+    _lml_notes = """``theta`` is ``[log s2, log l (1, or n_features with ARD), b]`` less the kernel's
+fixed hyper-parameters (``theta_``). The basis vectors and their sites (``active_set_``,
+``site_precision_``, ``site_mean_``) stay at the kept model's: this is the function the outer
+loop's conjugate gradients maximise (Algorithm 1 step 6), and its gradient (notes §3.7) is
+exact."""
+
+    def _log_marginal_likelihood(self, theta, eval_gradient):
+        X, y, full, free, ard = self._nlp_problem
+        full = full.copy()
+        full[free] = theta
+        nlp, grad = nlp_eq4(full, X, y, self.active_set_, self.site_precision_,
+                            self.site_mean_, ard, gradient=eval_gradient, family=self._family)
+        return (-nlp, -grad[free]) if eval_gradient else -nlp
 
     # ------------------------------------------------------------------------------------
     # prediction

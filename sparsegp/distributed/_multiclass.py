@@ -181,9 +181,9 @@ class DaskRows:
             # sites have no graph to be recomputed from once their worker is gone
             raise RuntimeError(
                 "a Dask worker holding EP's per-row sites of some chunks was lost, so the "
-                "posterior cannot be completed; the fit stopped (its attributes are those of "
-                "the last finished iteration). Refit, or use method='sep', which keeps no "
-                "per-row state and survives lost workers") from exc
+                "posterior cannot be completed; the fit stopped (the estimator is left as it "
+                "was before fit). Refit, or use method='sep', which keeps no per-row state "
+                "and survives lost workers") from exc
         for part in parts:
             if isinstance(part, _NumericalFailure):
                 # the batch loop undoes the step and retries with more damping, as in memory
@@ -219,8 +219,13 @@ class DaskRows:
         # all rows took part: their factor counts are the state's
         return _mce.sep_update(prior, state, T, h, state.n_factors, damping)
 
-    def evidence(self, hyp, prior, state, chunks=None, picks=None, scale=1.0):
-        """log Z_EP, its gradient and q(u) from the chunks' sums (all rows by default)."""
+    def evidence(self, hyp, prior, state, chunks=None, picks=None, scale=1.0, exact=False):
+        """log Z_EP, its gradient and q(u) from the chunks' sums (all rows by default).
+
+        ``exact`` (the EP-inner-exact gradient) is not computed on Dask: a ValueError.
+        """
+        if exact:
+            raise ValueError("the exact gradient is not computed on a Dask array")
         q = _mce._posterior(prior, state)
         if state.method == "ep":
             cav = None
@@ -364,6 +369,9 @@ def fit_on_dask(estimator, X, y, client=None):
     if estimator.method == "ep" and batch_size is not None:
         raise ValueError("minibatch EP on a Dask array is not implemented (batch EP and "
                          "minibatch SEP are); use method='sep' or batch_size=None")
+    if estimator.training == "inner_exact":
+        raise ValueError("training='inner_exact' is not available for a Dask array; use "
+                         "training='inner' or 'outer', or numpy data")
     X, y_index, classes = _check_dask_input(X, y, estimator)
     import dask.array as da
 
@@ -433,3 +441,6 @@ def _fit_minibatch(estimator, rows, hyp, n_factors, max_iter, batch_size, lr, ma
     prior = _mce._Prior(res.theta, nik, jitter)
     estimator._store(res.theta, prior, _mce._Gauss(prior.L, state.T, state.h),
                      res.history[-1], res.history, max_iter)
+    estimator._ep_state = state
+    # the objective of the fit over all rows (the history holds minibatch estimates)
+    estimator.log_marginal_likelihood_value_ = float(rows.evidence(res.theta, prior, state)[0])

@@ -84,7 +84,8 @@ def plot_decision_contours(estimator, X, y, ax=None, show_inducing=True, initial
             ax.scatter(final[:, 0], final[:, 1], s=45, c="k", marker="o", zorder=5,
                        label="pseudo-inputs")
         elif getattr(estimator, "active_set_", None) is not None:
-            act = X[np.asarray(estimator.active_set_, dtype=np.int64)]
+            # the IVM's are (n_tasks, n_active), one row per one-vs-rest task
+            act = X[np.unique(np.asarray(estimator.active_set_, dtype=np.int64))]
             ax.scatter(act[:, 0], act[:, 1], s=45, c="k", marker="s", zorder=5,
                        label="active set")
     if initial_inducing is not None:

@@ -5,7 +5,6 @@ import warnings
 import numpy as np
 
 from sklearn.base import RegressorMixin
-from sklearn.utils.validation import check_is_fitted
 
 from .._config import DENSE_BLAS_MIN_ROWS, JITTER
 from .._inducing_base import InducingPointEstimator
@@ -150,6 +149,10 @@ class SparseGPRegressor(RegressorMixin, InducingPointEstimator):
     log_marginal_likelihood_ : float
         Log evidence of the approximation (VFE: the variational lower bound) at the fit, as a
         density of y in its own units (with ``normalize_y``, the mean of y is taken as known).
+    theta_ : ndarray of shape (n_free,)
+        ``[log s², log ℓ (1 value, or D with ARD), log σ²]`` at the fit, less the
+        hyper-parameters the kernel holds fixed, in the units of ``variance_``,
+        ``lengthscale_`` and ``noise_variance_``: the vector of :meth:`log_marginal_likelihood`.
     log_marginal_likelihood_gradient_ : dict
         Its gradient with respect to the natural parameters: ``"variance"`` (float),
         ``"lengthscale"`` (float, or (D,) with ARD), ``"noise_variance"`` (float) and
@@ -369,6 +372,7 @@ class SparseGPRegressor(RegressorMixin, InducingPointEstimator):
         self.variance_ = s2 * u2
         self.lengthscale_ = self._ls_reported(ls)
         self.noise_variance_ = sn2 * u2
+        self.theta_ = self._pack(self.variance_, ls * self._ls_unit, self.noise_variance_)
         self.n_iter_ = n_iter
         if method in _base.SPARSE_METHODS:
             # inducing inputs the user gave and the fit did not move are reported as given
@@ -597,46 +601,26 @@ class SparseGPRegressor(RegressorMixin, InducingPointEstimator):
         return np.concatenate(parts)
 
     # ------------------------------------------------------------------ public evidence
-    def log_marginal_likelihood(self, theta=None, eval_gradient=False):
-        """Evidence of the fitted approximation, optionally at other hyper-parameters.
+    _lml_objective = "The log evidence of the approximation (VFE: its variational bound)"
+    _lml_notes = """``theta`` is ``[log s², log ℓ (1 value, or D with ARD), log σ²]`` less the
+hyper-parameters the kernel holds fixed (``theta_``), in the units of ``variance_``,
+``lengthscale_`` and ``noise_variance_``. The inducing inputs stay at ``inducing_points_`` (the
+SoD subset and the PITC blocks at the fitted ones), K_uu takes the jitter ``jitter``, and the
+value is a density of y in its own units, as ``log_marginal_likelihood_``."""
 
-        Parameters
-        ----------
-        theta : array-like of shape (n_free,), optional
-            Log hyper-parameters ``[log s², log ℓ (1 value, or D with ARD), log σ²]``, less
-            those the kernel holds fixed, in the units of ``variance_``, ``lengthscale_`` and
-            ``noise_variance_``; the inducing inputs stay at ``inducing_points_``. Default:
-            the fitted values.
-        eval_gradient : bool
-            Also return the gradient with respect to ``theta`` (log space).
-
-        Returns
-        -------
-        lml : float
-        grad : ndarray of shape (n_free,)
-            Only when ``eval_gradient`` is True.
-        """
-        check_is_fitted(self)
+    def _log_marginal_likelihood(self, theta, eval_gradient):
         D = self.n_features_in_
-        if theta is None:
-            s2, sn2, ls = self._s2, self._sn2, self._ls
-        else:
-            theta = np.array(theta, dtype=np.float64).ravel()
-            n_th = len(self._theta_bounds())
-            if theta.size != n_th or not np.all(np.isfinite(theta)):
-                raise ValueError(f"theta must hold {n_th} finite log hyper-parameters; got "
-                                 f"{theta!r}")
-            # to the model's units: variances relative to var(y), length-scales to theirs
-            log_u2 = 2.0 * math.log(self.y_std_)
-            i = 0
-            if self._spec.free_variance:
-                theta[0] -= log_u2
-                i = 1
-            if self._spec.free_lengthscale:
-                n_ls = D if self._spec.ard else 1
-                theta[i:i + n_ls] -= np.log(self._ls_unit[:n_ls])
-            theta[-1] -= log_u2
-            s2, ls, sn2 = self._unpack(theta, D)
+        # to the model's units: variances relative to var(y), length-scales to theirs
+        log_u2 = 2.0 * math.log(self.y_std_)
+        i = 0
+        if self._spec.free_variance:
+            theta[0] -= log_u2
+            i = 1
+        if self._spec.free_lengthscale:
+            n_ls = D if self._spec.ard else 1
+            theta[i:i + n_ls] -= np.log(self._ls_unit[:n_ls])
+        theta[-1] -= log_u2
+        s2, ls, sn2 = self._unpack(theta, D)
         X, y = self._training_rows(), self._y_model
         if self.approximation == "sod":
             X, y = X[self.subset_indices_], y[self.subset_indices_]
