@@ -384,7 +384,7 @@ class SparseGPRegressor(RegressorMixin, InducingPointEstimator):
                                          warn=True)
         self._post = post
         if optimised:
-            self._warn_if_degenerate(X, y, Xfit, yfit, lml, post)
+            self._warn_if_degenerate(X, lml, getattr(post, "jitter", jitter))
         self.jitter_ = post.jitter if method in _base.SPARSE_METHODS else 0.0
         # the density of y in its own units: y = y_std * y_model + y_mean
         self.log_marginal_likelihood_ = float(lml) - yfit.size * math.log(y_std)
@@ -394,7 +394,7 @@ class SparseGPRegressor(RegressorMixin, InducingPointEstimator):
             print(f"[SparseGPRegressor] {method}: log marginal likelihood {lml:.6g}")
         return self
 
-    def _warn_if_degenerate(self, X, y, Xfit, yfit, lml, post):
+    def _warn_if_degenerate(self, X, lml, jitter):
         """ConvergenceWarnings for a fitted model that should not be trusted silently.
 
         * **No better than the mean of y**: the coefficient of determination of the fitted
@@ -413,6 +413,15 @@ class SparseGPRegressor(RegressorMixin, InducingPointEstimator):
           same parameters by exactly tr(K_ff − Q_ff) / (2σ²).
 
         Run after an optimised fit only: fixed hyper-parameters are the user's model.
+
+        Parameters
+        ----------
+        X : ndarray of shape (N, D)
+            The training inputs in model units.
+        lml : float
+            The fitted evidence (model units).
+        jitter : float
+            The K_uu jitter the fit used.
         """
         method = self.approximation
         label = f"SparseGPRegressor ({method})"
@@ -422,18 +431,19 @@ class SparseGPRegressor(RegressorMixin, InducingPointEstimator):
             resid = y_model - self._training_mean(X)
             r2 = 1.0 - float(np.sum(resid * resid)) / ss
             if r2 <= MEAN_R2:
+                first = "" if self.normalize_y else "normalize_y=True, "
                 warnings.warn(
                     f"{label}: the fit predicts the training targets no better than their mean "
                     f"(training R² {r2:.3g}); the evidence is likely at a degenerate optimum "
-                    "(a length-scale or signal variance at an extreme). Try normalize_y=True, "
+                    f"(a length-scale or signal variance at an extreme). Try {first}"
                     "n_restarts > 0 or other initial hyper-parameters, and check that y "
                     "depends on X", ConvergenceWarning, stacklevel=3)
         if method in ("sor", "dtc"):
-            vfe, _, _ = _base.sparse_lml(Xfit, yfit, self._Z, self._s2, self._ls, self._sn2,
-                                         "vfe", jitter=self.jitter, eval_gradient=False,
+            vfe, _, _ = _base.sparse_lml(X, y_model, self._Z, self._s2, self._ls, self._sn2,
+                                         "vfe", jitter=jitter, eval_gradient=False,
                                          family=self._spec.family)
-            unexplained = 2.0 * self._sn2 * (float(lml) - float(vfe)) / yfit.size
-            ratio = unexplained / max(float(np.var(yfit)), np.finfo(float).tiny)
+            unexplained = 2.0 * self._sn2 * (float(lml) - float(vfe)) / y_model.size
+            ratio = unexplained / max(ss / y_model.size, np.finfo(float).tiny)
             if ratio > DEGENERATE_RATIO:
                 warnings.warn(
                     f"{label}: the fit is far more certain than its kernel supports: at the "
