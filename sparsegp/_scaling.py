@@ -21,8 +21,18 @@ loses every digit (and overflows in the IVM's ADF), while the centred rows keep 
 Which scale: one per feature for an ARD kernel, so that ``X diag(a) + b`` gives the same
 model-unit rows and therefore the same fit (a kernel's box becomes one per feature in model
 units); one common scale (the root mean square of the features' standard deviations) for an
-isotropic kernel, whose one length-scale a per-feature scale would turn into an ARD kernel
-with fixed ratios.
+isotropic kernel the user gave (kernel or length-scale), whose one length-scale a per-feature
+scale would turn into an ARD kernel with fixed ratios.
+
+The *default* covariance may be scaled per feature even when isotropic
+(:meth:`InputScaling.wants_per_feature` with ``default=True``): it is then an isotropic kernel
+on standardised inputs, the model a ``StandardScaler`` pipeline fits, and the only isotropic
+model whose fit does not depend on each column's units (issue 23: per-column scales from 1e-4
+to 1e4). Its box is then a box in model units, kept as it is (``spec_to_model(...,
+keep_bounds=True)``), and its one length-scale has no single value in the user's units: the
+fitted covariance in the user's units (:meth:`InputScaling.kernel_to_user`) has one
+length-scale per feature, ``l * scale_j``, with ratios the fit held fixed. Estimators opt in
+(today the regressor).
 """
 import copy
 import math
@@ -117,20 +127,23 @@ class InputScaling:
         return cls(np.zeros(n_features), np.ones(n_features), False)
 
     @staticmethod
-    def wants_per_feature(spec):
+    def wants_per_feature(spec, default=False):
         """Whether the inputs of a model with covariance ``spec`` are scaled per feature.
 
         Parameters
         ----------
         spec : StationarySpec
             The covariance (see the module docstring for the rule).
+        default : bool
+            The covariance is the estimator's default (the user gave neither a kernel nor a
+            length-scale) and the estimator standardises its inputs for it.
 
         Returns
         -------
         bool
-            True for an ARD kernel.
+            True for an ARD kernel or with ``default``.
         """
-        return bool(spec.ard)
+        return bool(spec.ard) or bool(default)
 
     @property
     def n_features(self):
@@ -188,19 +201,46 @@ class InputScaling:
         shape = (self.n_features,) if n_classes is None else (n_classes, self.n_features)
         return np.full(shape, LENGTHSCALE_START)
 
-    def spec_to_model(self, spec):
+    def spec_to_model(self, spec, keep_bounds=False):
         """A copy of ``spec`` with its length-scales (and their log bounds) in model units.
 
         The copy shares ``spec.kernel``, so ``fitted`` still builds the user's kind of kernel;
         call it with user-unit values. Finite log bounds move by ``-log scale`` and become one
-        (low, high) row per feature, shape (D, 2) (equal rows for a common scale).
+        (low, high) row per feature, shape (D, 2) (equal rows for a common scale); with
+        ``keep_bounds`` (a default covariance, whose box is meant for model units) they stay
+        as they are.
         """
         out = copy.copy(spec)
         out.lengthscale = self.lengthscale_to_model(spec.lengthscale)
-        if spec.free_lengthscale and np.any(np.isfinite(spec.lengthscale_bounds)):
+        if (not keep_bounds and spec.free_lengthscale
+                and np.any(np.isfinite(spec.lengthscale_bounds))):
             pair = np.asarray(spec.lengthscale_bounds, dtype=np.float64).reshape(2)
             out.lengthscale_bounds = pair[None, :] - np.log(self.scale)[:, None]
         return out
+
+    def kernel_to_user(self, spec, variance, lengthscale):
+        """The fitted covariance in the user's units from model-unit length-scales.
+
+        Parameters
+        ----------
+        spec : StationarySpec
+            The covariance fitted (user's or model units: only its kernel and ARD are read).
+        variance : float
+        lengthscale : ndarray of shape (D,)
+            Model units.
+
+        Returns
+        -------
+        Kernel
+            ``spec.fitted`` at the user-unit length-scales; an isotropic kernel fitted on
+            inputs scaled per feature comes back with one length-scale per feature (its
+            one model-unit value times each feature's scale), unless those are all equal.
+        """
+        ls = self.lengthscale_to_user(np.broadcast_to(lengthscale, (self.n_features,)))
+        kernel = spec.fitted(variance, ls)
+        if not spec.ard and np.any(ls != ls[0]):
+            kernel.lengthscale = ls.copy()
+        return kernel
 
 
 class ScaledRows:
@@ -271,7 +311,7 @@ def _scale_from_sd(sd, per_feature):
     return np.full(sd.shape, common if common > 0 else 1.0)
 
 
-def scaling_for(X, spec, default_lengthscale):
+def scaling_for(X, spec, default_lengthscale, standardise_default=False):
     """The :class:`InputScaling` of training inputs X for covariance ``spec``.
 
     With ``default_lengthscale`` (the user gave neither a kernel nor a length-scale) the
@@ -284,12 +324,16 @@ def scaling_for(X, spec, default_lengthscale):
     spec : StationarySpec
         Changed in place when ``default_lengthscale``.
     default_lengthscale : bool
+    standardise_default : bool
+        Scale per feature for the default covariance even when it is isotropic
+        (:meth:`InputScaling.wants_per_feature`).
 
     Returns
     -------
     InputScaling
     """
-    scaling = InputScaling.from_data(X, InputScaling.wants_per_feature(spec))
+    per_feature = InputScaling.wants_per_feature(spec, default_lengthscale and standardise_default)
+    scaling = InputScaling.from_data(X, per_feature)
     if default_lengthscale:
         spec.lengthscale = scaling.lengthscale_to_user(scaling.start_lengthscale())
     return scaling

@@ -481,12 +481,14 @@ def test_median_split_blocks_partition_and_balance():
     assert all(10 <= b.size <= 20 for b in gp.blocks_)
 
 
-@pytest.mark.parametrize("method, pinned", [("fitc", True), ("vfe", True), ("pitc", False)])
+@pytest.mark.parametrize("method, pinned", [("fitc", True), ("vfe", True), ("pitc", True)])
 def test_fit_holds_openblas_at_one_thread_and_restores_it(method, pinned,
                                                          blas_threads_at_calls,
                                                          openblas_at_two_threads):
     """The row-split methods run every evaluation with OpenBLAS at one thread (one switch per
-    optimisation, not two per evaluation); the user's thread counts come back after fit."""
+    optimisation, not two per evaluation), and so does PITC, whose fit would otherwise
+    depend on the thread count (issue 23 item 6); the user's thread counts come back after
+    fit."""
     seen = blas_threads_at_calls(_base, "sparse_lml")
     X, y, Z, ls, blocks = _problem(N=50)
     with pytest.warns(ConvergenceWarning, match="max_iter="):

@@ -9,13 +9,23 @@ from sklearn.base import RegressorMixin
 from .._config import DENSE_BLAS_MIN_ROWS, JITTER
 from .._inducing_base import InducingPointEstimator
 from .._optimize import kernel_log_bounds, maximize, unbounded
+from .._scaling import InputScaling, scaling_for
 from .._validation import check_int, check_option
-from ..exceptions import JitterWarning
+from ..exceptions import ConvergenceWarning, JitterWarning
 from ..inducing import kmeans, kmeans_blocks
 from ..kernels import kernel_spec
 from . import _base
 
 _LOG_BOUND = math.log(1e6)
+#: A fitted model whose training R² is at most this predicts no better than the mean of y.
+MEAN_R2 = 1e-2
+#: Mean prior variance left unexplained by the inducing inputs at the training inputs,
+#: mean(K_nn − Q_nn), as a multiple of var(y), beyond which a SoR/DTC fit is reported as far
+#: more certain than its kernel supports (``_warn_if_degenerate``). Measured at the defaults
+#: (70/30 splits; M = 15 and 50): healthy fits at most 1.3 (test R² within 0.01 of training
+#: R²), degenerate ones from 6.9 (5-D synthetic, training R² 1.00, test −0.19) to 5e5
+#: (diabetes, training 0.96, test −6.6).
+DEGENERATE_RATIO = 4.0
 
 
 def _rows(X):
@@ -30,6 +40,21 @@ class SparseGPRegressor(RegressorMixin, InducingPointEstimator):
     approximation is an exact GP with an effective prior covariance on the training set and a
     test conditional (notes §4.1), computed in O(N M²) time and O(N M) memory through
     Cholesky factors and Woodbury's identity — never an N×N matrix, except for ``"exact"``.
+
+    The fit runs in model units (:mod:`sparsegp._scaling`): the inputs centred and scaled,
+    one scale per feature for an ARD kernel or the default covariance, one common scale for
+    an isotropic kernel or length-scale the user gave; with ``normalize_y`` the targets too.
+    The default covariance is thus an isotropic kernel on standardised inputs (as behind a
+    ``StandardScaler``), and a fit does not depend on the units of X or y. Fitted values,
+    inducing inputs, gradients and predictions are reported in the user's units.
+
+    An optimised fit that should not be trusted says so in a
+    :class:`~sparsegp.exceptions.ConvergenceWarning` with what to try: when a
+    hyper-parameter ends on its bound, when the fit predicts the training targets no better
+    than their mean (training R² at most 0.01), and, for SoR and DTC, when it is far more
+    certain than its kernel supports (the prior variance the inducing inputs leave
+    unexplained at the training inputs, which these two take as zero, averages more than
+    four times var(y)).
 
     Parameters
     ----------
@@ -59,7 +84,9 @@ class SparseGPRegressor(RegressorMixin, InducingPointEstimator):
         ``Matern`` with ν = 1/2, 3/2, 5/2; ARD when its length-scale is an array), optionally
         times a constant, or the same built from scikit-learn's ``ConstantKernel``, ``RBF``
         and ``Matern``. Its values are the start, its bounds (or "fixed") bound the search.
-        None: ``SquaredExponential(1.0, 1.0)`` (isotropic) with bounds [1e-6, 1e6].
+        None: an isotropic squared exponential on standardised features, starting at variance
+        1 and length-scale 1 (one standard deviation of each feature), with the search box
+        [1e-6, 1e6] in those units; a kernel given is in the units of X.
     noise_variance : float, default=0.1
         Initial Gaussian noise variance σ² (> 0).
     normalize_y : bool, default=True
@@ -99,20 +126,25 @@ class SparseGPRegressor(RegressorMixin, InducingPointEstimator):
     Attributes
     ----------
     inducing_points_ : ndarray of shape (M, D)
-        Final inducing inputs (the subset for ``"sod"``; absent for ``"exact"``).
+        Final inducing inputs in the units of X (the subset for ``"sod"``; absent for
+        ``"exact"``).
     kernel_ : Kernel
-        The fitted covariance (a copy of ``kernel``, or of the default SE kernel), its
-        variance in the units of y².
+        The fitted covariance in the user's units (a copy of ``kernel``, or of the default SE
+        kernel), its variance in the units of y². The default covariance, isotropic on
+        standardised inputs, comes back with one length-scale per feature,
+        ``lengthscale_`` times that feature's standard deviation.
     variance_, noise_variance_ : float
     lengthscale_ : float or ndarray of shape (D,)
-        Fitted hyper-parameters (an array with ARD); variances in the units of y².
+        Fitted hyper-parameters (an array with ARD), as ``log_marginal_likelihood`` reads
+        them: variances in the units of y², length-scales in the units of X, except the
+        default covariance's one length-scale, in standard deviations of each feature.
     log_marginal_likelihood_ : float
         Log evidence of the approximation (VFE: the variational lower bound) at the fit, as a
         density of y in its own units (with ``normalize_y``, the mean of y is taken as known).
     theta_ : ndarray of shape (n_free,)
         ``[log s², log ℓ (1 value, or D with ARD), log σ²]`` at the fit, less the
-        hyper-parameters the kernel holds fixed, variances in the units of y²: the vector of
-        :meth:`log_marginal_likelihood`.
+        hyper-parameters the kernel holds fixed, in the units of ``variance_``,
+        ``lengthscale_`` and ``noise_variance_``: the vector of :meth:`log_marginal_likelihood`.
     log_marginal_likelihood_gradient_ : dict
         Its gradient with respect to the natural parameters: ``"variance"`` (float),
         ``"lengthscale"`` (float, or (D,) with ARD), ``"noise_variance"`` (float) and
@@ -130,7 +162,8 @@ class SparseGPRegressor(RegressorMixin, InducingPointEstimator):
         Optimiser iterations of the best start (0 without optimisation).
     n_features_in_ : int
     X_train_, y_train_ : ndarrays
-        Copies of the training data (needed by augmentation and transduction).
+        Copies of the training data, in the user's units (needed by augmentation and
+        transduction).
     y_mean_, y_std_ : float
         The centre and scale taken off y (0 and 1 without ``normalize_y``).
 
@@ -173,17 +206,21 @@ class SparseGPRegressor(RegressorMixin, InducingPointEstimator):
 
     # ------------------------------------------------------------------ validation
     def _parallel_pool(self, X=None):
-        # FITC/DTC-type evidences split their rows among Numba's threads; PITC's blocks are
-        # BLAS calls; the exact GP and SoD are N x N factorisations, which gain from threaded
-        # BLAS only once they are large (exact evidence + gradient on 2 cores: 0.96 s against
-        # 1.37 s pinned at N = 3000, but no gain at N = 1500)
-        if self.approximation in _base.ROW_SPLIT_METHODS:
+        # FITC/DTC-type evidences split their rows among Numba's threads. PITC's blocks are
+        # BLAS calls, but held to one BLAS thread too: OpenBLAS's dgemm rounds differently
+        # with two threads than with one (Vtᵀ U differs in the last bits), and PITC's
+        # optimiser path carried that to 0.8 % of y's s.d. on diabetes; pinned, the fit is
+        # the same at any thread count (issue 23 item 6; and on a loaded machine two BLAS
+        # threads made its evidence 13x slower, N = 20 000, M = 100). The exact GP and SoD
+        # are N x N factorisations, which gain from threaded BLAS only once they are large
+        # (exact evidence + gradient on 2 cores: 0.96 s against 1.37 s pinned at N = 3000,
+        # but no gain at N = 1500); their fits converge, and 1 and 2 BLAS threads agreed to
+        # 3e-12 of y's s.d. (exact, N = 3200)
+        if self.approximation in _base.ROW_SPLIT_METHODS or self.approximation == "pitc":
             return "numba"
-        if self.approximation in ("exact", "sod"):
-            rows = getattr(self, "X_train_", None)
-            n = max(_rows(X), 0 if rows is None else rows.shape[0])
-            return "blas" if n >= DENSE_BLAS_MIN_ROWS else "numba"
-        return "blas"
+        rows = getattr(self, "X_train_", None)
+        n = max(_rows(X), 0 if rows is None else rows.shape[0])
+        return "blas" if n >= DENSE_BLAS_MIN_ROWS else "numba"
 
     def _validate(self, X, y):
         X, y = self._validate_fit_data(X, y, classifier=False)
@@ -215,6 +252,35 @@ class SparseGPRegressor(RegressorMixin, InducingPointEstimator):
         return kernel_spec(self.kernel, X.shape[1], type(self).__name__,
                            default_bounds=bounds)
 
+    def _default_covariance(self):
+        """Whether the user gave no kernel (the data-following start).
+
+        Then the inputs are standardised per feature and the start and box of the
+        length-scale are in units of each feature's spread (:mod:`sparsegp._scaling`).
+        """
+        return self.kernel is None
+
+    def _ls_reported(self, ls):
+        """``lengthscale_`` from model-unit length-scales (D,): float unless ARD."""
+        out = np.asarray(ls, dtype=np.float64) * self._ls_unit
+        return out.copy() if self._spec.ard else float(out[0])
+
+    def _user_gradient(self, grad, u2):
+        """The evidence gradient in the units of the reported parameters.
+
+        ``grad`` holds derivatives by the model-unit parameters (y normalised): variances
+        scale by ``u2`` = var(y), a length-scale and the inducing inputs by their units.
+        """
+        out = dict(grad)
+        out["variance"] = grad["variance"] / u2
+        out["noise_variance"] = grad["noise_variance"] / u2
+        g_ls = np.asarray(grad["lengthscale"], dtype=np.float64) / self._ls_unit
+        # an isotropic length-scale moves every dimension's at once (one common unit)
+        out["lengthscale"] = g_ls if self._spec.ard else float(np.sum(g_ls))
+        if grad.get("inducing_points") is not None:
+            out["inducing_points"] = self._scaling.gradient_to_user(grad["inducing_points"])
+        return out
+
     # ------------------------------------------------------------------ fitting
     def fit(self, X, y):
         """Fit the hyper-parameters (and inducing inputs) by maximising the evidence.
@@ -228,14 +294,25 @@ class SparseGPRegressor(RegressorMixin, InducingPointEstimator):
         -------
         self : SparseGPRegressor
         """
-        X, y, spec, sn2, jitter, Z, blocks = self._validate(X, y)
-        s2, ls = spec.variance, spec.lengthscale
-        self._spec = spec
+        X, y, spec, sn2, jitter, Z_user, blocks = self._validate(X, y)
         rng = self._check_random_state()
         method = self.approximation
         N, D = X.shape
         self.X_train_ = X
         self.y_train_ = y
+        # learn in model units (sparsegp._scaling): centred, and scaled per feature for the
+        # default covariance or an ARD kernel, so the fit is the same whatever the units of
+        # X; everything is reported in the user's units below
+        default = self._default_covariance()
+        scaling = scaling_for(X, spec, default, standardise_default=True)
+        self._scaling = scaling
+        self._spec = spec = scaling.spec_to_model(spec, keep_bounds=default)
+        # the units lengthscale_ is reported in: the user's, except for the default
+        # isotropic covariance, whose one length-scale is in units of each feature's spread
+        self._ls_unit = (np.ones(D) if default and not spec.ard else scaling.scale.copy())
+        s2, ls = spec.variance, spec.lengthscale
+        X = scaling.transform(X)
+        Z = None if Z_user is None else scaling.transform(Z_user)
         y_mean, y_std = _target_scale(y) if self.normalize_y else (0.0, 1.0)
         if self.normalize_y:
             y = (y - y_mean) / y_std
@@ -264,7 +341,8 @@ class SparseGPRegressor(RegressorMixin, InducingPointEstimator):
         theta0 = self._pack(s2, ls, sn2)
         n_iter = 0
         max_jitter = [jitter]
-        if self.optimizer is not None and self.max_iter > 0:
+        optimised = bool(self.optimizer is not None and self.max_iter > 0)
+        if optimised:
             theta, Z, n_iter = self._optimise(X, Xfit, yfit, theta0, Z, move_Z, jitter, blocks,
                                               max_jitter, rng)
         else:
@@ -274,34 +352,105 @@ class SparseGPRegressor(RegressorMixin, InducingPointEstimator):
                           "optimisation (nearly coincident inducing inputs)", JitterWarning,
                           stacklevel=2)
         s2, ls, sn2 = self._unpack(theta, D)
-        self._s2, self._sn2 = s2, sn2           # model (normalised) units
+        self._s2, self._sn2, self._ls = s2, sn2, ls     # model units (y normalised)
+        self._Z = Z
         u2 = y_std * y_std
         self.y_mean_, self.y_std_ = float(y_mean), float(y_std)
-        self.kernel_ = spec.fitted(s2 * u2, ls)
+        self.kernel_ = scaling.kernel_to_user(spec, s2 * u2, ls)
         self.variance_ = s2 * u2
-        self.lengthscale_ = ls.copy() if spec.ard else float(ls[0])
+        self.lengthscale_ = self._ls_reported(ls)
         self.noise_variance_ = sn2 * u2
-        self.theta_ = self._pack(self.variance_, ls, self.noise_variance_)
+        self.theta_ = self._pack(self.variance_, ls * self._ls_unit, self.noise_variance_)
         self.n_iter_ = n_iter
         if method in _base.SPARSE_METHODS:
-            self.inducing_points_ = Z
+            # inducing inputs the user gave and the fit did not move are reported as given
+            self.inducing_points_ = (Z_user.copy() if Z_user is not None and not optimised
+                                     else scaling.inverse_transform(Z))
         elif method == "sod":
-            self.inducing_points_ = X[self.subset_indices_].copy()
+            self.inducing_points_ = self.X_train_[self.subset_indices_].copy()
         lml, grad, post = self._evidence(Xfit, yfit, s2, ls, sn2, Z, jitter, blocks, True,
                                          warn=True)
         self._post = post
+        if optimised:
+            self._warn_if_degenerate(X, lml, getattr(post, "jitter", jitter))
         self.jitter_ = post.jitter if method in _base.SPARSE_METHODS else 0.0
         # the density of y in its own units: y = y_std * y_model + y_mean
         self.log_marginal_likelihood_ = float(lml) - yfit.size * math.log(y_std)
         self.log_marginal_likelihood_value_ = self.log_marginal_likelihood_
-        grad["variance"] /= u2
-        grad["noise_variance"] /= u2
-        if not spec.ard:
-            grad["lengthscale"] = float(np.sum(grad["lengthscale"]))
-        self.log_marginal_likelihood_gradient_ = grad
+        self.log_marginal_likelihood_gradient_ = self._user_gradient(grad, u2)
         if self.verbose:
             print(f"[SparseGPRegressor] {method}: log marginal likelihood {lml:.6g}")
         return self
+
+    def _warn_if_degenerate(self, X, lml, jitter):
+        """ConvergenceWarnings for a fitted model that should not be trusted silently.
+
+        * **No better than the mean of y**: the coefficient of determination of the fitted
+          mean at the training inputs, R² = 1 − Σ(y − μ)² / Σ(y − ȳ)², at most
+          ``MEAN_R2`` (a flat fit, or a zero-mean fit far from y with ``normalize_y=False``).
+        * **SoR/DTC more certain than their kernel** (issue 23): their effective prior Q_ff
+          takes the variance K_nn − Q_nn that the inducing inputs leave unexplained at each
+          training input as known to be zero, so their evidence fits the training targets
+          as if that variance did not exist; DTC's own predictive variance at those same
+          inputs (exact test conditional) includes it. When its mean exceeds
+          ``DEGENERATE_RATIO`` times var(y) (the model's s.d. at its own training inputs over
+          twice that of y, while the mean fits them), the training fit rests on a prior the
+          kernel does not support, and predictions away from the training inputs are
+          typically far worse than the training fit (diabetes: training R² 0.96, test
+          R² −6.6). The mean is read off the evidence: DTC's exceeds the VFE bound at the
+          same parameters by exactly tr(K_ff − Q_ff) / (2σ²).
+
+        Run after an optimised fit only: fixed hyper-parameters are the user's model.
+
+        Parameters
+        ----------
+        X : ndarray of shape (N, D)
+            The training inputs in model units.
+        lml : float
+            The fitted evidence (model units).
+        jitter : float
+            The K_uu jitter the fit used.
+        """
+        method = self.approximation
+        label = f"SparseGPRegressor ({method})"
+        y_model = self._y_model
+        ss = float(np.sum((y_model - np.mean(y_model)) ** 2))
+        if ss > 0.0:
+            resid = y_model - self._training_mean(X)
+            r2 = 1.0 - float(np.sum(resid * resid)) / ss
+            if r2 <= MEAN_R2:
+                first = "" if self.normalize_y else "normalize_y=True, "
+                warnings.warn(
+                    f"{label}: the fit predicts the training targets no better than their mean "
+                    f"(training R² {r2:.3g}); the evidence is likely at a degenerate optimum "
+                    f"(a length-scale or signal variance at an extreme). Try {first}"
+                    "n_restarts > 0 or other initial hyper-parameters, and check that y "
+                    "depends on X", ConvergenceWarning, stacklevel=3)
+        if method in ("sor", "dtc"):
+            vfe, _, _ = _base.sparse_lml(X, y_model, self._Z, self._s2, self._ls, self._sn2,
+                                         "vfe", jitter=jitter, eval_gradient=False,
+                                         family=self._spec.family)
+            unexplained = 2.0 * self._sn2 * (float(lml) - float(vfe)) / y_model.size
+            ratio = unexplained / max(ss / y_model.size, np.finfo(float).tiny)
+            if ratio > DEGENERATE_RATIO:
+                warnings.warn(
+                    f"{label}: the fit is far more certain than its kernel supports: at the "
+                    "training inputs the inducing inputs leave prior variance averaging "
+                    f"{ratio:.3g} times var(y) unexplained, which {method} treats as zero. Its "
+                    "training fit is likely far better than its predictions elsewhere; try "
+                    "approximation='vfe' or 'fitc', more inducing points, or n_restarts > 0",
+                    ConvergenceWarning, stacklevel=3)
+
+    def _training_mean(self, X):
+        """Fitted mean (model units) at the model-unit training rows X, without variances."""
+        method, family = self.approximation, self._spec.family
+        if method == "exact":
+            _, alpha = self._post
+            return self._y_model - self._sn2 * alpha            # K α = y − σ² α
+        if method == "sod":
+            Xs = X[self.subset_indices_]
+            return _base.cross_cov(X, Xs, self._s2, self._ls, family=family) @ self._post[1]
+        return _base.cross_cov(X, self._Z, self._s2, self._ls, family=family) @ self._post.w
 
     def _choose_subset(self, X, s2, ls, jitter, rng):
         N = X.shape[0]
@@ -343,6 +492,15 @@ class SparseGPRegressor(RegressorMixin, InducingPointEstimator):
         """Bounds (n_free, 2) matching :meth:`_pack`: the kernel's, then the noise's."""
         free, lims = kernel_log_bounds(self._spec, self.n_features_in_)
         return np.vstack([lims[free], [[-_LOG_BOUND, _LOG_BOUND]]])
+
+    def _theta_names(self):
+        """Names of :meth:`_pack`'s entries, for the driver's bound warning."""
+        spec = self._spec
+        names = ["variance"] if spec.free_variance else []
+        if spec.free_lengthscale:
+            D = self.n_features_in_
+            names += [f"lengthscale[{j}]" for j in range(D)] if spec.ard else ["lengthscale"]
+        return names + ["noise_variance"]
 
     def _unpack(self, theta, D):
         spec = self._spec
@@ -413,7 +571,11 @@ class SparseGPRegressor(RegressorMixin, InducingPointEstimator):
                        restart_mask=restart_mask, restart=restart, progress=bool(self.verbose),
                        label=f"SparseGPRegressor ({self.approximation})",
                        value_name="log marginal likelihood",
-                       advice=", or try n_restarts > 0 or other initial hyper-parameters")
+                       advice=", or try n_restarts > 0 or other initial hyper-parameters",
+                       names=self._theta_names(),
+                       # constant targets identify no hyper-parameter (the noise runs to its
+                       # bound) and are predicted exactly: nothing to warn about
+                       warn_at_bound=bool(np.ptp(y) > 0))
         if not np.isfinite(res.value):
             raise ValueError(
                 "the evidence could not be evaluated at any start (failed factorisation or a "
@@ -439,22 +601,28 @@ class SparseGPRegressor(RegressorMixin, InducingPointEstimator):
     # ------------------------------------------------------------------ public evidence
     _lml_objective = "The log evidence of the approximation (VFE: its variational bound)"
     _lml_notes = """``theta`` is ``[log s², log ℓ (1 value, or D with ARD), log σ²]`` less the
-hyper-parameters the kernel holds fixed (``theta_``), variances in the units of y² (as
-``variance_``). The inducing inputs stay at ``inducing_points_`` (the SoD subset and the PITC
-blocks at the fitted ones), K_uu takes the jitter ``jitter``, and the value is a density of y in
-its own units, as ``log_marginal_likelihood_``."""
+hyper-parameters the kernel holds fixed (``theta_``), in the units of ``variance_``,
+``lengthscale_`` and ``noise_variance_``. The inducing inputs stay at ``inducing_points_`` (the
+SoD subset and the PITC blocks at the fitted ones), K_uu takes the jitter ``jitter``, and the
+value is a density of y in its own units, as ``log_marginal_likelihood_``."""
 
     def _log_marginal_likelihood(self, theta, eval_gradient):
         D = self.n_features_in_
-        log_u2 = 2.0 * math.log(self.y_std_)          # to the model's units
+        # to the model's units: variances relative to var(y), length-scales to theirs
+        log_u2 = 2.0 * math.log(self.y_std_)
+        i = 0
         if self._spec.free_variance:
             theta[0] -= log_u2
+            i = 1
+        if self._spec.free_lengthscale:
+            n_ls = D if self._spec.ard else 1
+            theta[i:i + n_ls] -= np.log(self._ls_unit[:n_ls])
         theta[-1] -= log_u2
         s2, ls, sn2 = self._unpack(theta, D)
-        X, y = self.X_train_, self._y_model
+        X, y = self._training_rows(), self._y_model
         if self.approximation == "sod":
             X, y = X[self.subset_indices_], y[self.subset_indices_]
-        Z = getattr(self, "inducing_points_", None)
+        Z = getattr(self, "_Z", None)
         lml, grad, _ = self._evidence(X, y, s2, ls, sn2, Z, self.jitter, self._blocks_fit,
                                       eval_gradient)
         lml = float(lml) - y.size * math.log(self.y_std_)
@@ -495,12 +663,11 @@ its own units, as ``log_marginal_likelihood_``."""
             Only when ``return_cov`` is True.
         """
         Xs = self._validate_predict_data(X)
+        Xs = self._scaling.transform(Xs)
         if return_std and return_cov:
             raise ValueError("at most one of return_std and return_cov may be True")
-        D = self.n_features_in_
-        s2, sn2 = self._s2, self._sn2
-        ls = np.broadcast_to(np.asarray(self.lengthscale_, dtype=float), (D,)).copy()
-        mean, spread = self._predict_model(Xs, s2, ls, sn2, return_cov, augment, transduce)
+        mean, spread = self._predict_model(Xs, self._s2, self._ls, self._sn2, return_cov,
+                                           augment, transduce)
         # back to the units of y
         u = self.y_std_
         mean = u * mean + self.y_mean_
@@ -510,8 +677,12 @@ its own units, as ``log_marginal_likelihood_``."""
             return mean, u * np.sqrt(spread)
         return mean
 
+    def _training_rows(self):
+        """The training inputs in model units (recomputed: the same numbers as in fit)."""
+        return self._scaling.transform(self.X_train_)
+
     def _predict_model(self, Xs, s2, ls, sn2, return_cov, augment, transduce):
-        """Latent mean and variance (or covariance) at Xs in the model's units."""
+        """Latent mean and variance (or covariance) at model-unit rows Xs, in model units."""
         method = self.approximation
         if augment and transduce:
             raise ValueError("augment and transduce cannot both be True")
@@ -523,26 +694,27 @@ its own units, as ``log_marginal_likelihood_``."""
             if return_cov:
                 raise ValueError("augment=True predicts each test point on its own; "
                                  "return_cov is not available")
-            mean, var = _base.augmented_predict(self.X_train_, self._y_model,
-                                                self.inducing_points_, Xs, s2, ls, sn2,
-                                                self.jitter, family=self._spec.family)
+            mean, var = _base.augmented_predict(self._training_rows(), self._y_model,
+                                                self._Z, Xs, s2, ls, sn2, self.jitter,
+                                                family=self._spec.family)
         elif transduce:
             if method not in _base.SPARSE_METHODS:
                 raise ValueError(f"transduce=True needs a sparse approximation; got {method!r}")
-            mean, cov = _base.bcm_predict(self.X_train_, self._y_model, Xs, s2, ls, sn2,
+            mean, cov = _base.bcm_predict(self._training_rows(), self._y_model, Xs, s2, ls, sn2,
                                           method, self._blocks_fit, self.jitter,
                                           self._spec.family)
             var = np.maximum(np.diag(cov), 0.0)
             if full:
                 return mean, cov
         elif method in _base.SPARSE_METHODS:
-            out = _base.sparse_predict(self._post, self.inducing_points_, Xs, s2, ls, full,
+            out = _base.sparse_predict(self._post, self._Z, Xs, s2, ls, full,
                                        self._spec.family)
             mean, var = out
             if full:
                 return mean, var
         else:
-            Xt = self.X_train_ if method == "exact" else self.X_train_[self.subset_indices_]
+            Xt = self._training_rows()
+            Xt = Xt if method == "exact" else Xt[self.subset_indices_]
             mean, var = _base.exact_predict(Xt, self._post, Xs, s2, ls, full, self._spec.family)
             if full:
                 return mean, var
