@@ -506,13 +506,20 @@ class SparseGPRegressor(RegressorMixin, InducingPointEstimator):
         return np.vstack([lims[free], [[-_LOG_BOUND, _LOG_BOUND]]])
 
     def _theta_names(self):
-        """Names of :meth:`_pack`'s entries, for the driver's bound warning."""
+        """Names of :meth:`_pack`'s entries, for the driver's bound warning.
+
+        The noise variance is left out (None): its box [1e-6, 1e6] var(y) is a floor for
+        the factorisations, and a noise on that floor means the targets look noise-free to
+        the model, rightly (a noise-free function, constant targets) or through FITC's
+        diag(K − Q) taking its place; a wider box would change nothing. A noise on the
+        ceiling is a flat fit, which the training-R² warning reports.
+        """
         spec = self._spec
         names = ["variance"] if spec.free_variance else []
         if spec.free_lengthscale:
             D = self.n_features_in_
             names += [f"lengthscale[{j}]" for j in range(D)] if spec.ard else ["lengthscale"]
-        return names + ["noise_variance"]
+        return names + [None]
 
     def _unpack(self, theta, D):
         spec = self._spec
@@ -585,8 +592,8 @@ class SparseGPRegressor(RegressorMixin, InducingPointEstimator):
                        value_name="log marginal likelihood",
                        advice=", or try n_restarts > 0 or other initial hyper-parameters",
                        names=self._theta_names(),
-                       # constant targets identify no hyper-parameter (the noise runs to its
-                       # bound) and are predicted exactly: nothing to warn about
+                       # constant targets identify no hyper-parameter and are predicted
+                       # exactly: nothing to warn about
                        warn_at_bound=bool(np.ptp(y) > 0))
         if not np.isfinite(res.value):
             raise ValueError(
