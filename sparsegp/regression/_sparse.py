@@ -273,9 +273,12 @@ class SparseGPRegressor(RegressorMixin, InducingPointEstimator):
         return self.kernel is None and _is_default(getattr(self, "lengthscale", 1.0), 1.0)
 
     def _ls_reported(self, ls):
-        """``lengthscale_`` from model-unit length-scales (D,): float unless ARD."""
-        out = np.asarray(ls, dtype=np.float64) * self._ls_unit
-        return out.copy() if self._spec.ard else float(out[0])
+        """``lengthscale_`` from model-unit length-scales (D,): float unless ARD; values the
+        kernel holds fixed as the user gave them."""
+        spec = self._spec
+        out = (np.asarray(ls, dtype=np.float64) * self._ls_unit if spec.free_lengthscale
+               else spec.user_lengthscale)
+        return out.copy() if spec.ard else float(out[0])
 
     def _user_gradient(self, grad, u2):
         """The evidence gradient in the units of the reported parameters.
