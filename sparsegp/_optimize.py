@@ -335,8 +335,10 @@ def maximize(evaluate, theta0, *, method="lbfgs", bounds=None, max_iter=100, n_r
         of a larger scheme, where a cap per round is the design.
     advice : str
         What else to try, appended to the warning after "increase max_iter".
-    names : sequence of str, optional
-        Names of theta's first ``len(names)`` coordinates, for the bound warning.
+    names : sequence of str or None, optional
+        Names of theta's first ``len(names)`` coordinates, for the bound warning; a None
+        entry leaves that coordinate out of the check (a floor kept for numerical safety,
+        whose reaching says nothing the user should change).
     warn_at_bound : bool, optional
         Warn when the best point lies on a finite bound (module docstring); default
         ``warn_at_cap``.
@@ -432,10 +434,11 @@ def at_bounds(theta, lo, hi):
 
 def _warn_at_bounds(theta, lo, hi, names, label):
     """The ConvergenceWarning for coordinates of the result on a bound (module docstring)."""
-    idx = np.flatnonzero(at_bounds(theta, lo, hi))
-    if idx.size == 0:
-        return
     names = list(names or [])
+    idx = [i for i in np.flatnonzero(at_bounds(theta, lo, hi))
+           if i >= len(names) or names[i] is not None]
+    if not idx:
+        return
     parts = []
     for i in idx:
         name = names[i] if i < len(names) else f"theta[{i}]"

@@ -208,9 +208,12 @@ class InputScaling:
         call it with user-unit values. Finite log bounds move by ``-log scale`` and become one
         (low, high) row per feature, shape (D, 2) (equal rows for a common scale); with
         ``keep_bounds`` (a default covariance, whose box is meant for model units) they stay
-        as they are.
+        as they are. The copy keeps the user-unit values as ``user_lengthscale`` (D,), so
+        that length-scales the kernel holds fixed are reported as given, not round-tripped
+        through the scale (0.7 / s * s = 0.6999999999999998).
         """
         out = copy.copy(spec)
+        out.user_lengthscale = np.array(spec.lengthscale, dtype=np.float64)
         out.lengthscale = self.lengthscale_to_model(spec.lengthscale)
         if (not keep_bounds and spec.free_lengthscale
                 and np.any(np.isfinite(spec.lengthscale_bounds))):
@@ -224,7 +227,8 @@ class InputScaling:
         Parameters
         ----------
         spec : StationarySpec
-            The covariance fitted (user's or model units: only its kernel and ARD are read).
+            The covariance fitted, as :meth:`spec_to_model` returned it (its kernel, ARD,
+            and the given values of length-scales it holds fixed are read).
         variance : float
         lengthscale : ndarray of shape (D,)
             Model units.
@@ -236,7 +240,10 @@ class InputScaling:
             inputs scaled per feature comes back with one length-scale per feature (its
             one model-unit value times each feature's scale), unless those are all equal.
         """
-        ls = self.lengthscale_to_user(np.broadcast_to(lengthscale, (self.n_features,)))
+        if spec.free_lengthscale or not hasattr(spec, "user_lengthscale"):
+            ls = self.lengthscale_to_user(np.broadcast_to(lengthscale, (self.n_features,)))
+        else:
+            ls = spec.user_lengthscale
         kernel = spec.fitted(variance, ls)
         if not spec.ard and np.any(ls != ls[0]):
             kernel.lengthscale = ls.copy()

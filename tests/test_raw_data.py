@@ -277,9 +277,9 @@ def test_driver_warns_when_the_best_point_is_on_a_bound():
         return theta[0] - theta[1] ** 2, np.array([1.0, -2.0 * theta[1]]), None
 
     bounds = np.array([[-1.0, 1.0], [-1.0, 1.0]])
-    with pytest.warns(ConvergenceWarning, match=r"noise_variance at its upper bound"):
+    with pytest.warns(ConvergenceWarning, match=r"variance at its upper bound"):
         res = maximize(rising, np.array([0.0, 0.5]), bounds=bounds,
-                       names=["noise_variance", "lengthscale"], label="test")
+                       names=["variance", "lengthscale"], label="test")
     assert res.theta[0] == 1.0
     # an interior optimum says nothing; nor does a round of a larger scheme
     with warnings.catch_warnings():
@@ -287,6 +287,8 @@ def test_driver_warns_when_the_best_point_is_on_a_bound():
         maximize(lambda t, _: (-np.sum(t * t), -2.0 * t, None), np.array([0.5, 0.5]),
                  bounds=bounds)
         maximize(rising, np.array([0.0, 0.5]), bounds=bounds, warn_at_cap=False)
+        # a coordinate named None is left out (the regressor's noise floor)
+        maximize(rising, np.array([0.0, 0.5]), bounds=bounds, names=[None, "lengthscale"])
 
 
 def test_regressor_fit_no_better_than_the_mean_warns(diabetes):

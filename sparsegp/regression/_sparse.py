@@ -261,9 +261,12 @@ class SparseGPRegressor(RegressorMixin, InducingPointEstimator):
         return self.kernel is None
 
     def _ls_reported(self, ls):
-        """``lengthscale_`` from model-unit length-scales (D,): float unless ARD."""
-        out = np.asarray(ls, dtype=np.float64) * self._ls_unit
-        return out.copy() if self._spec.ard else float(out[0])
+        """``lengthscale_`` from model-unit length-scales (D,): float unless ARD; values the
+        kernel holds fixed as the user gave them."""
+        spec = self._spec
+        out = (np.asarray(ls, dtype=np.float64) * self._ls_unit if spec.free_lengthscale
+               else spec.user_lengthscale)
+        return out.copy() if spec.ard else float(out[0])
 
     def _user_gradient(self, grad, u2):
         """The evidence gradient in the units of the reported parameters.
@@ -494,13 +497,20 @@ class SparseGPRegressor(RegressorMixin, InducingPointEstimator):
         return np.vstack([lims[free], [[-_LOG_BOUND, _LOG_BOUND]]])
 
     def _theta_names(self):
-        """Names of :meth:`_pack`'s entries, for the driver's bound warning."""
+        """Names of :meth:`_pack`'s entries, for the driver's bound warning.
+
+        The noise variance is left out (None): its box [1e-6, 1e6] var(y) is a floor for
+        the factorisations, and a noise on that floor means the targets look noise-free to
+        the model, rightly (a noise-free function, constant targets) or through FITC's
+        diag(K − Q) taking its place; a wider box would change nothing. A noise on the
+        ceiling is a flat fit, which the training-R² warning reports.
+        """
         spec = self._spec
         names = ["variance"] if spec.free_variance else []
         if spec.free_lengthscale:
             D = self.n_features_in_
             names += [f"lengthscale[{j}]" for j in range(D)] if spec.ard else ["lengthscale"]
-        return names + ["noise_variance"]
+        return names + [None]
 
     def _unpack(self, theta, D):
         spec = self._spec
@@ -573,8 +583,8 @@ class SparseGPRegressor(RegressorMixin, InducingPointEstimator):
                        value_name="log marginal likelihood",
                        advice=", or try n_restarts > 0 or other initial hyper-parameters",
                        names=self._theta_names(),
-                       # constant targets identify no hyper-parameter (the noise runs to its
-                       # bound) and are predicted exactly: nothing to warn about
+                       # constant targets identify no hyper-parameter and are predicted
+                       # exactly: nothing to warn about
                        warn_at_bound=bool(np.ptp(y) > 0))
         if not np.isfinite(res.value):
             raise ValueError(
