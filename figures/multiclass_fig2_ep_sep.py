@@ -27,12 +27,15 @@ from sparsegp.kernels import SquaredExponential
 from sparsegp.plotting import plot_multiclass_boundaries, plot_probability_comparison
 from sparsegp.plotting._mpl import pyplot
 
-# the generator's true covariance (length-scale 0.5, amplitude 1, noise 0.01), held fixed
-TRUE = dict(noise_variance=0.01, noise_variance_bounds="fixed")
+#: the generator's covariance (make_gp_classes' arguments)
+TRUE = dict(lengthscale=0.5, variance=1.0, noise=0.01)
 
 
-def true_kernel(n_features):
-    return SquaredExponential(1.0, np.full(n_features, 0.5), "fixed", "fixed")
+def held_true(n_features):
+    """The generator's covariance for the estimators, held fixed ("fixed" bounds)."""
+    kernel = SquaredExponential(TRUE["variance"], np.full(n_features, TRUE["lengthscale"]),
+                                "fixed", "fixed")
+    return dict(kernel=kernel, noise_variance=TRUE["noise"], noise_variance_bounds="fixed")
 
 
 def fit_pair(X, y, M, iterations):
@@ -40,8 +43,8 @@ def fit_pair(X, y, M, iterations):
     rng = np.random.default_rng(3)
     C = np.unique(y).size
     Z0 = np.stack([X[np.sort(rng.choice(len(X), M, replace=False))] for _ in range(C)])
-    kw = dict(inducing_points=Z0, kernel=true_kernel(X.shape[1]), max_iter=iterations,
-              random_state=0, **TRUE)
+    kw = dict(inducing_points=Z0, max_iter=iterations, random_state=0,
+              **held_true(X.shape[1]))
     return {m.upper(): sparsegp.MultiClassEPClassifier(method=m, **kw).fit(X, y)
             for m in ("ep", "sep")}
 

@@ -21,17 +21,16 @@ import numpy as np  # noqa: E402
 
 import sparsegp  # noqa: E402
 from sparsegp.datasets import make_gp_classes  # noqa: E402
-from sparsegp.kernels import SquaredExponential  # noqa: E402
 from sparsegp.plotting import plot_multiclass_boundaries  # noqa: E402
 from sparsegp.plotting._mpl import pyplot  # noqa: E402
 
-# the generator's true covariance, held fixed: only the inducing inputs are learnt
-TRUE = dict(kernel=SquaredExponential(1.0, np.full(2, 0.5), "fixed", "fixed"),
-            noise_variance=0.01, noise_variance_bounds="fixed")
+# the generator's covariance, and the same held fixed for the estimators
+from multiclass_fig2_ep_sep import TRUE, held_true  # noqa: E402
 
 
 def build(method, Z0, iterations, vi_batch):
-    kw = dict(inducing_points=Z0, random_state=0, **TRUE)
+    # only the inducing inputs are learnt
+    kw = dict(inducing_points=Z0, random_state=0, **held_true(Z0.shape[2]))
     if method in ("EP", "SEP"):
         return sparsegp.MultiClassEPClassifier(method=method.lower(), max_iter=iterations, **kw)
     if method == "GFITC":
