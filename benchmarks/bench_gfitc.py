@@ -11,7 +11,9 @@ Prints five tables (medians over ``--repeats`` runs, wall-clock seconds unless `
    and in units of one (N x M)^T (N x M) product (numpy, timed in the same process). Also EP
    iterations per evaluation, evaluations per CG iteration, and the fit's time, log evidence,
    test error and test NLP. With ``--pythonpath OTHER`` the same table is measured for the
-   checkout at OTHER too, in alternating fresh processes (before/after).
+   checkout at OTHER too, in alternating fresh processes (before/after); ``--anderson M``
+   adds a column with the parallel schedule's Anderson acceleration of memory M switched on
+   (``_gfitc.PARALLEL_ANDERSON_MEMORY``; it moves the seeded fit within the EP tolerance).
 
 1. EP to convergence (tol 1e-6, from zero sites) plus log evidence and its full gradient for
    N in {2000, 8000, 32000} x M in {25, 50, 100, 200}, d = 2, for both schedules; the cost of
@@ -278,8 +280,10 @@ def _product_time(N, M):
     return min(_median_time(lambda: A.T @ A, 1)[0] for _ in range(31))
 
 
-def phases_child(Ns, M, max_iter, repeats, n_replay):
+def phases_child(Ns, M, max_iter, repeats, n_replay, anderson=None):
     """Measure table 0 in this process; returns one dict per N."""
+    if anderson is not None:
+        G.PARALLEL_ANDERSON_MEMORY = anderson
     out = []
     for N in Ns:
         records, summary = _record_fit(N, M, max_iter)
@@ -297,29 +301,35 @@ def phases_child(Ns, M, max_iter, repeats, n_replay):
     return out
 
 
-def _run_phases(Ns, M, max_iter, repeats, n_replay, pythonpath):
+def _run_phases(Ns, M, max_iter, repeats, n_replay, pythonpath, anderson=None):
     """Table 0 in a fresh process, this checkout or the one at ``pythonpath``."""
     env = dict(os.environ)
     if pythonpath:
         env["PYTHONPATH"] = pythonpath + os.pathsep + env.get("PYTHONPATH", "")
-    cmd = [sys.executable, os.path.abspath(__file__), "--child-phases",
-           json.dumps(dict(Ns=Ns, M=M, max_iter=max_iter, repeats=repeats, n_replay=n_replay)),
+    cfg = dict(Ns=Ns, M=M, max_iter=max_iter, repeats=repeats, n_replay=n_replay)
+    if anderson is not None:
+        cfg["anderson"] = anderson
+    cmd = [sys.executable, os.path.abspath(__file__), "--child-phases", json.dumps(cfg),
            "--clock", "cpu" if _clock is time.process_time else "wall"]
     out = subprocess.run(cmd, env=env, capture_output=True, text=True, check=True)
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
-def table_phases(Ns, M, repeats, pythonpath="", rounds=2, max_iter=20, n_replay=7):
-    """Table 0: per-phase cost of an evaluation, optionally before (``pythonpath``) and after."""
+def table_phases(Ns, M, repeats, pythonpath="", rounds=2, max_iter=20, n_replay=7,
+                 anderson=None):
+    """Table 0: per-phase cost of an evaluation, optionally before (``pythonpath``) and after,
+    and with the Anderson-accelerated parallel schedule (``anderson``)."""
     print(f"\n## One evaluation inside the optimiser: GFITCClassifier(n_inducing={M}, "
           f"max_iter={max_iter}) on xor, d = 2; phases in ms and in (N x M)^T (N x M) "
           f"products; min over {repeats} runs, median over {n_replay} evaluations of the fit")
-    labels = ["this checkout"] + ([pythonpath] if pythonpath else [])
+    labels = (["this checkout"] + ([pythonpath] if pythonpath else [])
+              + ([f"Anderson memory {anderson}"] if anderson is not None else []))
     best = {}
     for _ in range(rounds):                  # alternate the checkouts: drift hits both alike
         for label in labels:
             res = _run_phases(Ns, M, max_iter, repeats, n_replay,
-                              pythonpath if label != "this checkout" else "")
+                              pythonpath if label == pythonpath else "",
+                              anderson if label.startswith("Anderson") else None)
             for r in res:
                 key = (label, r["N"])
                 if key not in best or r["phases"]["evaluation"] < best[key]["phases"]["evaluation"]:
@@ -343,10 +353,10 @@ def table_phases(Ns, M, repeats, pythonpath="", rounds=2, max_iter=20, n_replay=
             print(f"{label:>22}   " + " | ".join(f"{fmt.format(v):>24}" for v in vals))
         evals = [c["n_evals"] / max(c["n_cg"], 1) for c in cols]
         print(f"{'evals per CG step':>22}   " + " | ".join(f"{v:>24.2f}" for v in evals))
-        if len(cols) == 2:
-            print(f"{'evaluation old/new':>22}   "
-                  f"{cols[1]['phases']['evaluation'] / cols[0]['phases']['evaluation']:.2f}x, "
-                  f"fit old/new {cols[1]['fit_s'] / cols[0]['fit_s']:.2f}x", flush=True)
+        for label, c in zip(labels[1:], cols[1:]):
+            print(f"{'evaluation, fit':>22}   {label}: "
+                  f"{c['phases']['evaluation'] / cols[0]['phases']['evaluation']:.2f}x, "
+                  f"{c['fit_s'] / cols[0]['fit_s']:.2f}x the time of this checkout", flush=True)
     return best
 
 
@@ -358,6 +368,8 @@ def main(argv=None):
                         choices=["phases", "ep", "cg", "dense"])
     parser.add_argument("--pythonpath", default="",
                         help="also measure table 0 with this checkout first on the path")
+    parser.add_argument("--anderson", type=int, default=None,
+                        help="also measure table 0 with Anderson acceleration of this memory")
     parser.add_argument("--child-phases", default="", help=argparse.SUPPRESS)
     parser.add_argument("--clock", choices=["wall", "cpu"], default="wall",
                         help="wall-clock (default) or process CPU time")
@@ -382,7 +394,8 @@ def main(argv=None):
     if "phases" not in args.skip:
         table_phases([1000] if quick else [4000, 16000], 20 if quick else 50,
                      repeats, args.pythonpath, rounds=1 if quick else 2,
-                     max_iter=5 if quick else 20, n_replay=3 if quick else 7)
+                     max_iter=5 if quick else 20, n_replay=3 if quick else 7,
+                     anderson=args.anderson)
     if "ep" not in args.skip:
         if quick:
             table_ep([2000, 8000], [25, 50], repeats)

@@ -26,7 +26,7 @@ import numpy as np
 from ._jit import jit
 from .blas import gemm_tn_rows, sum_lower_parts, syrk_rows, thread_ranges, trmm_rows
 from .covfuncs import stationary_grad
-from .ep import cavity, damp_site, marginal_step, site_residual, site_target
+from .ep import TAU_MIN, cavity, damp_site, marginal_step, site_residual, site_target
 from .probit import probit_tilted, probit_tilted_moments
 
 #: Status codes returned by :func:`ep_fitc_sweep`.
@@ -541,3 +541,75 @@ def evidence_gradient_split(Vt, RT, Linv, alpha, omega, g, a, K, Gd, X, Z, lengt
             stationary_grad(X[lo:hi], Z, Gd[lo:hi], Hb[:nb], lengthscale, gl[p], gz[p], no_x,
                             False)
     return wk.sum(), gl.sum(axis=0), gz.sum(axis=0), gram.sum(axis=0)
+
+
+#: Ridge of the Anderson normal equations, relative to the largest squared residual change.
+ANDERSON_RIDGE = 1e-12
+
+
+@jit
+def anderson_propose(tau, nu, tau_target, nu_target, delta, dX, dF, x, f, slot, k):
+    """One Anderson (type II) step of the parallel EP map on x = (tau, nu) (2N,), in place.
+
+    With f = (tau_target, nu_target) - x the undamped residual and the columns of ΔX, ΔF the
+    stored differences of iterates and residuals, the proposal is
+
+        x + delta f - (ΔX + delta ΔF) c,   c = argmin ‖f - ΔF c‖₂
+
+    (normal equations with a tiny ridge, :data:`ANDERSON_RIDGE`), precisions clipped at
+    TAU_MIN; it overwrites ``tau_target`` and ``nu_target`` (N,). ``dX``, ``dF``
+    (memory, 2N) hold the differences in any row order; when ``slot`` >= 0 the difference
+    from the previous iterate ``x``, residual ``f`` (2N,) is written to that row first, and
+    ``x``, ``f`` become the current ones. ``k`` is the number of valid rows afterwards (0: the
+    plain damped step). O(N k).
+    """
+    N = tau.shape[0]
+    for i in range(2 * N):
+        xi = tau[i] if i < N else nu[i - N]
+        fi = (tau_target[i] if i < N else nu_target[i - N]) - xi
+        if slot >= 0:
+            dX[slot, i] = xi - x[i]
+            dF[slot, i] = fi - f[i]
+        x[i] = xi
+        f[i] = fi
+    c = np.zeros(k)
+    if k > 0:
+        A = np.zeros((k, k))
+        r = np.zeros(k)
+        for i in range(2 * N):
+            fi = f[i]
+            for j in range(k):
+                dj = dF[j, i]
+                r[j] += dj * fi
+                for l in range(j + 1):
+                    A[j, l] += dj * dF[l, i]
+        top = 0.0
+        for j in range(k):
+            top = max(top, A[j, j])
+        if top > 0.0:
+            # Cholesky of the k x k normal matrix (lower triangle), then two substitutions
+            for j in range(k):
+                A[j, j] += ANDERSON_RIDGE * top
+                for l in range(j + 1):
+                    s = A[j, l]
+                    for q in range(l):
+                        s -= A[j, q] * A[l, q]
+                    A[j, l] = math.sqrt(s) if l == j else s / A[l, l]
+            for j in range(k):
+                s = r[j]
+                for q in range(j):
+                    s -= A[j, q] * c[q]
+                c[j] = s / A[j, j]
+            for j in range(k - 1, -1, -1):
+                s = c[j]
+                for q in range(j + 1, k):
+                    s -= A[q, j] * c[q]
+                c[j] = s / A[j, j]
+    for i in range(2 * N):
+        v = x[i] + delta * f[i]
+        for j in range(k):
+            v -= c[j] * (dX[j, i] + delta * dF[j, i])
+        if i < N:
+            tau_target[i] = max(v, TAU_MIN)
+        else:
+            nu_target[i - N] = v
