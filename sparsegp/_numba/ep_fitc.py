@@ -24,7 +24,7 @@ import numba
 import numpy as np
 
 from ._jit import jit
-from .blas import gemm_tn_rows, sum_lower_parts, syrk_rows, thread_ranges, trmm_rows
+from .blas import gemm_tn_rows, sum_upper_parts, syrk_rows_upper, thread_ranges, trmm_rows
 from .covfuncs import stationary_grad
 from .ep import TAU_MIN, cavity, damp_site, marginal_step, site_residual, site_target
 from .probit import probit_tilted, probit_tilted_moments
@@ -405,7 +405,8 @@ def parallel_apply_split(Vt, d0, tau, nu, tau_target, nu_target, delta, t, omega
     """:func:`parallel_apply` with the rows split among ``n_parts`` threads, Ws never stored.
 
     Each thread applies the damped step to a block of rows, writes that block's
-    ``Ws = diag(ω)^½ Vt`` to scratch and adds its Gram matrix to its own (syrk). Returns
+    ``Ws = diag(ω)^½ Vt`` to scratch and adds its Gram matrix to its own (syrk, upper
+    triangle: the faster kernel, :func:`sparsegp._numba.blas.syrk_rows_upper`). Returns
     ``(S − I, b)``: Wsᵀ Ws (M, M, symmetric) and b = Vtᵀ b̃ (M,). The site and refresh
     arrays are written in place as by :func:`parallel_apply`. With ``delta`` < 0 the sites
     are left as they are (no step): a plain refresh.
@@ -429,8 +430,8 @@ def parallel_apply_split(Vt, d0, tau, nu, tau_target, nu_target, delta, t, omega
                                d[lo:hi], nn[lo:hi], Wb[:nb], bb)
             for m in range(M):
                 b[p, m] += bb[m]
-            syrk_rows(Wb, 0, nb, G[p])
-    return sum_lower_parts(G), b.sum(axis=0)
+            syrk_rows_upper(Wb, 0, nb, G[p])
+    return sum_upper_parts(G), b.sum(axis=0)
 
 
 @jit(parallel=True)
@@ -548,6 +549,32 @@ ANDERSON_RIDGE = 1e-12
 
 
 @jit
+def _anderson_record(cur, target, off, dX, dF, x, f, slot):
+    """Residuals of one half of x (tau or nu, at offset ``off``) and their differences."""
+    for i in range(cur.shape[0]):
+        j = off + i
+        xi = cur[i]
+        fi = target[i] - xi
+        if slot >= 0:
+            dX[slot, j] = xi - x[j]
+            dF[slot, j] = fi - f[j]
+        x[j] = xi
+        f[j] = fi
+
+
+@jit
+def _anderson_point(out, off, c, delta, dX, dF, x, f, floor):
+    """One half of the proposal x + delta f - (dX + delta dF) c, clipped below at ``floor``."""
+    k = c.shape[0]
+    for i in range(out.shape[0]):
+        j = off + i
+        v = x[j] + delta * f[j]
+        for q in range(k):
+            v -= c[q] * (dX[q, j] + delta * dF[q, j])
+        out[i] = max(v, floor)
+
+
+@jit
 def anderson_propose(tau, nu, tau_target, nu_target, delta, dX, dF, x, f, slot, k):
     """One Anderson (type II) step of the parallel EP map on x = (tau, nu) (2N,), in place.
 
@@ -564,25 +591,20 @@ def anderson_propose(tau, nu, tau_target, nu_target, delta, dX, dF, x, f, slot, 
     plain damped step). O(N k).
     """
     N = tau.shape[0]
-    for i in range(2 * N):
-        xi = tau[i] if i < N else nu[i - N]
-        fi = (tau_target[i] if i < N else nu_target[i - N]) - xi
-        if slot >= 0:
-            dX[slot, i] = xi - x[i]
-            dF[slot, i] = fi - f[i]
-        x[i] = xi
-        f[i] = fi
+    _anderson_record(tau, tau_target, 0, dX, dF, x, f, slot)
+    _anderson_record(nu, nu_target, N, dX, dF, x, f, slot)
     c = np.zeros(k)
     if k > 0:
         A = np.zeros((k, k))
         r = np.zeros(k)
-        for i in range(2 * N):
-            fi = f[i]
-            for j in range(k):
-                dj = dF[j, i]
-                r[j] += dj * fi
-                for l in range(j + 1):
-                    A[j, l] += dj * dF[l, i]
+        for j in range(k):
+            for i in range(2 * N):
+                r[j] += dF[j, i] * f[i]
+            for q in range(j + 1):
+                s = 0.0
+                for i in range(2 * N):
+                    s += dF[j, i] * dF[q, i]
+                A[j, q] = s
         top = 0.0
         for j in range(k):
             top = max(top, A[j, j])
@@ -590,26 +612,20 @@ def anderson_propose(tau, nu, tau_target, nu_target, delta, dX, dF, x, f, slot, 
             # Cholesky of the k x k normal matrix (lower triangle), then two substitutions
             for j in range(k):
                 A[j, j] += ANDERSON_RIDGE * top
-                for l in range(j + 1):
-                    s = A[j, l]
-                    for q in range(l):
-                        s -= A[j, q] * A[l, q]
-                    A[j, l] = math.sqrt(s) if l == j else s / A[l, l]
+                for q in range(j + 1):
+                    s = A[j, q]
+                    for l in range(q):
+                        s -= A[j, l] * A[q, l]
+                    A[j, q] = math.sqrt(s) if q == j else s / A[q, q]
             for j in range(k):
                 s = r[j]
-                for q in range(j):
-                    s -= A[j, q] * c[q]
+                for l in range(j):
+                    s -= A[j, l] * c[l]
                 c[j] = s / A[j, j]
             for j in range(k - 1, -1, -1):
                 s = c[j]
-                for q in range(j + 1, k):
-                    s -= A[q, j] * c[q]
+                for l in range(j + 1, k):
+                    s -= A[l, j] * c[l]
                 c[j] = s / A[j, j]
-    for i in range(2 * N):
-        v = x[i] + delta * f[i]
-        for j in range(k):
-            v -= c[j] * (dX[j, i] + delta * dF[j, i])
-        if i < N:
-            tau_target[i] = max(v, TAU_MIN)
-        else:
-            nu_target[i - N] = v
+    _anderson_point(tau_target, 0, c, delta, dX, dF, x, f, TAU_MIN)
+    _anderson_point(nu_target, N, c, delta, dX, dF, x, f, -math.inf)

@@ -2,8 +2,13 @@
 
 The EP engine, the O(NM^2) evidence and its gradient live here as private functions over plain
 arrays; :class:`GFITCClassifier` wraps them in a scikit-learn style estimator. The sequential
-site sweep is one compiled kernel (:mod:`sparsegp._numba.ep_fitc`); refreshes, evidence,
-gradients and predictions are BLAS-3 work in numpy/scipy. Nothing of size N x N is formed.
+site sweep is one compiled kernel (:mod:`sparsegp._numba.ep_fitc`). Every O(N M^2) pass of an
+evaluation -- whitening, refresh, parallel site targets, marginals, the gradient's adjoints --
+is a compiled pass over blocks of rows (BLAS-3 on each block while it is in cache, the rows
+split among Numba's threads); the M x M algebra and predictions are numpy/scipy. One
+evaluation inside the optimiser costs, at N = 16 000, M = 50, about 5 + 4 per EP iteration +
+10 (N x M)^T (N x M) products (``benchmarks/bench_gfitc.py``, table 0). Nothing of size
+N x N is formed.
 
 Internally the prior is whitened (notes §1.5 (c)): with ``K_uu = L_u L_u^T`` and
 ``V = L_u^{-1} K_uf`` (M, N), Q_ff = V^T V, so P_0 = V^T and R_0 = I. Every formula of notes §1
@@ -103,14 +108,14 @@ class _FITCPrior:
 class _Posterior:
     """A = D + P R^T R P^T, h = nn + P gamma (notes §1.2) plus refresh by-products.
 
-    By-products: ``b`` = V b~ (M,) and ``S`` = I + V diag(omega) V^T (M, M, upper triangle
-    valid) of the refresh; ``c2``, ``vg`` (N,) the row pieces of the marginals
+    By-products: ``b`` = V b~ (M,) of the refresh; ``c2``, ``vg`` (N,) the row pieces of the
+    marginals
     (:func:`_marginal_parts`), None until first asked for, so that the evidence and its
     gradient share one pass.
     """
 
-    __slots__ = ("d", "P", "R", "nn", "gamma", "logdet_S", "omega", "btil", "t", "Vt", "b", "S",
-                 "c2", "vg")
+    __slots__ = ("d", "P", "R", "nn", "gamma", "logdet_S", "omega", "btil", "t", "Vt", "b", "c2",
+                 "vg")
 
 
 def _upper_factor_of_inverse(S):
@@ -164,14 +169,14 @@ def _finish_refresh(post, G, b):
     """The M x M part of a refresh: S = I + G, its factor R, log|S|, gamma = R^T R b.
 
     G (M, M) = V diag(omega) V^T, of which only the upper triangle is read; it becomes S in
-    place and is kept as ``post.S``. Clears the cached marginal pieces.
+    place. Keeps ``b`` and clears the cached marginal pieces.
     """
     S = G
     M = S.shape[0]
     S.flat[::M + 1] += 1.0
     post.R, post.logdet_S = _upper_factor_of_inverse(S)
     post.gamma = post.R.T @ (post.R @ b)
-    post.b, post.S = b, S
+    post.b = b
     post.c2 = post.vg = None
 
 
