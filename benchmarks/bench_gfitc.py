@@ -1,6 +1,19 @@
 """Benchmark of GFITC-EP (seed 000): EP + evidence gradient, per-sweep cost, schedules, CG fit.
 
-Prints four tables (medians over ``--repeats`` runs, wall-clock seconds):
+Prints five tables (medians over ``--repeats`` runs, wall-clock seconds unless ``--clock cpu``):
+
+0. Passes per evaluation inside the optimiser (``phases``): a seeded
+   ``GFITCClassifier(n_inducing=50, max_iter=20)`` fit on xor (N = 4 000 and 16 000, d = 2) is
+   recorded (every evaluation's hyper-parameters, pseudo-inputs and warm-start sites), then
+   evaluations spread over the fit are replayed as ``fit`` runs them -- FITC prior, warm-started
+   EP (initial refresh, parallel iterations: site targets and damped step + refresh), log
+   evidence (its marginals pass), gradient -- each phase the minimum over ``--repeats``, in ms
+   and in units of one (N x M)^T (N x M) product (numpy, timed in the same process). Also EP
+   iterations per evaluation, evaluations per CG iteration, and the fit's time, log evidence,
+   test error and test NLP. With ``--pythonpath OTHER`` the same table is measured for the
+   checkout at OTHER too, in alternating fresh processes (before/after); ``--anderson M``
+   adds a column with the parallel schedule's Anderson acceleration of memory M switched on
+   (``_gfitc.PARALLEL_ANDERSON_MEMORY``; it moves the seeded fit within the EP tolerance).
 
 1. EP to convergence (tol 1e-6, from zero sites) plus log evidence and its full gradient for
    N in {2000, 8000, 32000} x M in {25, 50, 100, 200}, d = 2, for both schedules; the cost of
@@ -15,12 +28,17 @@ Usage::
 
     python benchmarks/bench_gfitc.py            # full configuration (several minutes)
     python benchmarks/bench_gfitc.py --quick    # small sizes, a smoke run
+    OPENBLAS_NUM_THREADS=1 NUMBA_NUM_THREADS=1 python benchmarks/bench_gfitc.py \
+        --skip ep cg dense --clock cpu --pythonpath /path/to/old/checkout   # before/after
 
 Compilation is warmed up before any timing. The machine load is printed: timings on a shared
 machine are noisy.
 """
 import argparse
+import json
 import os
+import subprocess
+import sys
 import time
 
 import numpy as np
@@ -31,7 +49,7 @@ from sparsegp.classification import EPClassifier, GFITCClassifier
 from sparsegp.classification import _gfitc as G
 from sparsegp.datasets import make_xor
 from sparsegp.kernels import SquaredExponential
-from sparsegp.metrics import error_rate
+from sparsegp.metrics import error_rate, mean_nlp
 
 
 #: The clock used for every timing; ``--clock cpu`` switches to process CPU time, which is
@@ -162,16 +180,209 @@ def table_dense(N, M, repeats):
               f"test error {error_rate(yt, g.predict(Xt)):.4f}", flush=True)
 
 
+# --------------------------------------------------------------------------------------------
+# passes per evaluation (table 0)
+
+#: Phases of one evaluation as ``GFITCClassifier.fit`` runs it, in the order printed.
+PHASES = ("prior", "EP refresh", "EP targets", "EP step+refresh", "EP other", "evidence",
+          "  of which marginals", "gradient", "evaluation")
+
+
+def _record_fit(N, M, max_iter):
+    """Fit GFITC on xor and record every evaluation; returns the data, records and summary."""
+    X, y = make_xor(N, random_state=0)
+    Xt, yt = make_xor(5000, random_state=1)
+    records, fit_ep = [], G.fit_ep
+
+    def recording_fit_ep(prior, y_pm, bias, tau0=None, nu0=None, **kw):
+        out = fit_ep(prior, y_pm, bias, tau0, nu0, **kw)
+        records.append(dict(X=prior.X, Z=prior.Z.copy(), variance=prior.variance,
+                            ls=prior.lengthscale.copy(), jitter=prior.jitter, family=prior.family,
+                            bias=bias, y=y_pm, kw=kw,
+                            tau0=None if tau0 is None else tau0.copy(),
+                            nu0=None if nu0 is None else nu0.copy(), n_iter=out[0].n_sweeps))
+        return out
+
+    G.fit_ep = recording_fit_ep
+    try:
+        t0 = _clock()
+        clf = GFITCClassifier(n_inducing=M, max_iter=max_iter, random_state=0).fit(X, y)
+        seconds = _clock() - t0
+    finally:
+        G.fit_ep = fit_ep
+    proba = clf.predict_proba(Xt)
+    summary = dict(fit_s=seconds, n_cg=int(clf.n_iter_), n_evals=len(records) - 1,
+                   log_z=float(clf.log_evidence_), error=float(error_rate(yt, clf.predict(Xt))),
+                   nlp=float(mean_nlp(yt, proba, clf.classes_)))
+    return records, summary
+
+
+class _PhaseTimer:
+    """Wraps the engine's module-level phases with timers while it is active."""
+
+    def __init__(self):
+        self.t = dict.fromkeys(("refresh", "targets", "apply", "marginals"), 0.0)
+        self._depth = 0
+
+    def wrap(self, owner, name, key, count_nested=True):
+        inner = getattr(owner, name)
+        timer = self
+
+        def timed(*args, **kwargs):
+            if not count_nested and timer._depth:
+                return inner(*args, **kwargs)
+            timer._depth += 1
+            t0 = _clock()
+            try:
+                return inner(*args, **kwargs)
+            finally:
+                timer.t[key] += _clock() - t0
+                timer._depth -= 1
+        setattr(owner, name, timed)
+        return owner, name, inner
+
+
+def _replay(rec, repeats):
+    """Time the phases of one recorded evaluation; minimum of each over ``repeats`` runs."""
+    best = None
+    for _ in range(repeats):
+        timer = _PhaseTimer()
+        undo = [timer.wrap(G, "_refresh", "refresh"),
+                timer.wrap(G._ep, "parallel_targets_split", "targets", False),
+                timer.wrap(G._ep, "parallel_apply_split", "apply", False),
+                timer.wrap(G, "_marginals", "marginals")]
+        try:
+            t0 = _clock()
+            prior = G._FITCPrior(rec["X"], rec["Z"], rec["variance"], rec["ls"], rec["jitter"],
+                                 escalate=False, family=rec["family"])
+            t1 = _clock()
+            res = G.run_ep(prior, rec["y"], rec["bias"], rec["tau0"], rec["nu0"], **rec["kw"])
+            t2 = _clock()
+            G.log_evidence(prior, rec["y"], rec["bias"], res.tau, res.nu, res.post)
+            t3 = _clock()
+            G.log_evidence_gradient(prior, res.tau, res.nu, res.post)
+            t4 = _clock()
+        finally:
+            for owner, name, inner in undo:
+                setattr(owner, name, inner)
+        ep = t2 - t1
+        tt = timer.t
+        row = {"prior": t1 - t0, "EP refresh": tt["refresh"], "EP targets": tt["targets"],
+               "EP step+refresh": tt["apply"],
+               "EP other": ep - tt["refresh"] - tt["targets"] - tt["apply"],
+               "evidence": t3 - t2, "  of which marginals": tt["marginals"],
+               "gradient": t4 - t3, "evaluation": t4 - t0}
+        best = row if best is None else {k: min(v, row[k]) for k, v in best.items()}
+    return best, res.n_sweeps
+
+
+def _product_time(N, M):
+    A = np.ascontiguousarray(np.random.default_rng(0).standard_normal((N, M)))
+    return min(_median_time(lambda: A.T @ A, 1)[0] for _ in range(31))
+
+
+def phases_child(Ns, M, max_iter, repeats, n_replay, anderson=None):
+    """Measure table 0 in this process; returns one dict per N."""
+    if anderson is not None:
+        G.PARALLEL_ANDERSON_MEMORY = anderson
+    out = []
+    for N in Ns:
+        records, summary = _record_fit(N, M, max_iter)
+        opt = records[:-1]                     # the last run is fit's final EP at the optimum
+        picks = np.unique(np.linspace(2, len(opt) - 1, n_replay).astype(int))
+        rows, iters = [], []
+        for k in picks:
+            row, n_iter = _replay(opt[k], repeats)
+            rows.append(row)
+            iters.append(n_iter)
+        t_prod = _product_time(N, M)
+        med = {k: float(np.median([r[k] for r in rows])) for k in PHASES}
+        out.append(dict(N=N, M=M, t_prod=t_prod, phases=med, iters=float(np.mean(iters)),
+                        fit_iters=float(np.mean([r["n_iter"] for r in opt[2:]])), **summary))
+    return out
+
+
+def _run_phases(Ns, M, max_iter, repeats, n_replay, pythonpath, anderson=None):
+    """Table 0 in a fresh process, this checkout or the one at ``pythonpath``."""
+    env = dict(os.environ)
+    if pythonpath:
+        env["PYTHONPATH"] = pythonpath + os.pathsep + env.get("PYTHONPATH", "")
+    cfg = dict(Ns=Ns, M=M, max_iter=max_iter, repeats=repeats, n_replay=n_replay)
+    if anderson is not None:
+        cfg["anderson"] = anderson
+    cmd = [sys.executable, os.path.abspath(__file__), "--child-phases", json.dumps(cfg),
+           "--clock", "cpu" if _clock is time.process_time else "wall"]
+    out = subprocess.run(cmd, env=env, capture_output=True, text=True, check=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def table_phases(Ns, M, repeats, pythonpath="", rounds=2, max_iter=20, n_replay=7,
+                 anderson=None):
+    """Table 0: per-phase cost of an evaluation, optionally before (``pythonpath``) and after,
+    and with the Anderson-accelerated parallel schedule (``anderson``)."""
+    print(f"\n## One evaluation inside the optimiser: GFITCClassifier(n_inducing={M}, "
+          f"max_iter={max_iter}) on xor, d = 2; phases in ms and in (N x M)^T (N x M) "
+          f"products; min over {repeats} runs, median over {n_replay} evaluations of the fit")
+    labels = (["this checkout"] + ([pythonpath] if pythonpath else [])
+              + ([f"Anderson memory {anderson}"] if anderson is not None else []))
+    best = {}
+    for _ in range(rounds):                  # alternate the checkouts: drift hits both alike
+        for label in labels:
+            res = _run_phases(Ns, M, max_iter, repeats, n_replay,
+                              pythonpath if label == pythonpath else "",
+                              anderson if label.startswith("Anderson") else None)
+            for r in res:
+                key = (label, r["N"])
+                if key not in best or r["phases"]["evaluation"] < best[key]["phases"]["evaluation"]:
+                    best[key] = r
+    for N in Ns:
+        cols = [best[(label, N)] for label in labels]
+        head = " | ".join(f"{lab[-24:]:>24}" for lab in labels)
+        print(f"\nN = {N}, M = {M}   {head}")
+        for k in PHASES:
+            cells = " | ".join(f"{c['phases'][k] * 1e3:9.2f} ms {c['phases'][k] / c['t_prod']:7.1f} x"
+                               for c in cols)
+            print(f"{k:>22}   {cells}")
+        for name, fmt in (("t_prod", "{:.2f} ms"), ("iters", "{:.1f}"), ("fit_iters", "{:.1f}"),
+                          ("fit_s", "{:.2f} s"), ("n_cg", "{}"), ("n_evals", "{}"),
+                          ("log_z", "{:.6f}"), ("error", "{:.4f}"), ("nlp", "{:.5f}")):
+            vals = [c[name] * (1e3 if name == "t_prod" else 1) for c in cols]
+            label = {"t_prod": "one product", "iters": "EP iters (replayed)",
+                     "fit_iters": "EP iters (in the fit)", "fit_s": "fit time",
+                     "n_cg": "CG iterations", "n_evals": "evaluations", "log_z": "log Z_EP",
+                     "error": "test error", "nlp": "test NLP"}[name]
+            print(f"{label:>22}   " + " | ".join(f"{fmt.format(v):>24}" for v in vals))
+        evals = [c["n_evals"] / max(c["n_cg"], 1) for c in cols]
+        print(f"{'evals per CG step':>22}   " + " | ".join(f"{v:>24.2f}" for v in evals))
+        for label, c in zip(labels[1:], cols[1:]):
+            print(f"{'evaluation, fit':>22}   {label}: "
+                  f"{c['phases']['evaluation'] / cols[0]['phases']['evaluation']:.2f}x, "
+                  f"{c['fit_s'] / cols[0]['fit_s']:.2f}x the time of this checkout", flush=True)
+    return best
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="small sizes (smoke run)")
     parser.add_argument("--repeats", type=int, default=None, help="timing repeats (median)")
-    parser.add_argument("--skip", nargs="*", default=[], choices=["ep", "cg", "dense"])
+    parser.add_argument("--skip", nargs="*", default=[],
+                        choices=["phases", "ep", "cg", "dense"])
+    parser.add_argument("--pythonpath", default="",
+                        help="also measure table 0 with this checkout first on the path")
+    parser.add_argument("--anderson", type=int, default=None,
+                        help="also measure table 0 with Anderson acceleration of this memory")
+    parser.add_argument("--child-phases", default="", help=argparse.SUPPRESS)
     parser.add_argument("--clock", choices=["wall", "cpu"], default="wall",
                         help="wall-clock (default) or process CPU time")
     args = parser.parse_args(argv)
     global _clock
     _clock = time.process_time if args.clock == "cpu" else time.perf_counter
+    if args.child_phases:
+        cfg = json.loads(args.child_phases)
+        X, y, Z = _problem(200, 10)             # compile outside the timing
+        _ep_and_gradient(X, y, Z, "parallel")
+        print(json.dumps(phases_child(**cfg)))
+        return
     quick = args.quick or bool(os.environ.get("CI"))
     repeats = args.repeats or (2 if quick else 5)
     print(f"load average: {os.getloadavg()}, cpus: {os.cpu_count()}, repeats: {repeats}, "
@@ -181,6 +392,11 @@ def main(argv=None):
     for s in ("sequential", "parallel"):
         _ep_and_gradient(X, y, Z, s)
     _sweep_time(X, y, Z, 1)
+    if "phases" not in args.skip:
+        table_phases([1000] if quick else [4000, 16000], 20 if quick else 50,
+                     repeats, args.pythonpath, rounds=1 if quick else 2,
+                     max_iter=5 if quick else 20, n_replay=3 if quick else 7,
+                     anderson=args.anderson)
     if "ep" not in args.skip:
         if quick:
             table_ep([2000, 8000], [25, 50], repeats)

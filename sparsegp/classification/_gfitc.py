@@ -2,8 +2,13 @@
 
 The EP engine, the O(NM^2) evidence and its gradient live here as private functions over plain
 arrays; :class:`GFITCClassifier` wraps them in a scikit-learn style estimator. The sequential
-site sweep is one compiled kernel (:mod:`sparsegp._numba.ep_fitc`); refreshes, evidence,
-gradients and predictions are BLAS-3 work in numpy/scipy. Nothing of size N x N is formed.
+site sweep is one compiled kernel (:mod:`sparsegp._numba.ep_fitc`). Every O(N M^2) pass of an
+evaluation -- whitening, refresh, parallel site targets, marginals, the gradient's adjoints --
+is a compiled pass over blocks of rows (BLAS-3 on each block while it is in cache, the rows
+split among Numba's threads); the M x M algebra and predictions are numpy/scipy. One
+evaluation inside the optimiser costs, at N = 16 000, M = 50, about 5 + 4 per EP iteration +
+10 (N x M)^T (N x M) products (``benchmarks/bench_gfitc.py``, table 0). Nothing of size
+N x N is formed.
 
 Internally the prior is whitened (notes §1.5 (c)): with ``K_uu = L_u L_u^T`` and
 ``V = L_u^{-1} K_uf`` (M, N), Q_ff = V^T V, so P_0 = V^T and R_0 = I. Every formula of notes §1
@@ -27,7 +32,7 @@ from .._optimize import maximize
 from .._threads import single_threaded_blas
 from .._validation import check_option
 from ..exceptions import ConvergenceWarning
-from .._numba.covfuncs import SE
+from .._numba.covfuncs import SE, stationary_cross
 from ..kernels import grad_contract, kernel_matrix
 from ._binary import (
     _BinaryGPClassifierMixin, pack_theta, search_box, theta_gradient, theta_to_model,
@@ -40,6 +45,10 @@ __all__ = ["GFITCClassifier"]
 _SCHEDULES = ("sequential", "parallel")
 #: Smallest step the parallel schedule falls back to when its site changes grow.
 PARALLEL_MIN_DAMPING = 0.05
+#: Memory of the Anderson acceleration of the parallel schedule (:class:`_Anderson`); 0 takes
+#: the plain damped steps. Off by default: it reaches the same fixed point in fewer
+#: iterations, but stops at a different point within the tolerance, so a seeded fit moves.
+PARALLEL_ANDERSON_MEMORY = 0
 
 
 # --------------------------------------------------------------------------------------------
@@ -62,9 +71,10 @@ class _FITCPrior:
         Stationary family code of :mod:`sparsegp._numba.covfuncs` (default SE).
 
     Attributes: ``Kfu`` (N, M) k(X, Z); ``Kzz`` (M, M) k(Z, Z); ``Kuu`` (M, M) with jitter;
-    ``Lu`` lower Cholesky of Kuu; ``Vt`` (N, M) C-contiguous, ``Vt = K_fu L_u^{-T}`` so that
-    ``Q_ff = Vt Vt^T``; ``d0`` (N,) diag(K_ff - Q_ff) >= 0 (k(x, x) = s2 for every stationary
-    family); ``jitter`` the jitter actually used.
+    ``Lu`` lower Cholesky of Kuu and ``Linv`` its inverse (lower, C-contiguous); ``Vt`` (N, M)
+    C-contiguous, ``Vt = K_fu L_u^{-T}`` so that ``Q_ff = Vt Vt^T``; ``d0`` (N,)
+    diag(K_ff - Q_ff) >= 0 (k(x, x) = s2 for every stationary family); ``jitter`` the jitter
+    actually used.
     """
 
     def __init__(self, X, Z, variance, lengthscale, jitter, escalate=True, family=SE):
@@ -84,16 +94,30 @@ class _FITCPrior:
         Kuu[np.diag_indices_from(Kuu)] += eps * self.variance
         self.jitter = eps
         self.Kuu, self.Lu = Kuu, Lu
-        V = sla.solve_triangular(Lu, self.Kfu.T, lower=True, check_finite=False)
-        self.Vt = np.ascontiguousarray(V.T)
-        # Round-off can push K_nn - Q_nn a hair below zero; the FITC diagonal is >= 0.
-        self.d0 = np.maximum(self.variance - np.einsum("ij,ij->i", self.Vt, self.Vt), 0.0)
+        # L_u^{-1} explicitly (O(M^3)): a triangular multiply by it runs at twice the speed
+        # of a solve with N right-hand sides, and the gradient's adjoints need it as well
+        Linv, info = sla.lapack.dtrtri(Lu, lower=1)
+        if info != 0:
+            raise np.linalg.LinAlgError(f"Cholesky factor of K_uu is singular (trtri {info})")
+        self.Linv = np.ascontiguousarray(Linv)
+        N, M = self.Kfu.shape
+        self.Vt, self.d0 = np.empty((N, M)), np.empty(N)
+        with _row_split_blas():
+            _ep.whiten_split(self.Kfu, self.Linv, self.variance, self.Vt, self.d0, _n_parts(),
+                             ROW_BLOCK)
 
 
 class _Posterior:
-    """A = D + P R^T R P^T, h = nn + P gamma (notes §1.2) plus refresh by-products."""
+    """A = D + P R^T R P^T, h = nn + P gamma (notes §1.2) plus refresh by-products.
 
-    __slots__ = ("d", "P", "R", "nn", "gamma", "logdet_S", "omega", "btil", "t", "Vt")
+    By-products: ``b`` = V b~ (M,) of the refresh; ``c2``, ``vg`` (N,) the row pieces of the
+    marginals
+    (:func:`_marginal_parts`), None until first asked for, so that the evidence and its
+    gradient share one pass.
+    """
+
+    __slots__ = ("d", "P", "R", "nn", "gamma", "logdet_S", "omega", "btil", "t", "Vt", "b", "c2",
+                 "vg")
 
 
 def _upper_factor_of_inverse(S):
@@ -120,20 +144,25 @@ def _refresh(prior, tau, nu, with_P=True):
     place); otherwise it stays implicit as ``t`` and ``Vt``.
     """
     post = _Posterior()
-    t = 1.0 / (1.0 + prior.d0 * tau)
-    post.t, post.Vt = t, prior.Vt
-    post.omega = tau * t
-    post.btil = nu * t
-    post.d = prior.d0 * t
-    post.P = prior.Vt * t[:, None] if with_P else None
-    post.nn = post.d * nu
-    # P^T nu = V (t nu) = V btil
-    b = prior.Vt.T @ post.btil
-    if np.all(post.omega >= 0.0):
-        # Ws = diag(omega)^{1/2} V^T; its Gram matrix as a SYRK (half a GEMM, upper only)
-        G = sla.blas.dsyrk(1.0, (prior.Vt * np.sqrt(post.omega)[:, None]).T, trans=0)
+    post.Vt = prior.Vt
+    if np.all(tau >= 0.0):
+        # the compiled row pass of the parallel schedule, without its step: one read of Vt
+        N = tau.shape[0]
+        post.t, post.omega, post.btil, post.d, post.nn = (np.empty(N) for _ in range(5))
+        with _row_split_blas():
+            G, b = _ep.parallel_apply_split(prior.Vt, prior.d0, tau, nu, tau, nu, -1.0, post.t,
+                                            post.omega, post.btil, post.d, post.nn, _n_parts(),
+                                            ROW_BLOCK)
     else:  # negative site precisions (never produced by the probit updates here)
+        t = 1.0 / (1.0 + prior.d0 * tau)
+        post.t = t
+        post.omega = tau * t
+        post.btil = nu * t
+        post.d = prior.d0 * t
+        post.nn = post.d * nu
+        b = prior.Vt.T @ post.btil
         G = (prior.Vt * post.omega[:, None]).T @ prior.Vt
+    post.P = prior.Vt * post.t[:, None] if with_P else None
     _finish_refresh(post, G, b)
     return post
 
@@ -142,13 +171,30 @@ def _finish_refresh(post, G, b):
     """The M x M part of a refresh: S = I + G, its factor R, log|S|, gamma = R^T R b.
 
     G (M, M) = V diag(omega) V^T, of which only the upper triangle is read; it becomes S in
-    place.
+    place. Keeps ``b`` and clears the cached marginal pieces.
     """
     S = G
     M = S.shape[0]
     S.flat[::M + 1] += 1.0
     post.R, post.logdet_S = _upper_factor_of_inverse(S)
     post.gamma = post.R.T @ (post.R @ b)
+    post.b = b
+    post.c2 = post.vg = None
+
+
+def _marginal_parts(post):
+    """c2 = ||R v_n||^2 and vg = v_n^T gamma (N,) of an implicit refresh, computed once.
+
+    One compiled pass (:func:`sparsegp._numba.ep_fitc.marginal_parts_split`): a TRMM of Vt by
+    R^T a block of rows at a time. Cached on ``post`` until its next refresh.
+    """
+    if post.c2 is None:
+        N = post.t.shape[0]
+        post.c2, post.vg = np.empty(N), np.empty(N)
+        with _row_split_blas():
+            _ep.marginal_parts_split(post.Vt, np.ascontiguousarray(post.R.T), post.gamma,
+                                     post.c2, post.vg, _n_parts(), ROW_BLOCK)
+    return post.c2, post.vg
 
 
 def _marginals(post):
@@ -156,10 +202,9 @@ def _marginals(post):
     if post.P is not None:  # possibly updated in place by the sweep kernel
         B = post.P @ post.R.T
         return post.d + np.einsum("ij,ij->i", B, B), post.nn + post.P @ post.gamma
-    # P R^T = diag(t) V^T R^T; C^T = R V as a TRMM on the Fortran view V = Vt^T (half a GEMM)
-    C = sla.blas.dtrmm(1.0, post.R.T, post.Vt.T, side=0, lower=1, trans_a=1).T
-    diag_a = post.d + post.t * post.t * np.einsum("ij,ij->i", C, C)
-    return diag_a, post.nn + post.t * (post.Vt @ post.gamma)
+    # P R^T = diag(t) V^T R^T: A_nn = d_n + t_n^2 ||R v_n||^2, h_n = nn_n + t_n v_n^T gamma
+    c2, vg = _marginal_parts(post)
+    return post.d + post.t * post.t * c2, post.nn + post.t * vg
 
 
 def _site_targets(y, tau, nu, diag_a, h, bias):
@@ -184,12 +229,59 @@ def _n_parts():
     return numba.get_num_threads()
 
 
-def _parallel_step(prior, y, bias, tau, nu, post, work, delta, prev_change, max_delta):
+def _row_split_blas():
+    """OpenBLAS at one thread around a compiled pass that splits rows among Numba's threads
+    (each calls BLAS); with one Numba thread there is nothing to hold (saves the switch)."""
+    return single_threaded_blas(_n_parts() > 1)
+
+
+class _Anderson:
+    """Anderson acceleration (type II) of the parallel EP map on x = (tau, nu), shape (2N,).
+
+    With F the site targets and f = F(x) - x the undamped residual, the step from x_k goes to
+
+        x_k + delta f_k - (dX + delta dF) c,   c = argmin ||f_k - dF c||_2,
+
+    where the columns of dX, dF are the last ``memory`` differences of iterates and residuals
+    (Walker & Ni 2011, eq. 2.1 with mixing delta); precisions are clipped at TAU_MIN
+    (:func:`sparsegp._numba.ep_fitc.anderson_propose`). A residual that grows resets the
+    history (the step is then the plain damped one), so the acceleration never does worse
+    than the damped iteration for long. O(N memory) per iteration beside the O(N M^2) passes.
+    """
+
+    __slots__ = ("memory", "dX", "dF", "x", "f", "n", "head", "started")
+
+    def __init__(self, N, memory):
+        self.memory = int(memory)
+        self.dX = np.empty((self.memory, 2 * N))
+        self.dF = np.empty((self.memory, 2 * N))
+        self.x = np.empty(2 * N)
+        self.f = np.empty(2 * N)
+        self.reset()
+
+    def reset(self):
+        self.n, self.head, self.started = 0, 0, False
+
+    def propose(self, tau, nu, tau_target, nu_target, delta):
+        """Overwrite the targets (N,) with the accelerated point; the step to it is 1."""
+        slot = -1
+        if self.started:                # the history is a ring: the oldest row goes first
+            slot, self.head = self.head, (self.head + 1) % self.memory
+            self.n = min(self.n + 1, self.memory)
+        _ep.anderson_propose(tau, nu, tau_target, nu_target, float(delta), self.dX, self.dF,
+                             self.x, self.f, slot, self.n)
+        self.started = True
+
+
+def _parallel_step(prior, y, bias, tau, nu, post, work, delta, prev_change, max_delta,
+                   accel=None):
     """One parallel EP iteration in place: site targets from ``post``, a damped step, refresh.
 
     The step size adapts (notes §1.6): when the undamped residual (largest |site change|)
     grew over ``prev_change`` the fixed-point map is overshooting and ``delta`` is halved,
     not below PARALLEL_MIN_DAMPING; otherwise it grows by 25%, up to ``max_delta``.
+    With ``accel`` (an :class:`_Anderson`) the step goes to its accelerated point instead
+    (its history reset whenever the residual grew).
     ``post`` must be an implicit (``with_P=False``) refresh; its site arrays, R, log|S| and
     gamma are overwritten, as are ``tau`` and ``nu``.
 
@@ -210,10 +302,16 @@ def _parallel_step(prior, y, bias, tau, nu, post, work, delta, prev_change, max_
         nu, float(bias), work.tau_target, work.nu_target, _n_parts(), ROW_BLOCK)
     if change > prev_change:
         delta = max(0.5 * delta, PARALLEL_MIN_DAMPING)
+        if accel is not None:
+            accel.reset()
     else:
         delta = min(1.25 * delta, float(max_delta))
+    step = delta
+    if accel is not None:
+        accel.propose(tau, nu, work.tau_target, work.nu_target, delta)
+        step = 1.0
     G, b = _ep.parallel_apply_split(prior.Vt, prior.d0, tau, nu, work.tau_target, work.nu_target,
-                                    delta, post.t, post.omega, post.btil, post.d, post.nn,
+                                    step, post.t, post.omega, post.btil, post.d, post.nn,
                                     _n_parts(), ROW_BLOCK)
     _finish_refresh(post, G, b)
     return change, delta
@@ -226,7 +324,7 @@ class _EPResult:
 
 
 def run_ep(prior, y, bias, tau=None, nu=None, tol=EP_TOL, max_sweeps=EP_MAX_SWEEPS,
-           damping=1.0, schedule="sequential", rng=None, fail_pos=-1):
+           damping=1.0, schedule="sequential", rng=None, fail_pos=-1, anderson=None):
     """EP over the FITC prior from the given sites (zeros by default).
 
     Parameters
@@ -252,6 +350,9 @@ def run_ep(prior, y, bias, tau=None, nu=None, tol=EP_TOL, max_sweeps=EP_MAX_SWEE
     fail_pos : int
         Test hook: force the first downdate at or after this position of the first sweep to
         fail, exercising the abort-and-refresh path (footnote 3).
+    anderson : int, optional
+        Parallel schedule: memory of its Anderson acceleration (:class:`_Anderson`), 0 for
+        plain damped steps; default :data:`PARALLEL_ANDERSON_MEMORY` (read at the call).
 
     Returns
     -------
@@ -295,10 +396,12 @@ def run_ep(prior, y, bias, tau=None, nu=None, tol=EP_TOL, max_sweeps=EP_MAX_SWEE
         delta = float(damping)
         prev_change = np.inf
         work = _ParallelWork(N, M)
+        memory = PARALLEL_ANDERSON_MEMORY if anderson is None else int(anderson)
+        accel = _Anderson(N, memory) if memory > 0 else None
         with single_threaded_blas():     # the phases call BLAS on every Numba thread
             for sweep in range(1, max_sweeps + 1):
                 prev_change, delta = _parallel_step(prior, y, bias, tau, nu, post, work, delta,
-                                                    prev_change, damping)
+                                                    prev_change, damping, accel)
                 # Converged when the undamped residual of the fixed-point map is below tol:
                 # the damped step alone could be small just because the step size is.
                 max_change = prev_change
@@ -322,7 +425,7 @@ def log_evidence(prior, y, bias, tau, nu, post):
     nc = np.where(ok, cav_nu, 0.0)
     term_sites = float(np.sum(log_z[ok]))
     logdet = float(np.sum(np.log1p(tau * prior.d0))) + post.logdet_S
-    r = post.R @ (prior.Vt.T @ post.btil)  # R P^T nu for a refreshed posterior
+    r = post.R @ post.b  # R P^T nu = R V b~ for a refreshed posterior
     quad = float(np.sum(post.d * nu * nu) + r @ r)
     ratio = np.log1p(tau / tc)
     rest = (tau * nc * nc / tc - 2.0 * nc * nu - nu * nu) / (tc + tau)
@@ -338,28 +441,42 @@ def log_evidence_gradient(prior, tau, nu, post):
     time and O(NM) memory. The adjoints of K_uf and K_uu are contracted with the derivatives
     of the prior's stationary family (``prior.family``); every family is s2 times a function
     of the scaled distance, so the variance derivative is the same contraction with K / s2.
-    Returns ``(d_variance, d_lengthscale (D,), d_Z (M, D))``.
+    ``post`` must be a refresh at (tau, nu) (as :func:`run_ep` returns it); the marginal
+    pieces the evidence computed on it are reused. Returns
+    ``(d_variance, d_lengthscale (D,), d_Z (M, D))``.
+
+    Whitened form (V = L^{-1} K_uf, S = I + V Omega V^T = (R^T R)^{-1}, Omega = diag(omega)):
+    (K~ + S~)^{-1} = Omega - Omega V^T S^{-1} V Omega, so alpha = b~ - omega * (V^T gamma) and
+    its diagonal kappa = omega - omega^2 ||R v_n||^2 come from the marginals' pieces. With
+    a = V alpha and g = (alpha^2 - kappa) / 2, step 4's Psi G_hat (Psi = L^{-T} V) collapses,
+    through V Omega V^T = S - I, to
+
+        dL/dK_uf = L^{-T} H,  H = a alpha^T - S^{-1} V Omega - 2 V diag(g),
+        dL/dK_uu = -1/2 L^{-T} (a a^T - I + S^{-1} - 2 V diag(g) V^T) L^{-1},
+
+    so the whole gradient is three TRMMs and one weighted Gram over the rows of V
+    (:func:`sparsegp._numba.ep_fitc.evidence_gradient_split`), each a block at a time.
     """
-    omega, btil = post.omega, post.btil
-    V = prior.Vt.T  # (M, N), Fortran-ordered view; BLAS takes it as is
-    R = post.R  # R^T R = S^{-1}: any F with F F^T = S gives F^{-1} = R here (step 2)
-    W = (R @ V) * omega  # (M, N)
-    c = R @ (V @ btil)
-    alpha = btil - W.T @ c  # (K~ + S~)^{-1} mu~
-    kappa = omega - np.einsum("ij,ij->j", W, W)  # diag (K~ + S~)^{-1}
+    c2, vg = _marginal_parts(post)
+    omega = post.omega
+    alpha = post.btil - omega * vg  # (K~ + S~)^{-1} mu~
+    kappa = omega - omega * omega * c2  # diag (K~ + S~)^{-1}
     g = 0.5 * (alpha * alpha - kappa)
-    Psi = sla.solve_triangular(prior.Lu, V, lower=True, trans="T", check_finite=False)
-    # Psi G_hat with G = 1/2 (alpha alpha^T - (K~ + S~)^{-1}), diagonal removed (step 4).
-    PsiG = 0.5 * (np.outer(Psi @ alpha, alpha) - Psi * omega + (Psi @ W.T) @ W)
-    PsiG -= Psi * g
-    G_uf = 2.0 * PsiG  # dL/dK_uf (M, N)
-    G_uu = -(PsiG @ Psi.T)
-    G_uu = 0.5 * (G_uu + G_uu.T)
+    a = prior.Vt.T @ alpha
     s2 = prior.variance
-    d_var = (float(np.sum(G_uf * prior.Kfu.T)) + float(np.sum(G_uu * prior.Kuu))
-             + s2 * float(np.sum(g))) / s2
-    gl1, gz1 = grad_contract(prior.X, prior.Z, prior.Kfu, np.ascontiguousarray(G_uf.T),
-                             prior.family, s2, prior.lengthscale)
+    Gd = prior.Kfu
+    if prior.family != SE:  # SE is its own derivative factor
+        Gd = np.empty_like(prior.Kfu)
+        stationary_cross(prior.X, prior.Z, prior.family, s2, prior.lengthscale, True, Gd)
+    with _row_split_blas():
+        wk, gl1, gz1, gram = _ep.evidence_gradient_split(
+            prior.Vt, np.ascontiguousarray(post.R.T), prior.Linv, alpha, omega, g, a,
+            prior.Kfu, Gd, prior.X, prior.Z, prior.lengthscale, _n_parts(), ROW_BLOCK)
+    inner = np.outer(a, a) + post.R.T @ post.R - 2.0 * gram
+    inner.flat[::inner.shape[0] + 1] -= 1.0
+    G_uu = -0.5 * (prior.Linv.T @ inner @ prior.Linv)
+    G_uu = 0.5 * (G_uu + G_uu.T)
+    d_var = (wk + float(np.sum(G_uu * prior.Kuu)) + s2 * float(np.sum(g))) / s2
     gl2, gz2 = grad_contract(prior.Z, prior.Z, prior.Kzz, G_uu, prior.family, s2,
                              prior.lengthscale, symmetric=True)
     return d_var, gl1 + gl2, gz1 + gz2
