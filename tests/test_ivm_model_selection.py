@@ -127,3 +127,43 @@ def test_warning_when_no_better_than_class_frequencies():
     with warnings.catch_warnings():
         warnings.simplefilter("error", ConvergenceWarning)
         IVMClassifier(n_active=30, random_state=0).fit(X2, y2)
+
+
+def test_default_fit_is_reported_in_the_users_units():
+    # issue 23 item 1: the default covariance is an isotropic kernel on standardised inputs,
+    # so per-column units and offsets give the same fit; its one length-scale is reported
+    # in standard deviations of each feature, the kernel in the user's units
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((80, 3))
+    y = (np.sin(2.0 * X[:, 0]) + X[:, 1] + 0.3 * rng.standard_normal(80) > 0).astype(int)
+    scales, offset = np.array([1e-3, 1.0, 1e3]), 1e6
+    Xs = (X - X.mean(axis=0)) / X.std(axis=0)
+    kw = dict(n_active=30, optimizer="evidence", max_iter=2, random_state=0)
+    std = IVMClassifier(**kw).fit(Xs, y)
+    raw = IVMClassifier(**kw).fit(X * scales + offset, y)
+    assert raw.lengthscale_.shape == (1,)
+    np.testing.assert_allclose(raw.lengthscale_, std.lengthscale_, rtol=1e-6)
+    np.testing.assert_allclose(raw.variance_, std.variance_, rtol=1e-6)
+    np.testing.assert_allclose(raw.kernel_[0].lengthscale,
+                               raw.lengthscale_[0] * scales * X.std(axis=0), rtol=1e-6)
+    np.testing.assert_array_equal(raw.active_set_, std.active_set_)
+    # theta_ is in the reported units and round-trips, gradient included
+    value, grad = raw.log_marginal_likelihood(raw.theta_, eval_gradient=True)
+    assert value == pytest.approx(raw.log_marginal_likelihood_value_, rel=1e-10)
+    np.testing.assert_allclose(grad, std.log_marginal_likelihood(std.theta_, True)[1],
+                               rtol=1e-5, atol=1e-8)
+
+
+def test_given_ard_kernel_is_reported_in_the_users_units():
+    rng = np.random.default_rng(1)
+    X = rng.standard_normal((80, 2))
+    y = (X[:, 0] - X[:, 1] + 0.3 * rng.standard_normal(80) > 0).astype(int)
+    scales = np.array([1e-2, 1e2])
+    kw = dict(n_active=25, optimizer="evidence", max_iter=2, random_state=0)
+    a = IVMClassifier(kernel=SquaredExponential(1.0, [1.0, 1.0]), **kw).fit(X, y)
+    b = IVMClassifier(kernel=SquaredExponential(1.0, scales), **kw).fit(X * scales, y)
+    np.testing.assert_allclose(b.lengthscale_, a.lengthscale_ * scales, rtol=1e-6)
+    np.testing.assert_allclose(b.kernel_[0].lengthscale, b.lengthscale_[0], rtol=1e-12)
+    np.testing.assert_allclose(b.theta_[1:], np.log(b.lengthscale_[0]), rtol=1e-12)
+    assert b.log_marginal_likelihood(b.theta_) == pytest.approx(
+        b.log_marginal_likelihood_value_, rel=1e-10)

@@ -8,7 +8,9 @@ the probit-with-bias likelihood (seed 003 eq. 2), done in O(n d) by the in-place
 Design decisions (notes §2; where the paper leaves room they are documented here):
 
 * Kernel k(x, x') = s2 g(|(x - x') / l|^2) + v_b (the bias variance v_b, notes §2.7): by
-  default the isotropic SE g(q) = exp(-q/2) from a data-scaled start and v_b = 0; ``kernel=``
+  default the isotropic SE g(q) = exp(-q/2) on standardised inputs (the model a
+  ``StandardScaler`` pipeline fits, so the fit does not depend on each column's units;
+  :mod:`sparsegp._scaling`) from the start l = sqrt(D), and v_b = 0; ``kernel=``
   takes one stationary kernel (SE or Matérn 1/2, 3/2, 5/2, optionally times a constant) plus
   optional ``ConstantKernel`` summands, whose sum is v_b. Every kernel evaluation, the
   compiled ADF columns included, uses that kernel's family.
@@ -57,7 +59,7 @@ from .._validation import (
     check_size,
 )
 from .._numba.covfuncs import SE
-from .._scaling import InputScaling, data_lengthscale  # noqa: F401 (data_lengthscale: re-exported)
+from .._scaling import data_lengthscale, scaling_for
 from ..exceptions import ConvergenceWarning
 from .. import kernels as _kernels
 from .._optimize import kernel_log_bounds, maximize
@@ -93,7 +95,10 @@ _SCORE_KIND = {"entropy": _scoring.SCORE_ENTROPY, "infogain": _scoring.SCORE_INF
 
 @dataclass
 class _BinaryIVM:
-    """A fitted binary IVM: everything eq. 5 needs, plus the fit's summary."""
+    """A fitted binary IVM: everything eq. 5 needs, plus the fit's summary.
+
+    Inputs and length-scales are in the model units of the fit (:mod:`sparsegp._scaling`).
+    """
 
     active: np.ndarray       # (d,) int64, inclusion order
     X_active: np.ndarray     # (d, D)
@@ -108,7 +113,6 @@ class _BinaryIVM:
     log_evidence: float
     n_iter: int
     family: int = SE         # stationary family code of sparsegp._numba.covfuncs
-    kernel: object = None    # the fitted kernel object (StationarySpec.fitted)
     train_log_loss: float = np.nan   # mean -log p(y_i | x_i) over all training rows
     class_entropy: float = np.nan    # entropy of the task's class frequencies (nats)
     proba_spread: float = np.nan     # s.d. of p(y = +1 | x_i) over the training rows
@@ -338,11 +342,8 @@ def _finish(X, state, variance, lengthscale, bias_variance, bias, n_iter, spec):
     log_ev = float(approx_log_likelihood(X_active[keep], p[keep], m[keep], variance,
                                          lengthscale, bias_variance, family=spec.family)
                    ) if keep.any() else 0.0
-    kernel = spec.fitted(variance, lengthscale)
-    if spec.bias_term is not None:
-        kernel = kernel + spec.bias_term
     return _BinaryIVM(active, X_active, p, m, L, w, float(variance), lengthscale.copy(),
-                      float(bias_variance), float(bias), log_ev, n_iter, spec.family, kernel)
+                      float(bias_variance), float(bias), log_ev, n_iter, spec.family)
 
 
 def _marginals(X, state, exact, variance, lengthscale, bias_variance, family):
@@ -575,8 +576,8 @@ def _validation_search(X, y, spec, bias_variance, bias, fit_bias, opts, rng, lab
             f"part both classes")
     Xtr, ytr, Xval, yval = X[tr], y[tr], X[val], y[val]
     sub_opts = dict(opts, n_active=min(opts["n_active"], tr.size), optimizer=None)
-    v_lo, v_hi = np.exp(spec.variance_bounds)
-    l_lo, l_hi = np.exp(spec.lengthscale_bounds)
+    _, lims = kernel_log_bounds(spec, D)
+    (v_lo, v_hi), l_lo, l_hi = np.exp(lims[0]), np.exp(lims[1:, 0]), np.exp(lims[1:, 1])
     best = None
     count = 0
     for fv in (grid["variance"] if spec.free_variance else (1.0,)):
@@ -661,9 +662,10 @@ class IVMClassifier(_BinaryGPClassifierMixin, ClassifierMixin, SparseGPEstimator
         003 used v_b = 0.1 with ``bias="auto"`` on MNIST), or the same from scikit-learn's
         ``ConstantKernel``, ``RBF`` and ``Matern`` (``C(20) * RBF(2.3) + C(0.1)``). Its values
         start the optimisation, which keeps to its bounds; parameters with "fixed" bounds are
-        not optimised, nor is v_b ever. None: the isotropic SE kernel with variance 1 and a
-        length-scale scaled to the inputs (:func:`data_lengthscale`: sqrt(sum of feature
-        variances), sqrt(D) on standardised inputs), and v_b = 0. Never modified.
+        not optimised, nor is v_b ever. None: the isotropic SE kernel with variance 1 on
+        standardised inputs (each feature centred and divided by its standard deviation)
+        with length-scale sqrt(D) (:func:`data_lengthscale` of the standardised inputs), and
+        v_b = 0. Never modified.
     bias : float, "auto" or "fit", default=0.0
         Probit bias b; "auto" = Phi^-1(fraction of positive training labels) per binary task
         (seed 003 §4, notes §2.7); "fit" starts there and after every selection sets b to
@@ -706,6 +708,9 @@ class IVMClassifier(_BinaryGPClassifierMixin, ClassifierMixin, SparseGPEstimator
         Approximate marginal likelihood log N(m_I | 0, K_II + Pi_I^-1) (notes §2.6) at the final
         active set; NOT an EP evidence (see seed 000 §4 for why it is not a proper one).
     lengthscale_ : ndarray of shape (n_tasks,), or (n_tasks, n_features) with ARD
+        In the user's units, except for ``kernel=None``: one length-scale in units of each
+        feature's standard deviation (``kernel_`` holds its value in the user's units, one
+        per feature).
     variance_ : ndarray of shape (n_tasks,)
     kernel_ : list of n_tasks kernel objects
         The covariance of each task at its fitted (s2, l): the stationary kernel, of the same
@@ -715,9 +720,9 @@ class IVMClassifier(_BinaryGPClassifierMixin, ClassifierMixin, SparseGPEstimator
     bias_ : ndarray of shape (n_tasks,)
         The bias b used (after "auto").
     theta_ : ndarray of shape (n_tasks * n_free,)
-        Per task, ``[log s2, log l (1, or n_features with ARD)]`` less the kernel's fixed
-        hyper-parameters, concatenated in task order: the vector of
-        :meth:`log_marginal_likelihood`.
+        Per task, ``[log s2, log l (1, or n_features with ARD)]`` (l in the units of
+        ``lengthscale_``) less the kernel's fixed hyper-parameters, concatenated in task
+        order: the vector of :meth:`log_marginal_likelihood`.
     log_marginal_likelihood_value_ : float
         The objective the fit maximised, under scikit-learn's name: the approximate marginal
         likelihood of notes §2.6, summed over the tasks (``log_evidence_.sum()``).
@@ -778,12 +783,6 @@ class IVMClassifier(_BinaryGPClassifierMixin, ClassifierMixin, SparseGPEstimator
         # v_b is reported in kernel_ as given, never optimised
         spec.bias_term = None if vb is None else _kernels.ConstantKernel(vb, "fixed")
         vb = 0.0 if vb is None else vb
-        # the data scale: the default kernel's start, and the centre of the guard box of
-        # optimizer="evidence" for it
-        spec.data_lengthscale = data_lengthscale(X, spec.ard)
-        spec.guard = self.kernel is None
-        if self.kernel is None:
-            spec.lengthscale = spec.data_lengthscale.copy()
         bias = self.bias
         if isinstance(bias, str):
             if bias not in ("auto", "fit"):
@@ -879,11 +878,7 @@ class IVMClassifier(_BinaryGPClassifierMixin, ClassifierMixin, SparseGPEstimator
         """
         X, classes, y_index, spec, vb, opts, rng = self._validate(X, y)
         self.classes_ = classes
-        # the ADF's kernel columns use |a|^2 + |b|^2 - 2 a.b, which an offset such as X + 1e9
-        # destroys (and overflows); centred rows give the same stationary kernel with every
-        # digit. The active rows are reported from the user's X below.
-        scaling = InputScaling.from_data(X, per_feature=False)
-        X_user, X = X, scaling.centred(X)
+        X, spec = self._to_model_units(X, spec)
         tasks = [1] if classes.size == 2 else list(range(classes.size))
         models = []
         for c in tasks:
@@ -897,15 +892,73 @@ class IVMClassifier(_BinaryGPClassifierMixin, ClassifierMixin, SparseGPEstimator
             models.append(_fit_binary(X, y_pm, spec, vb, bias, self.bias == "fit", opts, rng,
                                       label))
             self._warn_if_uninformative(models[-1], label)
-        for mod in models:
-            mod.X_active = X_user[mod.active].copy()   # predictions take differences
         self.models_ = models
+        self._spec = spec
         self._ard = bool(spec.ard)
-        # log_marginal_likelihood evaluates on centred active rows, as the fit did
-        self._centre = scaling.centre
         self._free, _ = kernel_log_bounds(spec, X.shape[1])
         self._set_attributes()
         return self
+
+    def _to_model_units(self, X, spec):
+        """Training rows and covariance in model units (:mod:`sparsegp._scaling`).
+
+        The rows are centred (the ADF's kernel columns use |a|^2 + |b|^2 - 2 a.b, which an
+        offset such as X + 1e9 destroys) and scaled: per feature for the default covariance
+        (an isotropic kernel on standardised inputs, whose fit does not depend on each
+        column's units) or an ARD kernel, by one common scale for a given isotropic kernel.
+        Sets ``self._scaling`` and ``self._ls_unit``, the units ``lengthscale_`` is
+        reported in: each feature's spread for the default covariance (one number, as the
+        regressor reports it), the user's units otherwise.
+
+        Parameters
+        ----------
+        X : ndarray of shape (n_samples, n_features)
+        spec : StationarySpec
+            The covariance in the user's units.
+
+        Returns
+        -------
+        X : ndarray of shape (n_samples, n_features)
+            Model units (a new array).
+        spec : StationarySpec
+            A model-unit copy with ``data_lengthscale`` (the data-scaled length-scale of
+            :func:`data_lengthscale` on the model-unit rows: the default start, and the
+            centre of the guard box of ``optimizer="evidence"``) and ``guard``.
+        """
+        default = self.kernel is None
+        scaling = scaling_for(X, spec, default, standardise_default=True)
+        spec = scaling.spec_to_model(spec, keep_bounds=default)
+        X = scaling.transform(X)
+        spec.data_lengthscale = data_lengthscale(X, spec.ard)
+        spec.guard = default
+        if default:
+            spec.lengthscale = spec.data_lengthscale.copy()
+        self._scaling = scaling
+        self._ls_unit = np.ones(X.shape[1]) if default else scaling.scale.copy()
+        return X, spec
+
+    def _user_lengthscale(self, mod):
+        """A task's length-scale (D,) in the units of ``lengthscale_``; a given kernel's
+        start the fit did not move (``n_iter`` 0) as the user gave it, not round-tripped
+        through the scale."""
+        if mod.n_iter == 0 and self.kernel is not None:
+            return self._spec.user_lengthscale.copy()
+        return mod.lengthscale * self._ls_unit
+
+    def _user_kernel(self, mod):
+        """A task's fitted covariance in the user's units, plus the constant summands."""
+        spec = self._spec
+        if mod.n_iter == 0 and self.kernel is not None:
+            kernel = spec.fitted(mod.variance, spec.user_lengthscale)
+        else:
+            kernel = self._scaling.kernel_to_user(spec, mod.variance, mod.lengthscale)
+        if spec.bias_term is not None:
+            kernel = kernel + spec.bias_term
+        return kernel
+
+    def _theta_shift(self):
+        """``theta_`` minus the model-unit vector: the log length-scale units."""
+        return _log_hyper(1.0, self._ls_unit, self._ard)[self._free]
 
     def _warn_if_uninformative(self, model, label):
         """ConvergenceWarning when the fit has collapsed to the class frequencies: its
@@ -929,7 +982,8 @@ class IVMClassifier(_BinaryGPClassifierMixin, ClassifierMixin, SparseGPEstimator
         ms = self.models_
 
         def ls_of(mod):
-            return mod.lengthscale.copy() if self._ard else float(mod.lengthscale[0])
+            ls = self._user_lengthscale(mod)
+            return ls if self._ard else float(ls[0])
 
         # every task selects n_active points, so the active sets stack
         self.active_set_ = np.stack([mod.active for mod in ms]).astype(np.int64)
@@ -938,11 +992,11 @@ class IVMClassifier(_BinaryGPClassifierMixin, ClassifierMixin, SparseGPEstimator
         self.log_evidence_ = np.array([mod.log_evidence for mod in ms], dtype=np.float64)
         self.lengthscale_ = np.array([ls_of(mod) for mod in ms], dtype=np.float64)
         self.variance_ = np.array([mod.variance for mod in ms], dtype=np.float64)
-        self.kernel_ = [mod.kernel for mod in ms]
+        self.kernel_ = [self._user_kernel(mod) for mod in ms]
         self.bias_ = np.array([mod.bias for mod in ms], dtype=np.float64)
         self.n_iter_ = np.array([mod.n_iter for mod in ms], dtype=np.int64)
-        self.theta_ = np.concatenate([_log_hyper(mod.variance, mod.lengthscale, self._ard)
-                                      [self._free] for mod in ms])
+        self.theta_ = np.concatenate([_log_hyper(mod.variance, self._user_lengthscale(mod),
+                                                 self._ard)[self._free] for mod in ms])
         # one-vs-rest tasks are fitted independently: their objectives add
         self.log_marginal_likelihood_value_ = float(np.sum(self.log_evidence_))
 
@@ -960,6 +1014,8 @@ constant summands) is fixed and the bias does not enter. This is the function
     def _log_marginal_likelihood(self, theta, eval_gradient):
         free, ard, D = self._free, self._ard, self.n_features_in_
         n_free = int(free.sum())
+        # to model units: a shift of the log length-scales, whose derivative is one
+        theta = theta - np.tile(self._theta_shift(), len(self.models_))
         value, grad = 0.0, np.zeros(theta.size)
         for t, mod in enumerate(self.models_):
             keep = mod.p > 0
@@ -968,7 +1024,7 @@ constant summands) is fixed and the bias does not enter. This is the function
             full = _log_hyper(mod.variance, mod.lengthscale, ard)
             full[free] = theta[t * n_free:(t + 1) * n_free]
             s2, ls = _from_log_hyper(full, ard, D)
-            out = approx_log_likelihood(mod.X_active[keep] - self._centre, mod.p[keep],
+            out = approx_log_likelihood(mod.X_active[keep], mod.p[keep],
                                         mod.m[keep], s2, ls, mod.bias_variance,
                                         eval_gradient, mod.family)
             if not eval_gradient:
@@ -980,6 +1036,11 @@ constant summands) is fixed and the bias does not enter. This is the function
         return (value, grad) if eval_gradient else value
 
     # -- prediction ------------------------------------------------------------------------
+
+    def _check_predict_input(self, X):
+        """Checked rows of X in model units, as the active rows are held."""
+        X = self._validate_predict_data(X)          # first: raises NotFittedError
+        return self._scaling.transform(X)
 
     def predict_latent(self, X):
         """Mean and variance of the latent f* (bias excluded), seed 003 eq. 5.

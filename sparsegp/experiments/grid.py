@@ -121,6 +121,12 @@ def _allowed_params(method):
     return sorted(names - _RUNNER_SET)
 
 
+#: A cell's ``lengthscale`` start that means sqrt(n_features): on the standardised inputs the
+#: runner fits (:func:`_load_split`) the start of ``IVMClassifier(kernel=None)``
+#: (:func:`sparsegp._scaling.data_lengthscale`), for cells that give the kernel another part.
+SQRT_D = "sqrt(D)"
+
+
 def constructor_arguments(method, params, n_features):
     """The estimator's keyword arguments for a cell's ``params``.
 
@@ -128,7 +134,8 @@ def constructor_arguments(method, params, n_features):
     (``figures/*.jsonl``) keep the constructor names of the day they ran: ``optimize`` (now
     ``optimizer``), ``noise`` (now ``noise_variance``), and the kernel's start as scalars
     ``variance``, ``lengthscale``, ``ard`` and the IVM's ``bias_variance`` (now one
-    ``kernel``, searched without bounds as those names were). Anything else passes as given.
+    ``kernel``, searched without bounds as those names were; ``lengthscale`` may be
+    :data:`SQRT_D`). Anything else passes as given.
 
     Parameters
     ----------
@@ -161,6 +168,9 @@ def constructor_arguments(method, params, n_features):
         if start.get("lengthscale") is None:
             raise ValueError(f"a grid cell that sets the kernel's start needs its lengthscale; "
                              f"got {start}")
+        if start["lengthscale"] == SQRT_D:
+            # the IVM's data-scaled start on the runner's standardised inputs
+            start["lengthscale"] = float(np.sqrt(n_features))
         ls = np.asarray(start["lengthscale"], dtype=np.float64)
         if METHODS[method][1] == "fraction" or start.get("ard"):
             ls = np.broadcast_to(ls, (n_features,)).copy()

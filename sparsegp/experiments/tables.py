@@ -203,10 +203,18 @@ def _table1():
 
 _T1_SIZES, _T1_PAPER = _table1()
 # 20 CG iterations of the evidence, best of three starts (n_restarts=2 adds two random ones);
-# the IVM chooses its kernel by seed 003's validation search (its approximate evidence has
-# degenerate maxima that left 25 of 61 cells of the first run at p = 0.5); the SVM's C and gamma
-# come from 5-fold CV over SVMBaseline's default log2 grid (the paper says only "set by
-# cross-validation"). No SVM cell for USPS: §5 gives no SVM figure.
+# the SVM's C and gamma come from 5-fold CV over SVMBaseline's default log2 grid (the paper
+# says only "set by cross-validation"). No SVM cell for USPS: §5 gives no SVM figure.
+# The IVM as seed 000 §5 ran it: "For the IVM, hyperparameter optimization is interleaved with
+# active set selection as described in [2]" (optimizer="evidence"), with [2]'s model, whose
+# kernel carries a constant v_b "to account for the variance of the bias" (seed 003 §4; the
+# toolbox's rbf + bias kernel). Without it the zero-mean prior pulls every test point far from
+# the active set to p = 1/2, which on ringnorm (one class the outer shell) cost error 0.067 and
+# NLP 0.49 by validation, 0.48 / 0.69 by the evidence (splits 0-2); with it 0.019 / 0.24.
+# v_b = 1, the signal variance's start: no preference between an offset and the function's
+# values on standardised inputs (seed 003's 0.1 sat beside C = 20 and b = Phi^-1(r)); v_b is
+# not learnt (the toolbox learns it), the search starts at the IVM's data-scaled length-scale.
+_T1_IVM = {"optimize": "evidence", "lengthscale": "sqrt(D)", "bias_variance": 1.0}
 GFITC_TABLE1 = Table(
     name="gfitc_table1",
     title="Seed 000, Table 1: GPC / SVM / IVM / SPGPC (generalized FITC), plus USPS 4 vs rest",
@@ -214,7 +222,7 @@ GFITC_TABLE1 = Table(
     sizes=_T1_SIZES,
     params={"gpc": {"optimizer": "cg", "max_iter": 20, "n_restarts": 2},
             "spgpc": {"optimizer": "cg", "max_iter": 20, "n_restarts": 2},
-            "ivm": {"optimize": "validation"}, "svm": {}},
+            "ivm": _T1_IVM, "svm": {}},
     folds=10, paper=_T1_PAPER)
 
 # ------------------------------------------------------------------ seed 003, Table 1
