@@ -14,7 +14,7 @@ import time
 import numpy as np
 
 from ..classification.multiclass import engine as _mce
-from ..classification.multiclass._base import check_multiclass_labels
+from ..classification.multiclass.rows import check_multiclass_labels
 from ..classification.multiclass.likelihood import class_counts_factors
 from ._cluster import local_cluster
 

@@ -1,8 +1,6 @@
-"""The base of the three multi-class GP classifiers: validation, start, predictions, shared docs.
-
-Also the label check, row-sliceable inputs and their minibatches (numpy memmap, h5py/zarr
-datasets), which the estimators and :mod:`sparsegp.distributed` share, and the parameter and
-attribute descriptions the three docstrings share (:func:`fill_shared_docs`).
+"""The base of the three multi-class GP classifiers: parameters, validation, start, ``theta_``,
+predictions; and the parameter and attribute descriptions the three docstrings share
+(:data:`SHARED_DOCS`, :func:`fill_shared_docs`).
 """
 import warnings
 
@@ -14,10 +12,10 @@ from ... import kernels as _kernels
 from ..._numba import covfuncs as _cf
 from ..._inducing_base import InducingPointEstimator, median_lengthscale, take_rows  # noqa: F401
 from ..._scaling import InputScaling
-from ..._validation import check_classes, check_int, check_option
+from ..._validation import check_int, check_option
 from ...exceptions import ConvergenceWarning
 from .kernel import pack_params
-from .rows import check_row_sliceable, is_lazy_store
+from .rows import check_multiclass_labels, check_row_sliceable, is_lazy_store
 
 #: A start whose median 0.5 |x - z|^2 / l^2 exceeds this (k/s2 < 1e-9) has vanishing kernel
 #: values and gradients; see MultiClassGPClassifier._rescue_degenerate_lengthscale
@@ -111,24 +109,6 @@ def fill_shared_docs(cls):
             out.append(line)
     cls.__doc__ = "\n".join(out)
     return cls
-
-
-# --------------------------------------------------------------------------------------------
-# labels
-# --------------------------------------------------------------------------------------------
-def check_multiclass_labels(y):
-    """Return ``(classes, y_index)`` for training labels, requiring at least two classes.
-
-    Raises ``ValueError`` for a single class or NaN labels.
-    """
-    y = np.asarray(y)
-    if y.ndim == 2 and y.shape[1] == 1:
-        y = y.ravel()
-    if y.ndim != 1:
-        raise ValueError(f"y must be 1-D of shape (n_samples,); got shape {y.shape}")
-    if y.dtype.kind in "fc" and not np.all(np.isfinite(y)):
-        raise ValueError("y contains NaN or infinite values")
-    return check_classes(y, min_classes=2)
 
 
 class MultiClassGPClassifier(ClassifierMixin, InducingPointEstimator):

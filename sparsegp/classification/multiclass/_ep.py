@@ -382,9 +382,9 @@ u-space objects (EP's per-factor sites along the directions they were fitted wit
 sites): the function EP-inner training climbs at each step, whose value at ``theta_`` is
 ``log_marginal_likelihood_value_`` (batch mode: ``log_evidence_``; minibatch mode: the same
 function over all rows, where ``log_evidence_`` is a minibatch estimate). Its gradient is
-exact (:func:`.engine.fixed_site_evidence`: the training gradient plus the factors' moment mismatch,
-which EP-inner training leaves out). Needs the training rows, which a fit on an in-memory
-array keeps."""
+exact (:func:`.engine.fixed_site_evidence`: the training gradient plus the factors' moment
+mismatch, which EP-inner training leaves out). Needs the training rows, which a fit on an
+in-memory array keeps."""
 
     def _log_marginal_likelihood(self, theta, eval_gradient):
         X, y = self._rows_for_lml()

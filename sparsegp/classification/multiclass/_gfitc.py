@@ -528,7 +528,8 @@ class MultiClassGFITCClassifier(MultiClassGPClassifier):
         var, noise, ls, Z = self._initial_parameters(X, y_idx, C, rng)
         M = Z.shape[1]
         family, isotropic, log_bounds, frozen = self._kernel_settings(C, M, D)
-        hyp0 = _k.BoxHyper(np.log(var), np.log(noise), np.log(ls), Z, family, isotropic, log_bounds)
+        hyp0 = _k.BoxHyper(np.log(var), np.log(noise), np.log(ls), Z, family, isotropic,
+                           log_bounds)
         schedule = self.ep_schedule
         if schedule == "auto":
             schedule = "sequential" if N * C * M * M <= _AUTO_SEQUENTIAL_WORK else "parallel"

@@ -1,4 +1,5 @@
-"""The exact multi-class likelihood's pieces every engine shares (notes multiclass_ep.md §1.2, §6).
+"""The exact multi-class likelihood's pieces every engine shares (notes multiclass_ep.md §1.2,
+§6).
 
 The likelihood of label y is prod_{k != y} Theta(f_y - f_k); the engines approximate it by
 pairwise factors, whose number per class is :func:`class_counts_factors`, and predict with

@@ -1,4 +1,5 @@
-"""Row-sliceable training inputs and their minibatches (notes multiclass_ep.md §5.2).
+"""Training data: the labels' check, row-sliceable inputs and their minibatches (notes
+multiclass_ep.md §5.2).
 
 Minibatch training reads X a minibatch at a time from anything with a ``shape`` and row
 slicing (numpy memmap, h5py/zarr datasets), in sorted index order.
@@ -6,6 +7,23 @@ slicing (numpy memmap, h5py/zarr datasets), in sorted index order.
 import math
 
 import numpy as np
+
+from ..._validation import check_classes
+
+
+def check_multiclass_labels(y):
+    """Return ``(classes, y_index)`` for training labels, requiring at least two classes.
+
+    Raises ``ValueError`` for a single class or NaN labels.
+    """
+    y = np.asarray(y)
+    if y.ndim == 2 and y.shape[1] == 1:
+        y = y.ravel()
+    if y.ndim != 1:
+        raise ValueError(f"y must be 1-D of shape (n_samples,); got shape {y.shape}")
+    if y.dtype.kind in "fc" and not np.all(np.isfinite(y)):
+        raise ValueError("y contains NaN or infinite values")
+    return check_classes(y, min_classes=2)
 
 
 def is_lazy_store(X):
