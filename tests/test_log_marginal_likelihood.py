@@ -20,7 +20,8 @@ import pytest
 from sklearn.exceptions import NotFittedError
 
 import sparsegp
-from sparsegp.classification import _ep, _multiclass, _stagewise
+from sparsegp.classification import _ep, _stagewise
+from sparsegp.classification.multiclass import engine as mc_engine
 from sparsegp.datasets import make_gp_classes, make_regression_1d, make_xor
 from sparsegp.kernels import Matern, SquaredExponential
 
@@ -133,8 +134,8 @@ def test_the_check_rejects_the_ep_inner_gradient():
     X, y = est._lml_rows
     nik, jitter = est._nik
     hyp = est._hyp
-    _, engine, _ = _multiclass.batch_evidence(X, y, hyp, est._ep_state.copy(), nik, jitter)
-    exact = _multiclass.fixed_site_evidence(X, y, hyp, est._ep_state, nik, jitter)[1]
+    _, engine, _ = mc_engine.batch_evidence(X, y, hyp, est._ep_state.copy(), nik, jitter)
+    exact = mc_engine.fixed_site_evidence(X, y, hyp, est._ep_state, nik, jitter)[1]
     fd = _central_differences(est.log_marginal_likelihood, est.theta_)
     C, _, D = hyp.Z.shape
     np.testing.assert_allclose(est._theta_gradient(exact, C, D), fd, rtol=RTOL, atol=ATOL)

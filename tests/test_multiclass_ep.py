@@ -8,8 +8,9 @@ from scipy import integrate, special, stats
 from reference.dense_multiclass import brute_force_log_evidence, dense_ep
 
 from sparsegp._numba import multiclass as nbmc
-from sparsegp.classification import _multiclass as mce
-from sparsegp.classification import _multiclass_common as mc
+from sparsegp.classification.multiclass import engine as mce
+from sparsegp.classification.multiclass import kernel as mck
+from sparsegp.classification.multiclass import likelihood as mcl
 from sparsegp.kernels import SquaredExponential
 
 
@@ -27,7 +28,7 @@ def _problem(seed, N, C, M, D, noise=None):
 def _converged(X, y, var, noi, ls, Z, method="ep", nik=True, jitter=1e-10, tol=1e-12):
     C, M, D = Z.shape
     hyp = mce.Hyper(np.log(var), np.log(noi), np.log(ls), Z)
-    st = mce.EPState(method, X.shape[0], C, M, mc.class_counts_factors(y, C))
+    st = mce.EPState(method, X.shape[0], C, M, mcl.class_counts_factors(y, C))
     mce.converge_ep(X, y, hyp, st, nik, jitter, tol=tol)
     return hyp, st
 
@@ -234,7 +235,7 @@ def test_pairwise_product_is_a_lower_bound_of_the_exact_likelihood():
     rng = np.random.default_rng(7)
     mean = rng.normal(size=(300, 4))
     var = rng.uniform(0.05, 3, size=(300, 4))
-    P = mc.true_class_probability(mean, var, np.zeros(300, dtype=np.int64))
+    P = mcl.true_class_probability(mean, var, np.zeros(300, dtype=np.int64))
     prod = np.ones(300)
     for k in range(1, 4):
         prod *= special.ndtr((mean[:, 0] - mean[:, k]) / np.sqrt(var[:, 0] + var[:, k]))
@@ -245,7 +246,7 @@ def test_class_probabilities_quadrature_accuracy():
     rng = np.random.default_rng(8)
     mean = rng.normal(size=(3, 4)) * 2
     var = np.exp(rng.uniform(np.log(0.01), np.log(10), size=(3, 4)))
-    P = mc.class_probabilities(mean, var)
+    P = mcl.class_probabilities(mean, var)
     assert np.allclose(P.sum(1), 1, atol=1e-8)
     for i in range(3):
         sd = np.sqrt(var[i])
@@ -261,7 +262,7 @@ def test_class_probabilities_quadrature_accuracy():
             assert abs(P[i, c] - ref) < 1e-6
     # C = 2 closed form (notes §6)
     m2, v2 = mean[:, :2], var[:, :2]
-    P2 = mc.class_probabilities(m2, v2)
+    P2 = mcl.class_probabilities(m2, v2)
     ref = special.ndtr((m2[:, 0] - m2[:, 1]) / np.sqrt(v2.sum(1)))
     assert np.allclose(P2[:, 0], ref, atol=1e-8)
 
@@ -331,7 +332,7 @@ def test_two_classes_z_equals_x_matches_gfitc_and_dense_binary_ep():
 
 
 def test_gemm_covariance_paths_match_compiled_loops():
-    """Large-D covariances and gradient contractions by matrix products (_multiclass_common)."""
+    """Large-D covariances and gradient contractions by matrix products (multiclass.kernel)."""
     from sparsegp import kernels
     rng = np.random.default_rng(11)
     for N, M, D in [(300, 40, 20), (100, 30, 200)]:
@@ -339,16 +340,16 @@ def test_gemm_covariance_paths_match_compiled_loops():
         Z = rng.normal(size=(M, D)) * 0.3
         ls = np.exp(rng.normal(size=D) * 0.2) * 2
         K = kernels.se_kernel(X, Z, 1.3, ls)
-        assert np.allclose(mc.kernel_kfu(X, Z, 1.3, ls), K, rtol=1e-12, atol=1e-15)
+        assert np.allclose(mck.kernel_kfu(X, Z, 1.3, ls), K, rtol=1e-12, atol=1e-15)
         W = rng.normal(size=(N, M))
-        fast = mc._se_grad_contract(X, Z, K, W, ls)
+        fast = mck._se_grad_contract(X, Z, K, W, ls)
         ref = kernels.se_grad_contract(X, Z, K, W, ls)
         for a, b in zip(fast, ref):
             assert np.allclose(a, b, rtol=1e-10, atol=1e-10 * np.abs(b).max())
         Kz = kernels.se_kernel(Z, Z, 1.3, ls)
         Wz = rng.normal(size=(M, M))
         Wz = Wz + Wz.T
-        fast = mc._se_grad_contract(Z, Z, Kz, Wz, ls, symmetric=True)
+        fast = mck._se_grad_contract(Z, Z, Kz, Wz, ls, symmetric=True)
         ref = kernels.se_grad_contract(Z, Z, Kz, Wz, ls, symmetric=True)
         for a, b in zip(fast, ref):
             # x = z on the diagonal: |x|^2 - 2 x.z + |z|^2 cancels to rounding level
@@ -361,18 +362,17 @@ def test_minibatch_in_place_site_totals_equal_recomputation():
     rebuilt from the stored sites and directions."""
     X, y, var, noi, ls, Z = _problem(12, 20, 3, 3, 2)
     hyp = mce.Hyper(np.log(var), np.log(noi), np.log(ls), Z)
-    st = mce.EPState("ep", 20, 3, 3, mc.class_counts_factors(y, 3))
-    est = mce.MultiClassEPClassifier()
-    est._nik = (True, 1e-10)
+    st = mce.EPState("ep", 20, 3, 3, mcl.class_counts_factors(y, 3))
     rng = np.random.default_rng(0)
     for step in range(6):
         idx = np.sort(rng.choice(20, 7, replace=False))
-        prior = mce._Prior(hyp, True, 1e-10)
-        data = mce._data_terms(X[idx], hyp, prior)
-        _, grad, _ = est._minibatch_update(X[idx], y[idx], idx, hyp, st, prior, data, 20 / 7)
+        prior = mce.Prior(hyp, True, 1e-10)
+        data = mce.data_terms(X[idx], hyp, prior)
+        _, grad, _ = mce.minibatch_update(X[idx], y[idx], idx, hyp, st, prior, data, 20 / 7,
+                                          True, 1e-10)
         hyp = mce.Hyper.from_vector(hyp.pack() + 1e-3 * np.sign(grad), 3, 3, 2)
-    w_tau, w_eta = mce._site_totals(None, y, 3, *st.sites)
-    T, h = mce._u_space(st.Vo, w_tau, w_eta)
+    w_tau, w_eta = mce.site_totals(None, y, 3, *st.sites)
+    T, h = mce.u_space(st.Vo, w_tau, w_eta)
     assert np.allclose(st.T, T, atol=1e-12)
     assert np.allclose(st.h, h, atol=1e-12)
     assert np.any(st.sites[0] > 0)
@@ -385,15 +385,15 @@ def test_minibatch_in_place_site_totals_equal_recomputation():
 def test_row_parts_summed_over_chunks_give_the_evidence_and_gradient(method):
     X, y, var, noi, ls, Z = _problem(7, 30, 3, 4, 2)
     hyp, st = _converged(X, y, var, noi, ls, Z, method=method)
-    prior = mce._Prior(hyp, True, 1e-10)
+    prior = mce.Prior(hyp, True, 1e-10)
     whole_lz, whole_grad, q = mce.batch_evidence(X, y, hyp, st, True, 1e-10, prior=prior)
-    cav = None if method == "ep" else mce._sep_cavity(prior, st)
+    cav = None if method == "ep" else mce.sep_cavity(prior, st)
     sums = [0.0, 0.0, 0.0]
     for rows in np.array_split(np.arange(30), 3):
         part = copy.copy(st)
         if method == "ep":
             part.sites = tuple(s[rows] for s in st.sites)
-        data = mce._data_terms(X[rows], hyp, prior)
+        data = mce.data_terms(X[rows], hyp, prior)
         got = mce.row_evidence(X[rows], y[rows], hyp, prior, data, part, q, cav, True, 1.0,
                                True)
         sums = [a + b for a, b in zip(sums, got)]
@@ -402,9 +402,9 @@ def test_row_parts_summed_over_chunks_give_the_evidence_and_gradient(method):
     np.testing.assert_allclose(grad, whole_grad, rtol=1e-10, atol=1e-12)
     # and the fresh SEP site totals of a refinement are sums over rows too
     if method == "sep":
-        cav = mce._sep_cavity(prior, st)
-        T, h = mce.sep_row_totals(y, mce._data_terms(X, hyp, prior), cav, 3)
-        parts = [mce.sep_row_totals(y[r], mce._data_terms(X[r], hyp, prior), cav, 3)
+        cav = mce.sep_cavity(prior, st)
+        T, h = mce.sep_row_totals(y, mce.data_terms(X, hyp, prior), cav, 3)
+        parts = [mce.sep_row_totals(y[r], mce.data_terms(X[r], hyp, prior), cav, 3)
                  for r in np.array_split(np.arange(30), 3)]
         np.testing.assert_allclose(sum(p[0] for p in parts), T, rtol=1e-12, atol=1e-13)
         np.testing.assert_allclose(sum(p[1] for p in parts), h, rtol=1e-12, atol=1e-13)

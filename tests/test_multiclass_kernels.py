@@ -7,8 +7,9 @@ from reference.dense_multiclass import dense_ep
 from sparsegp import MultiClassEPClassifier
 from sparsegp import kernels as K
 from sparsegp._numba import covfuncs as cf
-from sparsegp.classification import _multiclass as mce
-from sparsegp.classification import _multiclass_common as mc
+from sparsegp.classification.multiclass import engine as mce
+from sparsegp.classification.multiclass import kernel as mck
+from sparsegp.classification.multiclass import likelihood as mcl
 
 FAMILIES = [cf.SE, cf.MATERN12, cf.MATERN32, cf.MATERN52]
 
@@ -45,7 +46,7 @@ def _problem(seed, N, C, M, D):
 def _converged(X, y, var, noi, ls, Z, family, method="ep", tol=1e-13):
     C, M, D = Z.shape
     hyp = mce.Hyper(np.log(var), np.log(noi), np.log(ls), Z, family)
-    st = mce.EPState(method, X.shape[0], C, M, mc.class_counts_factors(y, C))
+    st = mce.EPState(method, X.shape[0], C, M, mcl.class_counts_factors(y, C))
     mce.converge_ep(X, y, hyp, st, True, 1e-10, tol=tol)
     return hyp, st
 
@@ -97,14 +98,14 @@ def test_kernel_part_of_the_gradient_matches_finite_differences(monkeypatch, fam
     with the weights held, K from the reference formulas (SEP's gradient is not that of its
     evidence, so a whole-evidence difference would not test it)."""
     calls = []
-    original = mc.kernel_grads
+    original = mck.kernel_grads
 
     def recording(*args, **kwargs):
         out = original(*args, **kwargs)
         calls.append((args, kwargs, out))
         return out
 
-    monkeypatch.setattr(mc, "kernel_grads", recording)
+    monkeypatch.setattr(mck, "kernel_grads", recording)
     X, y, var, noi, ls, Z = _problem(8, 9, 3, 3, 2)
     hyp, st = _converged(X, y, var, noi, ls, Z, family, method=method, tol=1e-10)
     calls.clear()
@@ -176,7 +177,7 @@ def test_sklearn_matern_kernel_fits_and_exposes_kernel_(method):
     assert P.shape == (20, 3) and np.allclose(P.sum(axis=1), 1.0, atol=1e-4)
     assert est.score(X, y) > 0.8
     # the estimator's predictions use the Matérn family
-    Ks = mc.kernel_kfu(X[:5], est.inducing_points_[0], est.variance_[0], est.lengthscale_[0],
+    Ks = mck.kernel_kfu(X[:5], est.inducing_points_[0], est.variance_[0], est.lengthscale_[0],
                        cf.MATERN32)
     ref = reference_kernel(cf.MATERN32)(X[:5], est.inducing_points_[0], est.variance_[0],
                                         est.lengthscale_[0])
@@ -259,22 +260,22 @@ def test_unsupported_kernels_are_value_errors():
 
 
 # ------------------------------------------------------------------------------------------
-# the baselines: VI (SVGP) and GFITC share _Hyper and _ClassKernel
+# the baselines: VI (SVGP) and GFITC share BoxHyper and ClassKernel
 # ------------------------------------------------------------------------------------------
 def _baseline_problem(seed, family, N=8, D=2, C=3, M=2):
-    from sparsegp.classification._multiclass_gfitc import _Hyper
+    from sparsegp.classification.multiclass.kernel import BoxHyper
     rng = np.random.default_rng(seed)
     X = rng.normal(size=(N, D))
     y = rng.permutation(np.arange(N) % C).astype(np.int64)
-    hyp = _Hyper(np.log(rng.uniform(0.6, 1.6, C)), np.log(rng.uniform(0.1, 0.6, C)),
+    hyp = BoxHyper(np.log(rng.uniform(0.6, 1.6, C)), np.log(rng.uniform(0.1, 0.6, C)),
                  np.log(rng.uniform(0.6, 2.0, (C, D))), rng.normal(size=(C, M, D)), family)
     return X, y, hyp
 
 
 @pytest.mark.parametrize("family", FAMILIES)
 def test_svgp_elbo_gradient_matches_finite_differences_for_every_family(family):
-    from sparsegp.classification._multiclass_gfitc import _Hyper
-    from sparsegp.classification._multiclass_svgp import _Variational, gauss_hermite, svgp_elbo
+    from sparsegp.classification.multiclass.kernel import BoxHyper
+    from sparsegp.classification.multiclass._svgp import _Variational, gauss_hermite, svgp_elbo
     X, y, hyp = _baseline_problem(1, family, N=9, M=3)
     C, M, D = hyp.Z.shape
     rng = np.random.default_rng(2)
@@ -293,7 +294,7 @@ def test_svgp_elbo_gradient_matches_finite_differences_for_every_family(family):
         for sgn in (1.0, -1.0):
             v = vec.copy()
             v[j] += sgn * h
-            vals.append(svgp_elbo(X, y, _Hyper.unpack(v[:nh], C, M, D, family),
+            vals.append(svgp_elbo(X, y, BoxHyper.unpack(v[:nh], C, M, D, family),
                                   _Variational.unpack(v[nh:], C, M), 1e-3, 1e-10, True, x, w,
                                   with_grad=False)[0])
         fd[j] = (vals[0] - vals[1]) / (2 * h)
@@ -303,8 +304,9 @@ def test_svgp_elbo_gradient_matches_finite_differences_for_every_family(family):
 
 @pytest.mark.parametrize("family", FAMILIES)
 def test_gfitc_evidence_gradient_matches_finite_differences_for_every_family(family):
-    from sparsegp.classification._multiclass_gfitc import (
-        _GFITCState, _Hyper, _Sites, gfitc_gradient, gfitc_log_evidence, gfitc_run_ep,
+    from sparsegp.classification.multiclass.kernel import BoxHyper
+    from sparsegp.classification.multiclass._gfitc import (
+        _GFITCState, _Sites, gfitc_gradient, gfitc_log_evidence, gfitc_run_ep,
     )
 
     def converged(hyp, sites):
@@ -325,7 +327,7 @@ def test_gfitc_evidence_gradient_matches_finite_differences_for_every_family(fam
         for sgn in (1.0, -1.0):
             t2 = theta.copy()
             t2[j] += sgn * h
-            st2, s2 = converged(_Hyper.unpack(t2, C, M, D, family), sites.copy())
+            st2, s2 = converged(BoxHyper.unpack(t2, C, M, D, family), sites.copy())
             vals.append(gfitc_log_evidence(y, st2, s2))
         fd[j] = (vals[0] - vals[1]) / (2 * h)
     err = np.abs(g - fd) / np.maximum(np.abs(fd), 1e-2)

@@ -15,14 +15,49 @@ from sparsegp._base import SparseGPEstimator
 from sparsegp import _validation as v
 
 
-def test_import_does_not_load_plotting_or_estimators():
-    code = ("import sys, sparsegp; "
-            "bad = [m for m in ('matplotlib', 'matplotlib.pyplot', 'sparsegp.plotting', "
-            "'sparsegp.classification._gfitc') if m in sys.modules]; "
-            "print(','.join(bad))")
+def _loaded_by(statement, modules):
+    """Which of ``modules`` a fresh interpreter has loaded after running ``statement``."""
+    code = (f"import sys; {statement}; "
+            f"print(','.join(m for m in {tuple(modules)!r} if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True, env={**os.environ, "PYTHONWARNINGS": ""})
-    assert out.stdout.strip() == ""
+    return out.stdout.strip()
+
+
+def test_import_does_not_load_plotting_or_estimators():
+    assert _loaded_by("import sparsegp", ("matplotlib", "matplotlib.pyplot", "sparsegp.plotting",
+                                          "sparsegp.classification._gfitc")) == ""
+
+
+def test_multiclass_engine_sits_below_the_estimators_and_dask():
+    # the engine loads no estimator and no Dask code: with the estimator importing
+    # sparsegp.distributed only when given a Dask array, there is no import circle
+    assert _loaded_by("import sparsegp.classification.multiclass.engine",
+                      ("sparsegp.classification.multiclass._ep",
+                       "sparsegp.classification.multiclass._base", "sparsegp.distributed",
+                       "dask")) == ""
+
+
+def test_distributed_uses_only_public_names_of_the_multiclass_package():
+    import ast
+    import pathlib
+
+    source = pathlib.Path(sparsegp.__file__).parent / "distributed" / "_multiclass.py"
+    tree = ast.parse(source.read_text())
+    modules, private = set(), []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and "classification" in (node.module or ""):
+            private += [node.module] if any(p.startswith("_") for p in
+                                            node.module.split(".")) else []
+            for alias in node.names:
+                modules.add(alias.asname or alias.name)
+                private += [alias.name] if alias.name.startswith("_") else []
+    assert modules, "the Dask driver no longer imports the multi-class engine?"
+    for node in ast.walk(tree):
+        if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
+                and node.value.id in modules and node.attr.startswith("_")):
+            private.append(f"{node.value.id}.{node.attr}")
+    assert not private, f"sparsegp.distributed uses private names: {private}"
 
 
 def test_public_names_resolve_lazily():

@@ -6,9 +6,9 @@ _LAZY = {
     "EPClassifier": "._ep",
     "IVMClassifier": "._ivm",
     "StagewiseGPClassifier": "._stagewise",
-    "MultiClassEPClassifier": "._multiclass",
-    "MultiClassGFITCClassifier": "._multiclass_gfitc",
-    "MultiClassSVGPClassifier": "._multiclass_svgp",
+    "MultiClassEPClassifier": ".multiclass._ep",
+    "MultiClassGFITCClassifier": ".multiclass._gfitc",
+    "MultiClassSVGPClassifier": ".multiclass._svgp",
 }
 __all__ = sorted(_LAZY)
 

@@ -13,13 +13,12 @@ import time
 
 import numpy as np
 
-from ..classification import _multiclass as _mce
-from ..classification import _multiclass_common as _mc
-from .._optimize import Adam, ascend
-from .._scaling import InputScaling
+from ..classification.multiclass import engine as _mce
+from ..classification.multiclass.rows import check_multiclass_labels
+from ..classification.multiclass.likelihood import class_counts_factors
 from ._cluster import local_cluster
 
-__all__ = ["DaskRows", "fit_on_dask"]
+__all__ = ["ClientInForce", "DaskRows", "check_dask_input", "column_moments", "fit_on_dask"]
 
 # tries at sending a step's shared objects while a lost worker is being dropped
 BROADCAST_ATTEMPTS = 5
@@ -50,7 +49,7 @@ def _numerically_guarded(fn):
     def task(*args):
         try:
             return fn(*args)
-        except (_mce._EPFailure, np.linalg.LinAlgError) as exc:
+        except (_mce.EPFailure, np.linalg.LinAlgError) as exc:
             return _NumericalFailure(f"{type(exc).__name__}: {exc}")
     task.__name__ = task.__qualname__ = fn.__name__
     task.__doc__ = fn.__doc__
@@ -62,15 +61,15 @@ def _chunk_sep_totals(X, y, pick, hyp, prior, cav):
     """(T, h, factor counts) of fresh SEP sites of one chunk's rows."""
     X, y = _pick(X, y, pick)
     C = hyp.shape[0]
-    T, h = _mce.sep_row_totals(y, _mce._data_terms(X, hyp, prior), cav, C)
-    return T, h, _mc.class_counts_factors(y, C)
+    T, h = _mce.sep_row_totals(y, _mce.data_terms(X, hyp, prior), cav, C)
+    return T, h, class_counts_factors(y, C)
 
 
 @_numerically_guarded
 def _chunk_evidence(X, y, pick, hyp, prior, state, q, cav, noise_in_kuu, scale):
     """One chunk's (log Z rows, gradient rows, GV^T V)."""
     X, y = _pick(X, y, pick)
-    data = _mce._data_terms(X, hyp, prior)
+    data = _mce.data_terms(X, hyp, prior)
     return _mce.row_evidence(X, y, hyp, prior, data, state, q, cav, True, scale, noise_in_kuu)
 
 
@@ -79,7 +78,7 @@ def _chunk_ep_refine(X, y, sites, hyp, prior, q, damping):
     """EP: ``((T, h, change), (new sites, V))`` of one chunk; the second part stays there."""
     X = np.ascontiguousarray(X, dtype=np.float64)
     old, Vo = sites
-    data = _mce._data_terms(X, hyp, prior)
+    data = _mce.data_terms(X, hyp, prior)
     T, h, change, new = _mce.ep_row_refine(y, data, q, old, Vo, damping)
     return (T, h, change), (new, data[1].copy())
 
@@ -88,7 +87,7 @@ def _chunk_ep_refine(X, y, sites, hyp, prior, q, damping):
 def _chunk_ep_evidence(X, y, sites, hyp, prior, q, noise_in_kuu):
     """EP: one chunk's (log Z rows, gradient rows, GV^T V) at its own sites."""
     X = np.ascontiguousarray(X, dtype=np.float64)
-    data = _mce._data_terms(X, hyp, prior)
+    data = _mce.data_terms(X, hyp, prior)
     return _mce.row_evidence(X, y, hyp, prior, data, _ChunkState(sites[0]), q, None, True,
                              1.0, noise_in_kuu)
 
@@ -125,9 +124,11 @@ def _chunk_bad_rows(X):
 class DaskRows:
     """Training rows held on Dask workers, one task per chunk and step.
 
-    Answers the questions a batch step asks (:meth:`refine`, :meth:`evidence`, as
-    :class:`sparsegp.classification._multiclass.InMemoryRows` does) and those of a minibatch
-    step (:meth:`minibatch_totals`, :meth:`minibatch_evidence`).
+    Answers the questions a training step asks of its rows, as
+    :class:`sparsegp.classification.multiclass.engine.LocalRows` does for rows in this
+    process: :meth:`refine` and :meth:`evidence` (batch steps), :meth:`minibatches`,
+    :meth:`minibatch_step` and :meth:`fitted_evidence` (minibatch SEP). Made by
+    :meth:`from_array`.
 
     Parameters
     ----------
@@ -140,12 +141,47 @@ class DaskRows:
         ``(noise_in_kuu, jitter)``.
     """
 
+    #: Said after the training's name in its messages
+    where = " on Dask"
+
     def __init__(self, client, X_blocks, y_blocks, sizes, nik):
         self.client = client
         self.X_blocks, self.y_blocks = X_blocks, y_blocks
         self.sizes = np.asarray(sizes, dtype=np.int64)
         self.n_rows = int(self.sizes.sum())
         self.noise_in_kuu, self.jitter = nik
+        #: the persisted Dask array (set by :meth:`from_array`)
+        self.X = None
+        self._width = None
+
+    @classmethod
+    def from_array(cls, client, X, y_index, nik):
+        """Persist X's row chunks on the workers of ``client``, with the matching labels.
+
+        Parameters
+        ----------
+        client : distributed.Client
+        X : dask.array.Array of shape (N, D)
+            Model-unit rows, one chunk along the columns.
+        y_index : ndarray of shape (N,), int
+            Class indices.
+        nik : tuple
+            ``(noise_in_kuu, jitter)``.
+
+        Returns
+        -------
+        DaskRows
+            With ``X`` the persisted array, for the start to draw rows from.
+
+        Raises
+        ------
+        ValueError
+            When a chunk holds NaN or infinite values (naming the chunk and the rows).
+        """
+        Xp, blocks, y_blocks, sizes = _row_chunks(client, X, y_index)
+        rows = cls(client, blocks, y_blocks, sizes, nik)
+        rows.X = Xp
+        return rows
 
     def _submit(self, fn, shared, chunks=None, picks=None):
         """One task of ``fn`` per chunk (or per chunk of ``chunks``, with its ``picks``)."""
@@ -187,7 +223,7 @@ class DaskRows:
         for part in parts:
             if isinstance(part, _NumericalFailure):
                 # the batch loop undoes the step and retries with more damping, as in memory
-                raise _mce._EPFailure(part.message)
+                raise _mce.EPFailure(part.message)
         return parts
 
     def _sum(self, fn, shared, chunks=None, picks=None):
@@ -206,7 +242,7 @@ class DaskRows:
     def refine(self, hyp, prior, state, damping):
         """One damped batch refinement of every chunk's factors."""
         if state.method == "ep":
-            q = _mce._Gauss(prior.L, state.T, state.h)
+            q = _mce.Gaussian(prior.L, state.T, state.h)
             full = self._submit(_chunk_ep_refine, (hyp, prior, q, damping), picks=state.sites)
             sums = self._gathered(self.client, [self.client.submit(_sums_part, f, pure=False)
                                                 for f in full])
@@ -215,7 +251,7 @@ class DaskRows:
             _mce.ep_update(prior, state, T, h)  # raises, leaving the old sites, if not PD
             state.sites = [self.client.submit(_kept_part, f, pure=False) for f in full]
             return max(p[2] for p in sums)
-        T, h, _ = self._sum(_chunk_sep_totals, (hyp, prior, _mce._sep_cavity(prior, state)))
+        T, h, _ = self._sum(_chunk_sep_totals, (hyp, prior, _mce.sep_cavity(prior, state)))
         # all rows took part: their factor counts are the state's
         return _mce.sep_update(prior, state, T, h, state.n_factors, damping)
 
@@ -226,14 +262,14 @@ class DaskRows:
         """
         if exact:
             raise ValueError("the exact gradient is not computed on a Dask array")
-        q = _mce._posterior(prior, state)
+        q = _mce.posterior(prior, state)
         if state.method == "ep":
             cav = None
             log_z, grad, GVtV = self._sum(_chunk_ep_evidence, (hyp, prior, q,
                                                                self.noise_in_kuu),
                                           picks=state.sites)
         else:
-            cav = _mce._sep_cavity(prior, state)
+            cav = _mce.sep_cavity(prior, state)
             light = state.copy()  # without the cached posterior: the workers get q itself
             log_z, grad, GVtV = self._sum(
                 _chunk_evidence, (hyp, prior, light, q, cav, self.noise_in_kuu, scale),
@@ -242,17 +278,56 @@ class DaskRows:
                                               self.noise_in_kuu)
         return log_z, grad, q
 
-    def minibatch_step(self, hyp, prior, state, chunks, picks):
-        """Refine the tied sites from one minibatch per chosen chunk, then their evidence."""
-        cav = _mce._sep_cavity(prior, state)
+    def minibatches(self, batch_size, rng):
+        """One epoch of synchronous data-parallel minibatches: ``(chunks, picks)`` per step.
+
+        Each step draws ``batch_size`` rows from each of W chunks (W = the number of workers,
+        at most the number of chunks), so an epoch is ceil(N / (W ``batch_size``)) steps;
+        the draws are made one step at a time, between the steps' evaluations.
+        """
+        if self._width is None:
+            n_workers = max(1, len(self.client.scheduler_info().get("workers", {})))
+            self._width = min(n_workers, len(self.X_blocks))
+        width = self._width
+        for _ in range(max(1, math.ceil(self.n_rows / (width * batch_size)))):
+            chunks = np.sort(rng.choice(len(self.X_blocks), size=width, replace=False))
+            picks = [(int(s), batch_size) for s in rng.integers(0, 2 ** 63 - 1, size=width)]
+            yield chunks, picks
+
+    def minibatch_step(self, hyp, prior, state, batch):
+        """Refine the tied sites from one minibatch ``(chunks, picks)`` of
+        :meth:`minibatches`, then their evidence: ``(log_z, grad, q)``."""
+        chunks, picks = batch
+        cav = _mce.sep_cavity(prior, state)
         T, h, counts = self._sum(_chunk_sep_totals, (hyp, prior, cav), chunks, picks)
         _mce.sep_update(prior, state, T, h, counts, 1.0)
         used = sum(min(size, int(self.sizes[j])) for j, (_, size) in zip(chunks, picks))
         return self.evidence(hyp, prior, state, chunks, picks, scale=self.n_rows / used)
 
+    def fitted_evidence(self, hyp, prior, state, block=None):
+        """log Z_EP over all chunks at the fitted sites (``block`` is the chunking's)."""
+        return self.evidence(hyp, prior, state)[0]
 
-def _check_dask_input(X, y, estimator):
-    """Validate shapes, labels and chunking before any work; returns (X, y_index, classes)."""
+
+def check_dask_input(X, y, owner):
+    """Validate shapes, labels and chunking before any work.
+
+    Parameters
+    ----------
+    X : dask.array.Array of shape (N, D)
+    y : array-like or dask.array.Array of shape (N,)
+        Class labels (brought to this process: N small integers).
+    owner : str
+        The estimator's name, for the messages.
+
+    Returns
+    -------
+    X : dask.array.Array of shape (N, D)
+        Rechunked to one chunk along the columns.
+    y_index : ndarray of shape (N,), int
+        Class indices.
+    classes : ndarray of shape (C,)
+    """
     import dask.array as da
 
     if not isinstance(X, da.Array):
@@ -263,21 +338,40 @@ def _check_dask_input(X, y, estimator):
         raise ValueError(f"X must hold real numbers; got dtype {X.dtype}")
     N, D = X.shape
     if y is None:
-        raise ValueError(f"{type(estimator).__name__} requires y to be passed, but the target "
+        raise ValueError(f"{owner} requires y to be passed, but the target "
                          "y is None")
     # the labels (N small integers) come to this process; the rows of X never do
     y = np.asarray(y.compute() if isinstance(y, da.Array) else y).ravel()
     if y.shape[0] != N:
         raise ValueError(f"X and y have different lengths: X has {N} rows, y has {y.shape[0]}")
-    classes, y_index = _mc.check_multiclass_labels(y)
+    classes, y_index = check_multiclass_labels(y)
     if X.chunks[1] != (D,):
         X = X.rechunk({1: D})
-    estimator.n_features_in_ = D
     return X, y_index, classes
 
 
-class _ClientInForce:
-    """The client to use: given, the one in force, or an embedded LocalCluster (closed after)."""
+def column_moments(X):
+    """Per-column mean and standard deviation of a Dask array, computed by Dask.
+
+    NaN and inf are left out of the moments, so that they stay in their rows for the chunk
+    check of :meth:`DaskRows.from_array` to name.
+
+    Returns
+    -------
+    centre, sd : ndarray of shape (D,)
+    """
+    import dask.array as da
+
+    finite = da.where(da.isfinite(X), X, np.nan)
+    centre = da.nanmean(finite, axis=0)
+    sd = da.sqrt(da.nanmean((finite - centre) ** 2, axis=0))
+    return da.compute(centre, sd)
+
+
+class ClientInForce:
+    """Context manager for the client to use: ``client`` itself, a new client of a scheduler
+    address (closed after), the client in force (``None``), or else an embedded LocalCluster
+    of single-threaded workers (closed after)."""
 
     def __init__(self, client):
         self.client, self._own = client, []
@@ -365,82 +459,12 @@ def fit_on_dask(estimator, X, y, client=None):
     of chunks), so the effective minibatch is W x ``batch_size`` rows and an epoch is
     ceil(N / (W ``batch_size``)) steps.
     """
-    max_iter, batch_size, damping, lr, jitter = estimator._validate_options()
-    if estimator.method == "ep" and batch_size is not None:
-        raise ValueError("minibatch EP on a Dask array is not implemented (batch EP and "
-                         "minibatch SEP are); use method='sep' or batch_size=None")
-    if estimator.training == "inner_exact":
-        raise ValueError("training='inner_exact' is not available for a Dask array; use "
-                         "training='inner' or 'outer', or numpy data")
-    X, y_index, classes = _check_dask_input(X, y, estimator)
     import dask.array as da
 
-    # model units as in memory: the moments by Dask, the chunks transformed lazily. NaN/inf
-    # are left out of the moments, so that they stay in their rows for the chunk check to
-    # name
-    finite = da.where(da.isfinite(X), X, np.nan)
-    centre = da.nanmean(finite, axis=0)
-    sd = da.sqrt(da.nanmean((finite - centre) ** 2, axis=0))
-    centre, sd = da.compute(centre, sd)
-    estimator._scaling = InputScaling.from_moments(
-        centre, sd, estimator._per_feature_scaling(X.shape[1]))
-    X = (X - estimator._scaling.centre) / estimator._scaling.scale
-    with _ClientInForce(client) as cl:
-        Xp, blocks, y_blocks, sizes = _row_chunks(cl, X, y_index)
-        hyp, n_factors, mask, rng = estimator._start(Xp, y_index, classes, jitter)
-        rows = DaskRows(cl, blocks, y_blocks, sizes, estimator._nik)
-        verbose = estimator._print_every()
-        if batch_size is None:
-            estimator._fit_batch(rows, hyp, n_factors, max_iter, damping,
-                                 0.01 if lr is None else lr, mask, verbose)
-        else:
-            n_workers = max(1, len(cl.scheduler_info().get("workers", {})))
-            _fit_minibatch(estimator, rows, hyp, n_factors, max_iter, batch_size,
-                           1e-3 if lr is None else lr, mask, rng, min(n_workers, len(blocks)))
-    return estimator
-
-
-def _fit_minibatch(estimator, rows, hyp, n_factors, max_iter, batch_size, lr, mask, rng,
-                   width):
-    """ADAM on minibatch estimates, ``width`` chunks (one per worker) per step, through the
-    training driver's stepping loop."""
-    C, M, D = hyp.shape
-    nik, jitter = estimator._nik
-    state = _mce.EPState("sep", rows.n_rows, C, M, n_factors)
-    adam = Adam(hyp.pack().size, lr)
-    steps = max(1, math.ceil(rows.n_rows / (width * batch_size)))
-    epochs = [0]
-
-    def batches():
-        # drawn one step at a time, between the steps' evaluations
-        for _ in range(steps):
-            chunks = np.sort(rng.choice(len(rows.X_blocks), size=width, replace=False))
-            picks = [(int(s), batch_size) for s in rng.integers(0, 2 ** 63 - 1, size=width)]
-            yield chunks, picks
-
-    def evaluate(hyp, batch):
-        prior = _mce._Prior(hyp, nik, jitter)
-        log_z, grad, _ = rows.minibatch_step(hyp, prior, state, *batch)
-        return log_z, grad, None
-
-    def on_step(step, hyp, log_z, _info, history):
-        if estimator.callback is not None:
-            prior_new = _mce._Prior(hyp, nik, jitter)
-            estimator._store(hyp, prior_new, _mce._Gauss(prior_new.L, state.T, state.h),
-                             log_z, history, epochs[0] + 1)
-            estimator.callback(estimator, step)
-
-    def on_epoch(n_epochs, _history):
-        epochs[0] = n_epochs
-
-    # Hyper.advance keeps the kernel family and its bounds
-    res = ascend(evaluate, hyp, adam, max_iter,
-                 advance=lambda hyp, grad: hyp.advance(adam, grad, mask), batches=batches,
-                 on_success=on_step, on_epoch=on_epoch,
-                 label="MultiClassEPClassifier (sep, minibatch on Dask)")
-    prior = _mce._Prior(res.theta, nik, jitter)
-    estimator._store(res.theta, prior, _mce._Gauss(prior.L, state.T, state.h),
-                     res.history[-1], res.history, max_iter)
-    estimator._ep_state = state
-    # the objective of the fit over all rows (the history holds minibatch estimates)
-    estimator.log_marginal_likelihood_value_ = float(rows.evidence(res.theta, prior, state)[0])
+    if not isinstance(X, da.Array):
+        raise ValueError(f"X must be a dask.array.Array; got {type(X).__name__}")
+    if client is None:
+        return estimator.fit(X, y)
+    # the estimator trains on the client in force: make this one so for the fit
+    with ClientInForce(client) as cl, cl.as_current():
+        return estimator.fit(X, y)

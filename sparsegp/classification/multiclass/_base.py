@@ -1,100 +1,21 @@
-"""Pieces shared by the multi-class GP classifiers of seed 002 (EP/SEP, GFITC, VI baselines).
-
-Everything here is a plain function or a tiny stateful optimiser; the API is kept stable for
-the three estimators (``_multiclass.py``, ``_multiclass_gfitc.py``, ``_multiclass_svgp.py``).
-
-Kernel (notes multiclass_ep.md §1.1)
-------------------------------------
-Each class c has its own stationary ARD kernel (squared exponential by default; any family
-code of :mod:`sparsegp._numba.covfuncs` through ``family``) with amplitude ``variance``
-(sigma_c, a variance), per-dimension ``lengthscale`` l_{c,d} (a *length*, not its square: the
-R code's squared length-scale is l^2) and additive Gaussian noise ``noise_variance`` (sigma0_c):
-
-    k_c(x, x') = sigma_c g(sum_d (x_d - x'_d)^2 / l_{c,d}^2)                (signal, K_fu)
-    kappa_c    = sigma_c + sigma0_c                                         (prior var of f_ic)
-    K_c        = k_c(Z_c, Z_c) + sigma0_c I [if noise_in_kuu] + jitter I    (inducing prior)
-
-with g(q) = exp(-q/2) for SE and the Matérn forms of :mod:`sparsegp._numba.covfuncs` otherwise.
-``noise_in_kuu=True`` is the R nugget convention used by the paper; ``False`` gives noise-free
-inducing values, under which Z_c = X removes the FITC error (notes §1.1, §8 item 7).
-
-Parameters are handled in log space for sigma, sigma0 and l; Z is unconstrained. The packed
-vector used by the optimisers is ``pack_params`` / ``unpack_params``.
-
-Other pieces: label handling, 1-D quadrature for class probabilities (notes §6), median
-length-scale heuristic (notes §5.3), ADAM and the sign-based adaptive step (notes §5.1),
-minibatch iteration over any row-sliceable array-like (numpy memmap, h5py/zarr datasets).
+"""The base of the three multi-class GP classifiers: parameters, validation, start, ``theta_``,
+predictions; and the parameter and attribute descriptions the three docstrings share
+(:data:`SHARED_DOCS`, :func:`fill_shared_docs`).
 """
-import math
 import warnings
 
 import numpy as np
 from sklearn.utils.multiclass import check_classification_targets
-from scipy import linalg as sla
-from scipy.linalg import blas as _blas
 from sklearn.base import ClassifierMixin
 
-from .. import kernels as _kernels
-from .._numba import covfuncs as _cf
-from .._numba import multiclass as _nbmc
-from .._inducing_base import InducingPointEstimator, median_lengthscale, take_rows  # noqa: F401
-from .._scaling import InputScaling
-from .._validation import check_classes, check_int, check_option
-from ..exceptions import ConvergenceWarning
-from .._config import MC_GEMM_MIN_D as GEMM_MIN_D, MC_SMALL_KERNEL as _SMALL_KERNEL
-
-#: Default absolute jitter on K_c's diagonal (the R code's 1e-10 nugget).
-DEFAULT_JITTER = 1e-10
-
-
-# --------------------------------------------------------------------------------------------
-# kernel
-# --------------------------------------------------------------------------------------------
-def kernel_kfu(X, Z, variance, lengthscale, family=_cf.SE):
-    """Signal cross-covariance k_c(X, Z) of one class, without noise.
-
-    Parameters
-    ----------
-    X : ndarray of shape (N, D)
-    Z : ndarray of shape (M, D)
-    variance : float
-    lengthscale : ndarray of shape (D,)
-    family : int, default=SE
-        Stationary family code of :mod:`sparsegp._numba.covfuncs`.
-
-    Returns
-    -------
-    K : ndarray of shape (N, M)
-    """
-    return _stationary(X, Z, variance, lengthscale, family)
-
-
-def kernel_kuu(Z, variance, lengthscale, noise, noise_in_kuu=True, jitter=DEFAULT_JITTER,
-               family=_cf.SE):
-    """Inducing prior covariance K_c = k_c(Z, Z) [+ noise I] + jitter I, shape (M, M).
-
-    Parameters
-    ----------
-    Z : ndarray of shape (M, D)
-    variance, noise : float
-    lengthscale : ndarray of shape (D,)
-    noise_in_kuu : bool, default=True
-    jitter : float, default=1e-10
-    family : int, default=SE
-        Stationary family code of :mod:`sparsegp._numba.covfuncs`.
-
-    Returns
-    -------
-    K : ndarray of shape (M, M)
-    K_se : ndarray of shape (M, M)
-        The signal part k_c(Z, Z) alone (needed by :func:`kernel_grads`; the name predates
-        the other families).
-    """
-    K_se = _stationary(Z, Z, variance, lengthscale, family)
-    K = K_se.copy()
-    K[np.diag_indices_from(K)] += (noise if noise_in_kuu else 0.0) + jitter
-    return K, K_se
-
+from ... import kernels as _kernels
+from ..._numba import covfuncs as _cf
+from ..._inducing_base import InducingPointEstimator, median_lengthscale, take_rows  # noqa: F401
+from ..._scaling import InputScaling
+from ..._validation import check_int, check_option
+from ...exceptions import ConvergenceWarning
+from .kernel import pack_params
+from .rows import check_multiclass_labels, check_row_sliceable, is_lazy_store
 
 #: A start whose median 0.5 |x - z|^2 / l^2 exceeds this (k/s2 < 1e-9) has vanishing kernel
 #: values and gradients; see MultiClassGPClassifier._rescue_degenerate_lengthscale
@@ -105,207 +26,89 @@ _JUDGED_ROWS = 100
 _JUDGED_SAMPLE = 300
 
 
-def _stationary(X, Z, variance, lengthscale, family):
-    """k(X, Z) of one family: SE by the paths below, the others by the compiled loop.
-
-    The other families are never formed from GEMM distances: |a|^2 + |b|^2 - 2 a.b carries an
-    absolute rounding error ~1e-16 |a|^2 / l^2, which the square root in the Matérn forms turns
-    into ~1e-8 near coincident points (Z drawn from the training rows), where SE's exp(-q/2)
-    keeps it at 1e-16.
-    """
-    if family == _cf.SE:
-        return _se(X, Z, variance, lengthscale)
-    return _kernels.kernel_matrix(np.ascontiguousarray(X, dtype=np.float64),
-                                  np.ascontiguousarray(Z, dtype=np.float64), family,
-                                  variance, lengthscale)
-
-
-def _se(X, Z, variance, lengthscale):
-    X = np.asarray(X, dtype=np.float64)
-    work = X.shape[0] * Z.shape[0] * X.shape[1]
-    if work < _SMALL_KERNEL:
-        diff = (X[:, None, :] - Z[None, :, :]) / lengthscale
-        return variance * np.exp(-0.5 * np.einsum("nmd,nmd->nm", diff, diff))
-    if X.shape[1] >= GEMM_MIN_D:
-        # |a - b|^2 = |a|^2 + |b|^2 - 2 a.b: one GEMM; the rounding (~1e-16 |a|^2) is far
-        # below what matters in exp(-d2/2)
-        Xs, Zs = X / lengthscale, Z / lengthscale
-        d2 = (np.einsum("nd,nd->n", Xs, Xs)[:, None] + np.einsum("md,md->m", Zs, Zs)[None, :]
-              - 2.0 * (Xs @ Zs.T))
-        return variance * np.exp(-0.5 * np.maximum(d2, 0.0))
-    return _kernels.se_kernel(X, Z, variance, lengthscale)
-
-
-def _se_grad_contract(X, Z, K, W, lengthscale, symmetric=False):
-    """dL/dl (D,) and dL/dZ (M, D) of L = sum(W * K), K = k(X, Z) (see kernels.se_grad_contract).
-
-    For large problems with many features the sums are matrix products:
-    dL/dz_mj = [(G^T X)_mj - (1^T G)_m z_mj] / l_j^2 and
-    dL/dl_j = [sum_n (G 1)_n x_nj^2 - 2 sum_m (G^T X)_mj z_mj + sum_m (1^T G)_m z_mj^2] / l_j^3,
-    with G = W * K.
-    """
-    N, D = X.shape
-    if N * Z.shape[0] * D < _SMALL_KERNEL or D < GEMM_MIN_D:
-        return _kernels.se_grad_contract(X, Z, K, W, lengthscale, symmetric=symmetric)
-    G = W * K
-    GtX = G.T @ X
-    col = G.sum(axis=0)
-    row = G.sum(axis=1)
-    inv_l2 = 1.0 / (lengthscale * lengthscale)
-    g_Z = (GtX - col[:, None] * Z) * inv_l2
-    g_ls = ((row @ (X * X) - 2.0 * np.einsum("md,md->d", GtX, Z) + col @ (Z * Z))
-            * inv_l2 / lengthscale)
-    if symmetric:
-        g_Z *= 2.0
-    return g_ls, g_Z
-
-
-def _grad_contract(X, Z, K, W, lengthscale, family, variance, symmetric=False):
-    """dL/dl (D,) and dL/dZ (M, D) of L = sum(W * K), K = k(X, Z) of family ``family``.
-
-    SE keeps its own paths (:func:`_se_grad_contract`, K is its own derivative factor); the
-    other families compute their factor s2 G(q) and contract in the compiled loop (exact
-    differences, for the reason given in :func:`_stationary`).
-    """
-    if family == _cf.SE:
-        return _se_grad_contract(X, Z, K, W, lengthscale, symmetric=symmetric)
-    return _kernels.grad_contract(X, Z, K, W, family, variance, lengthscale,
-                                  symmetric=symmetric)
-
-
-def kernel_kappa(variance, noise):
-    """Prior variance kappa_c = sigma_c + sigma0_c of a noisy latent f_ic."""
-    return variance + noise
-
-
-def kernel_grads(X, Z, variance, lengthscale, noise, K_se, Kfu, W_uu, W_fu, w_kappa,
-                 noise_in_kuu=True, family=_cf.SE):
-    """Gradient of <W_uu, K_c> + <W_fu, K_fu> + sum(w_kappa) * kappa_c for one class.
-
-    Parameters
-    ----------
-    X : ndarray of shape (N, D)
-    Z : ndarray of shape (M, D)
-    variance, noise : float
-    lengthscale : ndarray of shape (D,)
-    K_se : ndarray of shape (M, M)
-        Signal part of K_c, from :func:`kernel_kuu`.
-    Kfu : ndarray of shape (N, M)
-    W_uu : ndarray of shape (M, M)
-        Symmetric weights of K_c.
-    W_fu : ndarray of shape (N, M)
-        Weights of K_fu (may be None: no K_fu term).
-    w_kappa : float or ndarray of shape (N,)
-        Weights of kappa (summed).
-    noise_in_kuu : bool
-    family : int, default=SE
-        Stationary family code of :mod:`sparsegp._numba.covfuncs`.
-
-    Returns
-    -------
-    g_log_variance : float
-    g_log_noise : float
-    g_log_lengthscale : ndarray of shape (D,)
-    g_Z : ndarray of shape (M, D)
-    """
-    W_uu = 0.5 * (W_uu + W_uu.T)
-    wk = float(np.sum(w_kappa))
-    g_var = float(np.sum(W_uu * K_se)) + wk * variance
-    g_noise = wk * noise
-    if noise_in_kuu:
-        g_noise += float(np.trace(W_uu)) * noise
-    # every family is s2 g(q): d/dlog s2 of sum(W K) is sum(W K) whatever g is
-    g_ls, g_Z = _grad_contract(Z, Z, K_se, W_uu, lengthscale, family, variance, symmetric=True)
-    if W_fu is not None:
-        g_var += float(np.sum(W_fu * Kfu))
-        gl2, gZ2 = _grad_contract(np.asarray(X, dtype=np.float64), Z, Kfu, W_fu, lengthscale,
-                                  family, variance)
-        g_ls = g_ls + gl2
-        g_Z = g_Z + gZ2
-    return g_var, g_noise, g_ls * lengthscale, g_Z
-
-
-def pack_params(log_variance, log_noise, log_lengthscale, Z):
-    """Concatenate (C,), (C,), (C, D), (C, M, D) arrays into one vector."""
-    return np.concatenate([np.ravel(log_variance), np.ravel(log_noise),
-                           np.ravel(log_lengthscale), np.ravel(Z)])
-
-
-def unpack_params(theta, C, M, D):
-    """Inverse of :func:`pack_params`: returns (log_variance, log_noise, log_lengthscale, Z)."""
-    theta = np.asarray(theta, dtype=np.float64)
-    i = 0
-    lv = theta[i:i + C].copy(); i += C
-    ln = theta[i:i + C].copy(); i += C
-    ll = theta[i:i + C * D].reshape(C, D).copy(); i += C * D
-    Z = theta[i:i + C * M * D].reshape(C, M, D).copy(); i += C * M * D
-    if i != theta.size:
-        raise ValueError(f"parameter vector has length {theta.size}; expected {i}")
-    return lv, ln, ll, Z
-
-
-def tie_lengthscales(grad, C, D):
-    """``grad`` projected onto equal length-scales within each class (a new array).
-
-    For an isotropic kernel each class's D log length-scales are one parameter stored D
-    times; each of their gradient entries becomes the mean of the D, so that every optimiser
-    moves them together, and the directional derivative along a step is the true one.
-    """
-    out = np.array(grad, dtype=np.float64)
-    block = out[2 * C:2 * C + C * D].reshape(C, D)
-    block[:] = block.mean(axis=1, keepdims=True)
-    return out
-
-
-def chol_jitter(A, jitter0=0.0, max_tries=8):
-    """Lower Cholesky factor of A, adding jitter * mean(diag A) (x10 per retry) on failure.
-
-    Returns ``(L, added)``; raises ``numpy.linalg.LinAlgError`` when every try fails.
-    """
-    scale = float(np.mean(np.diag(A)))
-    add = jitter0
-    for _ in range(max_tries):
-        try:
-            if add > 0:
-                B = A.copy()
-                B[np.diag_indices_from(B)] += add
-            else:
-                B = A
-            return sla.cholesky(B, lower=True, check_finite=False), add
-        except (np.linalg.LinAlgError, sla.LinAlgError):
-            add = max(add * 10.0, 1e-10 * scale)
-    raise np.linalg.LinAlgError("matrix is not positive definite even with added jitter")
-
-
-def tri_solve(L, B, trans=False):
-    """Solve L X = B (or L^T X = B when ``trans``) for lower-triangular L; B (M,) or (M, K).
-
-    Uses BLAS ``dtrsm`` directly: with the bundled multi-threaded OpenBLAS on a loaded machine,
-    ``scipy.linalg.solve_triangular`` (LAPACK ``dtrtrs``) was measured at 10-50 ms per call even
-    for 3 x 3 systems (any threaded BLAS call suffers there; ``OPENBLAS_NUM_THREADS=1`` cures it).
-    """
-    B = np.asarray(B, dtype=np.float64)
-    vec = B.ndim == 1
-    out = _blas.dtrsm(1.0, L, B.reshape(-1, 1) if vec else B, lower=1, trans_a=int(trans))
-    return out.ravel() if vec else out
-
-
 # --------------------------------------------------------------------------------------------
-# labels
+# shared docstring text
 # --------------------------------------------------------------------------------------------
-def check_multiclass_labels(y):
-    """Return ``(classes, y_index)`` for training labels, requiring at least two classes.
+#: numpydoc text the three estimators' docstrings share: :func:`fill_shared_docs` puts each
+#: entry where a docstring has a line ``%(name)s``, indented as that line. "kernel_box" is
+#: the kernel's start and the noise in the baselines, which search inside a box.
+SHARED_DOCS = {
+    "inducing": """\
+n_inducing : int or "auto", default="auto"
+    Inducing points per class, M: ``"auto"`` is 20, or the number of training points when
+    that is smaller (ignored when ``inducing_points`` is given).
+inducing_points : ndarray of shape (M, D) or (C, M, D), optional
+    Initial inducing inputs (shared by every class when 2-D).
+init : {"random", "kmeans", "subset"}, default="random"
+    Initial Z_c: M random training rows drawn independently per class (the paper), k-means
+    centres started from them, or M random rows of class c (requires M <= every class size).""",
+    "kernel": """\
+kernel : Kernel or list of Kernel, optional
+    The signal covariance of every class: a :mod:`sparsegp.kernels` stationary kernel
+    (``SquaredExponential``, ``Matern`` with nu = 1/2, 3/2, 5/2), optionally times a
+    constant, or the same built from scikit-learn's ``ConstantKernel``, ``RBF`` and
+    ``Matern``. It gives the family and every class's starting variance and length-scales
+    (each class then learns its own); an isotropic length-scale stays isotropic per class,
+    an array one per feature is ARD. A list of C such kernels (``classes_`` order, one
+    family, all isotropic or all ARD; ``kernel_`` is one) starts each class from its own.""",
+    "kernel_box": """\
+    Its log bounds (within the box [-10, 10]) bound the search, "fixed" holds a parameter.
+    None: the SE-ARD kernel, every class starting at variance 1 and the length-scale
+    sqrt(median pairwise distance) (notes §5.3). The noise is ``noise_variance``, apart from
+    the kernel.
+noise_variance : float or ndarray of shape (C,), default=1.0
+    Initial additive noise variance sigma0_c.
+noise_variance_bounds : None, "fixed" or pair of floats, default=None
+    Bounds of the noise variance's search (natural values, within the box [-10, 10] of
+    its log), "fixed" to hold it, None for the box alone.""",
+    "nugget": """\
+noise_in_kuu : bool, default=True
+    Put sigma0_c on the diagonal of K_c (the R code's nugget convention, notes §1.1).
+jitter : float, default=1e-10
+    Absolute jitter on K_c's diagonal.""",
+    "fitted": """\
+Attributes
+----------
+classes_ : ndarray of shape (C,)
+n_features_in_ : int
+inducing_points_ : ndarray of shape (C, M, D)
+variance_, noise_ : ndarray of shape (C,)
+lengthscale_ : ndarray of shape (C, D)
+kernel_ : list of Kernel
+    The C fitted signal covariances, one per class (see
+    :attr:`MultiClassGPClassifier.kernel_`): copies of ``kernel`` at ``variance_[c]``,
+    ``lengthscale_[c]``, or SE-ARD kernels without one.""",
+    "theta": """\
+theta_ : ndarray of shape (n_theta,)
+    ``[log variance_ (C), log noise_ (C), log lengthscale_ (C x D, or C for an isotropic
+    kernel)]`` less the kernel's fixed hyper-parameters: the vector of
+    :meth:`log_marginal_likelihood`.""",
+    "villacampa2017": """\
+C. Villacampa-Calvo and D. Hernández-Lobato. Scalable multi-class Gaussian process
+classification using expectation propagation. ICML 2017.""",
+}
 
-    Raises ``ValueError`` for a single class or NaN labels.
+
+def fill_shared_docs(cls):
+    """Class decorator: replace each docstring line ``%(name)s`` by ``SHARED_DOCS[name]``.
+
+    Every line of the entry gets the placeholder's indentation, so an entry written once at
+    column 0 reads as part of the class docstring, and ``help()``, numpydoc and the docstring
+    tests see the full text.
     """
-    y = np.asarray(y)
-    if y.ndim == 2 and y.shape[1] == 1:
-        y = y.ravel()
-    if y.ndim != 1:
-        raise ValueError(f"y must be 1-D of shape (n_samples,); got shape {y.shape}")
-    if y.dtype.kind in "fc" and not np.all(np.isfinite(y)):
-        raise ValueError("y contains NaN or infinite values")
-    return check_classes(y, min_classes=2)
+    if cls.__doc__ is None:             # python -OO
+        return cls
+    out = []
+    for line in cls.__doc__.split("\n"):
+        key = line.strip()
+        if key.startswith("%(") and key.endswith(")s"):
+            indent = line[:len(line) - len(line.lstrip())]
+            out.extend(indent + part if part else part
+                       for part in SHARED_DOCS[key[2:-2]].split("\n"))
+        else:
+            out.append(line)
+    cls.__doc__ = "\n".join(out)
+    return cls
 
 
 class MultiClassGPClassifier(ClassifierMixin, InducingPointEstimator):
@@ -327,13 +130,32 @@ class MultiClassGPClassifier(ClassifierMixin, InducingPointEstimator):
     _inits = ("random", "kmeans", "subset")
     _auto_inducing = 20
 
+    def __init__(self, n_inducing, inducing_points, init, kernel, noise_variance,
+                 noise_variance_bounds, max_iter, optimizer, noise_in_kuu, jitter, random_state,
+                 verbose, callback):
+        # the parameters every multi-class estimator takes, stored unchanged (scikit-learn
+        # reads them back by the names of the subclass's signature)
+        self.n_inducing = n_inducing
+        self.inducing_points = inducing_points
+        self.init = init
+        self.kernel = kernel
+        self.noise_variance = noise_variance
+        self.noise_variance_bounds = noise_variance_bounds
+        self.max_iter = max_iter
+        self.optimizer = optimizer
+        self.noise_in_kuu = noise_in_kuu
+        self.jitter = jitter
+        self.random_state = random_state
+        self.verbose = verbose
+        self.callback = callback
+
     def _validate_training_data(self, X, y, row_sliceable):
         """Check X and y; return ``(X, N, D, classes, y_index)``.
 
         With ``row_sliceable`` X may be any 2-D array-like with row slicing (memmap, h5py or
         zarr dataset), which is left unread; otherwise X comes back as a float64 copy.
         """
-        if row_sliceable and _is_lazy_store(X):
+        if row_sliceable and is_lazy_store(X):
             # out of core: the rows stay where they are; what can be checked without
             # reading them is checked as the in-memory path checks it
             N, D = check_row_sliceable(X)
@@ -684,94 +506,3 @@ class MultiClassGPClassifier(ClassifierMixin, InducingPointEstimator):
         """Most probable class label for each row of X, shape (n_samples,)."""
         P = self.predict_proba(X)      # checks that the model is fitted
         return self.classes_[np.argmax(P, axis=1)]
-
-
-def class_counts_factors(y_index, C):
-    """n_c = (N - N_c) + N_c (C - 1): number of pairwise factors touching each class (§1.2)."""
-    Nc = np.bincount(y_index, minlength=C).astype(np.float64)
-    return (Nc.sum() - Nc) + Nc * (C - 1)
-
-
-# --------------------------------------------------------------------------------------------
-# class probabilities by 1-D quadrature (notes §6)
-# --------------------------------------------------------------------------------------------
-def class_probabilities(mean, var, density=3.0, n_sd=8.5, max_nodes=20000, only=None):
-    """p(y = c) = int N(f | mu_c, v_c) prod_{j != c} Phi((f - mu_j) / sqrt(v_j)) df.
-
-    Exact likelihood (1) under independent Gaussian latents (notes §6, eq. 11), by a
-    trapezoid rule with ``density`` nodes per smallest standard deviation over mu_c +- n_sd sd_c;
-    absolute error below 1e-6 with the defaults (tested against adaptive quadrature). Rows are
-    not renormalised: they sum to one within the same error.
-
-    Parameters
-    ----------
-    mean, var : ndarray of shape (N, C)
-        Latent means and variances (variances > 0).
-    only : ndarray of shape (N,) of int, optional
-        Compute only column ``only[i]`` of row i (others NaN); e.g. the true class for a test NLL.
-
-    Returns
-    -------
-    P : ndarray of shape (N, C)
-    """
-    mean = np.ascontiguousarray(mean, dtype=np.float64)
-    sd = np.sqrt(np.maximum(np.ascontiguousarray(var, dtype=np.float64), 1e-300))
-    if mean.ndim != 2 or mean.shape != sd.shape:
-        raise ValueError(f"mean and var must be 2-D of equal shape; got {mean.shape}, {sd.shape}")
-    N = mean.shape[0]
-    only_arr = (np.full(N, -1, dtype=np.int64) if only is None
-                else np.ascontiguousarray(only, dtype=np.int64))
-    out = np.empty_like(mean)
-    _nbmc.quad_class_probs(mean, sd, only_arr, float(density), float(n_sd), int(max_nodes), out)
-    return out
-
-
-def true_class_probability(mean, var, y_index, **kwargs):
-    """p(y_i = y_index[i]) for every row, shape (N,); see :func:`class_probabilities`."""
-    y_index = np.asarray(y_index, dtype=np.int64)
-    P = class_probabilities(mean, var, only=y_index, **kwargs)
-    return P[np.arange(P.shape[0]), y_index]
-
-
-# --------------------------------------------------------------------------------------------
-# minibatches over row-sliceable array-likes
-# --------------------------------------------------------------------------------------------
-def _is_lazy_store(X):
-    """True for row-sliceable data not to be read whole: memmaps and array stores (h5py,
-    zarr, ...) rather than in-memory arrays, DataFrames and lists."""
-    if isinstance(X, np.memmap):
-        return True
-    if isinstance(X, (np.ndarray, list, tuple)) or hasattr(X, "iloc"):
-        return False
-    return hasattr(X, "shape") and hasattr(X, "__getitem__")
-
-
-def check_row_sliceable(X, name="X"):
-    """Check that X is 2-D and indexable by rows without reading it; return (N, D).
-
-    Accepts numpy arrays and memmaps, h5py/zarr datasets and anything with ``shape`` and
-    ``__getitem__``. Nothing is loaded.
-    """
-    shape = getattr(X, "shape", None)
-    if shape is None or not hasattr(X, "__getitem__"):
-        raise ValueError(
-            f"{name} must be an array-like with a shape and row slicing (ndarray, memmap, "
-            f"h5py/zarr dataset); got {type(X).__name__}"
-        )
-    if len(shape) != 2:
-        raise ValueError(f"{name} must be 2-D of shape (n_samples, n_features); got {tuple(shape)}")
-    if shape[0] == 0 or shape[1] == 0:
-        raise ValueError(f"{name} must have at least one row and one column; got {tuple(shape)}")
-    return int(shape[0]), int(shape[1])
-
-
-def iter_minibatches(n_samples, batch_size, rng):
-    """Yield sorted index arrays of one random epoch: shuffle, split, visit in random order.
-
-    ``ceil(N / batch_size)`` batches; indices inside a batch are sorted so that h5py/zarr
-    datasets can be read with increasing fancy indices (notes §5.2).
-    """
-    perm = rng.permutation(n_samples)
-    n_batches = max(1, int(math.ceil(n_samples / batch_size)))
-    for b in rng.permutation(n_batches):
-        yield np.sort(perm[b * batch_size:(b + 1) * batch_size])

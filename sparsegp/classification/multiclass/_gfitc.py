@@ -25,15 +25,16 @@ import numba
 import numpy as np
 import scipy.linalg as sla
 
-from . import _multiclass_common as _mc
-from .._numba import covfuncs as _cf
-from .._numba import multiclass_gfitc as _nb
-from .._optimize import NUMERICAL_ERRORS, maximize, unbounded
-from .._threads import map_threads
-from .._validation import check_int, check_option, check_positive
-from ..exceptions import ConvergenceWarning
-from .._config import (MC_GFITC_AUTO_SEQUENTIAL_WORK as _AUTO_SEQUENTIAL_WORK,
+from ..._numba import multiclass_gfitc as _nb
+from ..._optimize import NUMERICAL_ERRORS, maximize
+from ..._threads import map_threads
+from ..._validation import check_int, check_option, check_positive
+from ...exceptions import ConvergenceWarning
+from ..._config import (MC_GFITC_AUTO_SEQUENTIAL_WORK as _AUTO_SEQUENTIAL_WORK,
                        MC_GFITC_MIN_UPDATE_ROWS as _MIN_UPDATE_ROWS)
+from . import kernel as _k
+from ._base import MultiClassGPClassifier, fill_shared_docs
+from .likelihood import class_probabilities
 
 __all__ = ["MultiClassGFITCClassifier"]
 
@@ -43,104 +44,6 @@ _PARALLEL_BUDGET = 500
 #: ``ep_tol=None``: the tolerance of each schedule (see the class docstring)
 _DEFAULT_TOL = {"sequential": 1e-6, "parallel": 1e-2}
 
-_LOG_BOUND = 10.0  # box bounds on the log hyper-parameters for L-BFGS-B (notes §7.2, R code)
-
-
-# --------------------------------------------------------------------------------------------
-# hyper-parameters shared by both baselines (kernel maths in _multiclass_common)
-# --------------------------------------------------------------------------------------------
-class _Hyper:
-    """Per-class stationary (SE-ARD by default) hyper-parameters in log space plus inducing
-    inputs.
-
-    Attributes
-    ----------
-    log_variance : ndarray of shape (C,)       log signal variance sigma_c
-    log_noise : ndarray of shape (C,)          log additive latent noise variance sigma0_c
-    log_lengthscale : ndarray of shape (C, D)  log length-scales l_cd (not squared)
-    Z : ndarray of shape (C, M, D)             inducing inputs
-    family : int                               stationary family code (covfuncs), SE default
-    isotropic : bool                           each class's D length-scales are one parameter
-    log_bounds : tuple of two ndarrays or None (lo, hi) of the packed vector from a kernel
-
-    Notes
-    -----
-    With ``isotropic`` each class's log length-scales are replaced by their mean on
-    construction: an optimiser's point is then a function of the shared value alone, whose
-    gradient is :func:`_multiclass_common.tie_lengthscales` of the per-feature one.
-    """
-
-    def __init__(self, log_variance, log_noise, log_lengthscale, Z, family=_cf.SE,
-                 isotropic=False, log_bounds=None):
-        self.log_variance = np.array(log_variance, dtype=np.float64)
-        self.log_noise = np.array(log_noise, dtype=np.float64)
-        self.log_lengthscale = np.array(log_lengthscale, dtype=np.float64)
-        self.Z = np.ascontiguousarray(Z, dtype=np.float64).copy()
-        self.family = int(family)
-        self.isotropic = bool(isotropic)
-        self.log_bounds = log_bounds
-        if self.isotropic:
-            self.log_lengthscale[:] = self.log_lengthscale.mean(axis=1, keepdims=True)
-
-    def settings(self):
-        """``(family, isotropic, log_bounds)``, to build another _Hyper of the same kind."""
-        return self.family, self.isotropic, self.log_bounds
-
-    def pack(self):
-        return _mc.pack_params(self.log_variance, self.log_noise, self.log_lengthscale, self.Z)
-
-    @classmethod
-    def unpack(cls, theta, C, M, D, family=_cf.SE, isotropic=False, log_bounds=None):
-        return cls(*_mc.unpack_params(theta, C, M, D), family, isotropic, log_bounds)
-
-    @classmethod
-    def zeros(cls, C, M, D):
-        return cls(np.zeros(C), np.zeros(C), np.zeros((C, D)), np.zeros((C, M, D)))
-
-    def bounds(self):
-        """Bounds (n, 2) of the packed vector for the training driver: the box [-10, 10] on
-        the log parameters, narrowed to a kernel's log bounds when there is one; Z unbounded."""
-        C, M, D = self.Z.shape
-        n_log = 2 * C + C * D
-        out = np.vstack([np.tile([-_LOG_BOUND, _LOG_BOUND], (n_log, 1)), unbounded(C * M * D)])
-        if self.log_bounds is not None:
-            lo, hi = self.log_bounds
-            out[:n_log, 0] = np.clip(np.asarray(lo[:n_log], dtype=np.float64), -_LOG_BOUND,
-                                     _LOG_BOUND)
-            out[:n_log, 1] = np.clip(np.asarray(hi[:n_log], dtype=np.float64), -_LOG_BOUND,
-                                     _LOG_BOUND)
-        return out
-
-    def copy(self):
-        return _Hyper(self.log_variance, self.log_noise, self.log_lengthscale, self.Z,
-                      *self.settings())
-
-
-class _ClassKernel:
-    """Covariance blocks of class c: K_se, K (with noise/jitter), its Cholesky LK, K_fu, kappa."""
-
-    def __init__(self, X, hyp, c, jitter, noise_in_kuu):
-        self.variance = float(np.exp(hyp.log_variance[c]))
-        self.noise = float(np.exp(hyp.log_noise[c]))
-        self.lengthscale = np.exp(hyp.log_lengthscale[c])
-        self.Z = hyp.Z[c]
-        self.family = hyp.family
-        self.noise_in_kuu = noise_in_kuu
-        self.K, self.K_se = _mc.kernel_kuu(self.Z, self.variance, self.lengthscale, self.noise,
-                                           noise_in_kuu, jitter, self.family)
-        self.LK, added = _mc.chol_jitter(self.K)
-        if added:
-            self.K[np.diag_indices_from(self.K)] += added
-        self.P = None if X is None else _mc.kernel_kfu(X, self.Z, self.variance,
-                                                       self.lengthscale, self.family)
-        self.kappa = _mc.kernel_kappa(self.variance, self.noise)
-
-    def grads(self, X, W_uu, W_fu, w_kappa):
-        """(g_log_variance, g_log_noise, g_log_lengthscale (D,), g_Z (M, D)) of
-        <W_uu, K> + <W_fu, K_fu> + sum(w_kappa) kappa."""
-        return _mc.kernel_grads(X, self.Z, self.variance, self.lengthscale, self.noise,
-                                self.K_se, self.P, W_uu, W_fu, w_kappa, self.noise_in_kuu,
-                                self.family)
 
 
 # --------------------------------------------------------------------------------------------
@@ -157,7 +60,7 @@ class _GFITCState:
 
     ``U`` (C, N, M) = K_fu L_K^{-T} (so Q = U U^T), ``Dg`` (C, N) = kappa - diag Q (clipped at 0,
     notes §8.1), ``LKinv`` (C, M, M) the inverse Cholesky factors L_K^{-1}, ``kernels`` the
-    per-class :class:`_ClassKernel`.
+    per-class :class:`_k.ClassKernel`.
 
     Products with L_K^{-1} stand in for triangular solves with N right-hand sides: they are
     faster at these shapes, and numpy releases the GIL in them where SciPy's triangular solves
@@ -173,8 +76,8 @@ class _GFITCState:
         self.LKinv = np.empty((C, M, M))
 
         def build(c):
-            kc = _ClassKernel(X, hyp, c, jitter, noise_in_kuu)
-            self.LKinv[c] = _mc.tri_solve(kc.LK, np.eye(M))
+            kc = _k.ClassKernel(X, hyp, c, jitter, noise_in_kuu)
+            self.LKinv[c] = _k.tri_solve(kc.LK, np.eye(M))
             U = np.matmul(kc.P, self.LKinv[c].T, out=self.U[c])
             self.Dg[c] = np.maximum(kc.kappa - np.einsum("ij,ij->i", U, U), 0.0)
             return kc
@@ -413,13 +316,13 @@ def gfitc_gradient(X, y, hyp, state, sites, parts=None):
     rows per class.
 
     ``parts`` is the posterior returned by ``gfitc_log_evidence(..., return_parts=True)``.
-    Returns a :class:`_Hyper` holding the gradient.
+    Returns a :class:`_k.BoxHyper` holding the gradient.
     """
     if parts is None:
         _, parts = gfitc_log_evidence(y, state, sites, return_parts=True)
     tau_bar, nu_bar, mu, _, pieces = parts
     C, M, D = hyp.Z.shape
-    grad = _Hyper.zeros(C, M, D)
+    grad = _k.BoxHyper.zeros(C, M, D)
 
     def one(c):
         s, q, UB, _ = pieces[c]
@@ -460,7 +363,7 @@ def gfitc_predict_latent(Xt, state, tau_bar, nu_bar):
         R = sla.cholesky(B, lower=True, check_finite=False)
         h = U.T @ (nu_bar[c] * s)
         kc = state.kernels[c]
-        Ps = _mc.kernel_kfu(Xt, kc.Z, kc.variance, kc.lengthscale, kc.family)
+        Ps = _k.kernel_kfu(Xt, kc.Z, kc.variance, kc.lengthscale, kc.family)
         Us = sla.solve_triangular(kc.LK, Ps.T, lower=True, check_finite=False)
         Rs = sla.solve_triangular(R, Us, lower=True, check_finite=False)
         mean[:, c] = Rs.T @ sla.solve_triangular(R, h, lower=True, check_finite=False)
@@ -510,7 +413,8 @@ def _ep_evidence(X, y, hyp, sites, jitter, noise_in_kuu, run_ep, tol, max_sweeps
 # --------------------------------------------------------------------------------------------
 # estimator
 # --------------------------------------------------------------------------------------------
-class MultiClassGFITCClassifier(_mc.MultiClassGPClassifier):
+@fill_shared_docs
+class MultiClassGFITCClassifier(MultiClassGPClassifier):
     """Multi-class GP classifier with FITC priors and EP on the exact likelihood (GFITC).
 
     The "GFITC" baseline of Villacampa-Calvo & Hernández-Lobato (2017): one latent function per
@@ -523,31 +427,9 @@ class MultiClassGFITCClassifier(_mc.MultiClassGPClassifier):
 
     Parameters
     ----------
-    n_inducing : int or "auto", default="auto"
-        Inducing points per class, M: ``"auto"`` is 20, or the number of training points when
-        that is smaller (ignored when ``inducing_points`` is given).
-    inducing_points : ndarray of shape (M, D) or (C, M, D), optional
-        Initial inducing inputs (shared by every class when 2-D).
-    init : {"random", "kmeans", "subset"}, default="random"
-        Initial Z_c: M random training rows drawn independently per class (the paper), k-means
-        centres started from them, or M random rows of class c (requires M <= every class size).
-    kernel : Kernel or list of Kernel, optional
-        The signal covariance of every class: a :mod:`sparsegp.kernels` stationary kernel
-        (``SquaredExponential``, ``Matern`` with nu = 1/2, 3/2, 5/2), optionally times a
-        constant, or the same built from scikit-learn's ``ConstantKernel``, ``RBF`` and
-        ``Matern``. It gives the family and every class's starting variance and length-scales
-        (each class then learns its own); an isotropic length-scale stays isotropic per class,
-        an array one per feature is ARD. A list of C such kernels (``classes_`` order, one
-        family, all isotropic or all ARD; ``kernel_`` is one) starts each class from its own.
-        Its log bounds (within the box [-10, 10]) bound the search, "fixed" holds a parameter.
-        None: the SE-ARD kernel, every class starting at variance 1 and the length-scale
-        sqrt(median pairwise distance) (notes §5.3). The noise is ``noise_variance``, apart from
-        the kernel.
-    noise_variance : float or ndarray of shape (C,), default=1.0
-        Initial additive noise variance sigma0_c.
-    noise_variance_bounds : None, "fixed" or pair of floats, default=None
-        Bounds of the noise variance's search (natural values, within the box [-10, 10] of
-        its log), "fixed" to hold it, None for the box alone.
+    %(inducing)s
+    %(kernel)s
+    %(kernel_box)s
     max_iter : int, default=250
         Optimiser iterations (0: EP at the initial hyper-parameters only). This is a budget,
         as in the paper's experiments: stopping at it is not reported as non-convergence.
@@ -557,10 +439,7 @@ class MultiClassGFITCClassifier(_mc.MultiClassGPClassifier):
         gradients. None holds every hyper-parameter and the inducing inputs fixed (EP at the
         initial values only). To learn only the inducing inputs, hold the kernel with
         "fixed" bounds and set ``noise_variance_bounds="fixed"``.
-    noise_in_kuu : bool, default=True
-        Put sigma0_c on the diagonal of K_c (the R code's convention, notes §1.1).
-    jitter : float, default=1e-10
-        Absolute jitter on K_c's diagonal.
+    %(nugget)s
     ep_schedule : {"auto", "sequential", "parallel"}, default="auto"
         "sequential": one compiled sweep of rank-one updates, O(C N M^2) in scalar loops;
         "parallel": every site is updated from the same marginals, which cost a few level-3
@@ -595,27 +474,14 @@ class MultiClassGFITCClassifier(_mc.MultiClassGPClassifier):
         ``callback(estimator, iteration)`` after every L-BFGS-B iteration; the fitted
         attributes then describe the current iterate, so the estimator can predict.
 
-    Attributes
-    ----------
-    classes_ : ndarray of shape (C,)
-    n_features_in_ : int
-    inducing_points_ : ndarray of shape (C, M, D)
-    variance_, noise_ : ndarray of shape (C,)
-    lengthscale_ : ndarray of shape (C, D)
-    kernel_ : list of Kernel
-        The C fitted signal covariances, one per class (see
-        :attr:`MultiClassGPClassifier.kernel_`): copies of ``kernel`` at ``variance_[c]``,
-        ``lengthscale_[c]``, or SE-ARD kernels without one.
+    %(fitted)s
     log_evidence_ : float
         log Z_EP at the final hyper-parameters (EP converged).
     evidence_history_ : ndarray of shape (n_iter_ + 1,)
         log Z_EP at the initial hyper-parameters and after every L-BFGS-B iteration.
     site_precision_, site_mean_ : ndarray of shape (C, N)
         Aggregated EP site natural parameters (tau_bar, nu_bar) of the training latents.
-    theta_ : ndarray of shape (n_theta,)
-        ``[log variance_ (C), log noise_ (C), log lengthscale_ (C x D, or C for an isotropic
-        kernel)]`` less the kernel's fixed hyper-parameters: the vector of
-        :meth:`log_marginal_likelihood`.
+    %(theta)s
     log_marginal_likelihood_value_ : float
         The objective the fit maximised, under scikit-learn's name: the EP log evidence (=
         ``log_evidence_``).
@@ -631,33 +497,22 @@ class MultiClassGFITCClassifier(_mc.MultiClassGPClassifier):
 
     References
     ----------
-    C. Villacampa-Calvo and D. Hernández-Lobato. Scalable multi-class Gaussian process
-    classification using expectation propagation. ICML 2017.
+    %(villacampa2017)s
     A. Naish-Guzman and S. Holden. The generalized FITC approximation. NIPS 2008.
     """
 
     def __init__(self, n_inducing="auto", inducing_points=None, init="random", kernel=None,
                  noise_variance=1.0, noise_variance_bounds=None, max_iter=250,
-                 optimizer="lbfgs", noise_in_kuu=True, jitter=_mc.DEFAULT_JITTER,
+                 optimizer="lbfgs", noise_in_kuu=True, jitter=_k.DEFAULT_JITTER,
                  ep_schedule="auto", ep_damping=1.0, ep_tol=None, ep_max_sweeps=1000,
                  random_state=None, verbose=False, callback=None):
-        self.n_inducing = n_inducing
-        self.inducing_points = inducing_points
-        self.init = init
-        self.kernel = kernel
-        self.noise_variance = noise_variance
-        self.noise_variance_bounds = noise_variance_bounds
-        self.max_iter = max_iter
-        self.optimizer = optimizer
-        self.noise_in_kuu = noise_in_kuu
-        self.jitter = jitter
+        super().__init__(n_inducing, inducing_points, init, kernel, noise_variance,
+                         noise_variance_bounds, max_iter, optimizer, noise_in_kuu, jitter,
+                         random_state, verbose, callback)
         self.ep_schedule = ep_schedule
         self.ep_damping = ep_damping
         self.ep_tol = ep_tol
         self.ep_max_sweeps = ep_max_sweeps
-        self.random_state = random_state
-        self.verbose = verbose
-        self.callback = callback
 
     def fit(self, X, y):
         """Run EP and optimise the hyper-parameters on X (N, D) and labels y (N,)."""
@@ -673,7 +528,8 @@ class MultiClassGFITCClassifier(_mc.MultiClassGPClassifier):
         var, noise, ls, Z = self._initial_parameters(X, y_idx, C, rng)
         M = Z.shape[1]
         family, isotropic, log_bounds, frozen = self._kernel_settings(C, M, D)
-        hyp0 = _Hyper(np.log(var), np.log(noise), np.log(ls), Z, family, isotropic, log_bounds)
+        hyp0 = _k.BoxHyper(np.log(var), np.log(noise), np.log(ls), Z, family, isotropic,
+                           log_bounds)
         schedule = self.ep_schedule
         if schedule == "auto":
             schedule = "sequential" if N * C * M * M <= _AUTO_SEQUENTIAL_WORK else "parallel"
@@ -700,7 +556,7 @@ class MultiClassGFITCClassifier(_mc.MultiClassGPClassifier):
             # a cold restart when they fail); the driver answers repeated points from memory
             full = full0.copy()
             full[free] = theta
-            hyp = _Hyper.unpack(full, C, M, D, *hyp0.settings())
+            hyp = _k.BoxHyper.unpack(full, C, M, D, *hyp0.settings())
             lz, parts, state, sites, ok, n_sweeps = _ep_evidence(
                 X, y_idx, hyp, warm["sites"], jitter, nik, run_ep, ep_tol, ep_max)
             sweeps.append(n_sweeps)
@@ -708,8 +564,8 @@ class MultiClassGFITCClassifier(_mc.MultiClassGPClassifier):
                 return lz, np.zeros(theta.size), None      # the driver's failure policy
             grad = gfitc_gradient(X, y_idx, hyp, state, sites, parts).pack()
             if hyp.isotropic:
-                # the point depends on each class's mean log length-scale (_Hyper)
-                grad = _mc.tie_lengthscales(grad, C, D)
+                # the point depends on each class's mean log length-scale (_k.BoxHyper)
+                grad = _k.tie_lengthscales(grad, C, D)
             grad = grad[free]
             if np.all(np.isfinite(grad)):
                 warm["sites"] = sites
@@ -798,7 +654,7 @@ class MultiClassGFITCClassifier(_mc.MultiClassGPClassifier):
         return self._proba(*self.predict_latent(X))
 
     def _proba(self, mean, var):
-        P = _mc.class_probabilities(mean, var)
+        P = class_probabilities(mean, var)
         return P / P.sum(axis=1, keepdims=True)
 
     # ---------------------------------------------------------------- evidence at theta
@@ -813,7 +669,7 @@ rows, which a fit keeps."""
     def _log_marginal_likelihood(self, theta, eval_gradient):
         X, y = self._rows_for_lml()
         C, M, D = self._hyp.Z.shape
-        hyp = _Hyper.unpack(self._hyper_at(theta, self._hyp.Z), C, M, D,
+        hyp = _k.BoxHyper.unpack(self._hyper_at(theta, self._hyp.Z), C, M, D,
                             *self._hyp.settings())
         jitter, nik, runner, tol, max_sweeps = self._ep_problem
         with warnings.catch_warnings():

@@ -24,12 +24,15 @@ import time
 import numpy as np
 import scipy.linalg as sla
 
-from . import _multiclass_common as _mc
-from ._multiclass_gfitc import _ClassKernel, _Hyper
-from .._numba import multiclass_gfitc as _nb
-from .._optimize import Adam, ascend, maximize, unbounded
-from .._validation import check_int, check_positive
-from ..metrics import _as_labels, class_indices
+from ..._numba import multiclass_gfitc as _nb
+from ..._optimize import Adam, ascend, maximize, unbounded
+from ..._validation import check_int, check_positive
+from ...metrics import _as_labels, class_indices
+from . import kernel as _k
+from ..._inducing_base import take_rows
+from ._base import MultiClassGPClassifier, fill_shared_docs
+from .likelihood import class_probabilities
+from .rows import iter_minibatches
 
 __all__ = ["MultiClassSVGPClassifier"]
 
@@ -79,7 +82,7 @@ def svgp_marginals(X, hyp, q, jitter, noise_in_kuu, kernels=None):
     s2 = np.empty((N, C))
     pieces = []
     for c in range(C):
-        kc = _ClassKernel(X, hyp, c, jitter, noise_in_kuu) if kernels is None else kernels[c]
+        kc = _k.ClassKernel(X, hyp, c, jitter, noise_in_kuu) if kernels is None else kernels[c]
         V = sla.cho_solve((kc.LK, True), kc.P.T, check_finite=False).T  # K_fu K^-1, (N, M)
         VL = V @ q.L[c]
         mu[:, c] = V @ q.m[c]
@@ -110,7 +113,7 @@ def svgp_elbo(X, y, hyp, q, eps, jitter, noise_in_kuu, nodes, weights, scale=1.0
     X : ndarray of shape (B, D)
         The rows of the (mini)batch.
     y : ndarray of shape (B,), int64 class indices.
-    hyp : _Hyper
+    hyp : _k.BoxHyper
     q : _Variational
     eps : float
         Robust-max error probability.
@@ -123,7 +126,7 @@ def svgp_elbo(X, y, hyp, q, eps, jitter, noise_in_kuu, nodes, weights, scale=1.0
     Returns
     -------
     elbo : float
-    grad_hyp : _Hyper or None
+    grad_hyp : _k.BoxHyper or None
         d ELBO / d(log sigma, log sigma0, log l, Z).
     grad_q : _Variational or None
         d ELBO / d(m, L) (lower-triangular L entries).
@@ -153,7 +156,7 @@ def svgp_elbo(X, y, hyp, q, eps, jitter, noise_in_kuu, nodes, weights, scale=1.0
         return elbo, None, None
     g_mu = (scale * b0) * dmu
     g_s = (scale * b0) * ds2
-    grad_hyp = _Hyper.zeros(C, M, D)
+    grad_hyp = _k.BoxHyper.zeros(C, M, D)
     grad_q = _Variational(np.zeros((C, M)), np.zeros((C, M, M)))
     I = np.eye(M)
     for c in range(C):
@@ -186,7 +189,8 @@ def svgp_predict_latent(Xt, hyp, q, jitter, noise_in_kuu):
 # --------------------------------------------------------------------------------------------
 # estimator
 # --------------------------------------------------------------------------------------------
-class MultiClassSVGPClassifier(_mc.MultiClassGPClassifier):
+@fill_shared_docs
+class MultiClassSVGPClassifier(MultiClassGPClassifier):
     """Multi-class sparse variational GP classifier with the robust-max likelihood ("VI").
 
     The VI baseline of Villacampa-Calvo & Hernández-Lobato (2017), after Hensman et al.
@@ -200,31 +204,9 @@ class MultiClassSVGPClassifier(_mc.MultiClassGPClassifier):
 
     Parameters
     ----------
-    n_inducing : int or "auto", default="auto"
-        Inducing points per class, M: ``"auto"`` is 20, or the number of training points when
-        that is smaller (ignored when ``inducing_points`` is given).
-    inducing_points : ndarray of shape (M, D) or (C, M, D), optional
-        Initial inducing inputs (shared by every class when 2-D).
-    init : {"random", "kmeans", "subset"}, default="random"
-        Initial Z_c: M random training rows drawn independently per class (the paper), k-means
-        centres started from them, or M random rows of class c (requires M <= every class size).
-    kernel : Kernel or list of Kernel, optional
-        The signal covariance of every class: a :mod:`sparsegp.kernels` stationary kernel
-        (``SquaredExponential``, ``Matern`` with nu = 1/2, 3/2, 5/2), optionally times a
-        constant, or the same built from scikit-learn's ``ConstantKernel``, ``RBF`` and
-        ``Matern``. It gives the family and every class's starting variance and length-scales
-        (each class then learns its own); an isotropic length-scale stays isotropic per class,
-        an array one per feature is ARD. A list of C such kernels (``classes_`` order, one
-        family, all isotropic or all ARD; ``kernel_`` is one) starts each class from its own.
-        Its log bounds (within the box [-10, 10]) bound the search, "fixed" holds a parameter.
-        None: the SE-ARD kernel, every class starting at variance 1 and the length-scale
-        sqrt(median pairwise distance) (notes §5.3). The noise is ``noise_variance``, apart from
-        the kernel.
-    noise_variance : float or ndarray of shape (C,), default=1.0
-        Initial additive noise variance sigma0_c.
-    noise_variance_bounds : None, "fixed" or pair of floats, default=None
-        Bounds of the noise variance's search (natural values, within the box [-10, 10] of
-        its log), "fixed" to hold it, None for the box alone.
+    %(inducing)s
+    %(kernel)s
+    %(kernel_box)s
     batch_size : int, optional
         Minibatch size; ``None`` trains on the full data with L-BFGS-B. In minibatch mode X may
         be any row-sliceable array-like (memmap, h5py or zarr dataset), read one minibatch at a
@@ -240,10 +222,7 @@ class MultiClassSVGPClassifier(_mc.MultiClassGPClassifier):
         the kernel with "fixed" bounds and set ``noise_variance_bounds="fixed"``.
     learning_rate : float, default=1e-3
         ADAM step size (minibatch mode).
-    noise_in_kuu : bool, default=True
-        Put sigma0_c on the diagonal of K_c (the R code's convention, notes §1.1).
-    jitter : float, default=1e-10
-        Absolute jitter on K_c's diagonal.
+    %(nugget)s
     epsilon : float, default=1e-3
         Robust-max labelling-error probability (fixed, eq. 13).
     n_quadrature : int, default=100
@@ -256,24 +235,11 @@ class MultiClassSVGPClassifier(_mc.MultiClassGPClassifier):
         minibatch (minibatch mode; ``iteration`` counts minibatches). The estimator can predict
         inside the callback.
 
-    Attributes
-    ----------
-    classes_ : ndarray of shape (C,)
-    n_features_in_ : int
-    inducing_points_ : ndarray of shape (C, M, D)
-    variance_, noise_ : ndarray of shape (C,)
-    lengthscale_ : ndarray of shape (C, D)
-    kernel_ : list of Kernel
-        The C fitted signal covariances, one per class (see
-        :attr:`MultiClassGPClassifier.kernel_`): copies of ``kernel`` at ``variance_[c]``,
-        ``lengthscale_[c]``, or SE-ARD kernels without one.
+    %(fitted)s
     q_mean_ : ndarray of shape (C, M)
     q_sqrt_ : ndarray of shape (C, M, M)
         Lower-triangular factors L_c of the variational covariances.
-    theta_ : ndarray of shape (n_theta,)
-        ``[log variance_ (C), log noise_ (C), log lengthscale_ (C x D, or C for an isotropic
-        kernel)]`` less the kernel's fixed hyper-parameters: the vector of
-        :meth:`log_marginal_likelihood`.
+    %(theta)s
     elbo_ : float
         The ELBO on the full training data at the final parameters.
     elbo_history_ : ndarray
@@ -288,32 +254,21 @@ class MultiClassSVGPClassifier(_mc.MultiClassGPClassifier):
     ----------
     J. Hensman, A. G. Matthews, M. Filippone and Z. Ghahramani. MCMC for variationally sparse
     Gaussian processes. NIPS 2015.
-    C. Villacampa-Calvo and D. Hernández-Lobato. Scalable multi-class Gaussian process
-    classification using expectation propagation. ICML 2017.
+    %(villacampa2017)s
     """
 
     def __init__(self, n_inducing="auto", inducing_points=None, init="random", kernel=None,
                  noise_variance=1.0, noise_variance_bounds=None, batch_size=None, max_iter=250,
                  optimizer="auto", learning_rate=1e-3, noise_in_kuu=True,
-                 jitter=_mc.DEFAULT_JITTER, epsilon=1e-3, n_quadrature=100, random_state=None,
+                 jitter=_k.DEFAULT_JITTER, epsilon=1e-3, n_quadrature=100, random_state=None,
                  verbose=False, callback=None):
-        self.n_inducing = n_inducing
-        self.inducing_points = inducing_points
-        self.init = init
-        self.kernel = kernel
-        self.noise_variance = noise_variance
-        self.noise_variance_bounds = noise_variance_bounds
+        super().__init__(n_inducing, inducing_points, init, kernel, noise_variance,
+                         noise_variance_bounds, max_iter, optimizer, noise_in_kuu, jitter,
+                         random_state, verbose, callback)
         self.batch_size = batch_size
-        self.max_iter = max_iter
-        self.optimizer = optimizer
         self.learning_rate = learning_rate
-        self.noise_in_kuu = noise_in_kuu
-        self.jitter = jitter
         self.epsilon = epsilon
         self.n_quadrature = n_quadrature
-        self.random_state = random_state
-        self.verbose = verbose
-        self.callback = callback
 
     # ----------------------------------------------------------------------------------------
     def fit(self, X, y):
@@ -336,13 +291,13 @@ class MultiClassSVGPClassifier(_mc.MultiClassGPClassifier):
         M = Z.shape[1]
         family, isotropic, log_bounds, frozen = self._kernel_settings(C, M, D)
         self._hyp_settings = (family, isotropic, log_bounds)
-        hyp = _Hyper(np.log(var), np.log(noise), np.log(ls), Z, *self._hyp_settings)
+        hyp = _k.BoxHyper(np.log(var), np.log(noise), np.log(ls), Z, *self._hyp_settings)
         self.classes_ = classes
         self._nik = (bool(self.noise_in_kuu), jitter)
         self._gh = gauss_hermite(n_quad)
         self._eps = eps
         # q(u) starts at the prior (R code): m = 0, L = chol(K_c)
-        kernels = [_ClassKernel(None, hyp, c, jitter, self._nik[0]) for c in range(C)]
+        kernels = [_k.ClassKernel(None, hyp, c, jitter, self._nik[0]) for c in range(C)]
         q = _Variational(np.zeros((C, M)), np.stack([k.LK for k in kernels]))
         free = np.ones(hyp.pack().size + _Variational.size(C, M), dtype=bool)
         if self.optimizer is None:
@@ -361,7 +316,7 @@ class MultiClassSVGPClassifier(_mc.MultiClassGPClassifier):
     def _split(self, vec, shape):
         C, M, D = shape
         nh = 2 * C + C * D + C * M * D
-        hyp = _Hyper.unpack(vec[:nh], C, M, D, *self._hyp_settings)
+        hyp = _k.BoxHyper.unpack(vec[:nh], C, M, D, *self._hyp_settings)
         return hyp, _Variational.unpack(vec[nh:], C, M)
 
     def _objective(self, vec, Xb, yb, shape, scale):
@@ -374,8 +329,8 @@ class MultiClassSVGPClassifier(_mc.MultiClassGPClassifier):
             return -np.inf, None
         grad = np.concatenate([gh.pack(), gq.pack()])
         if hyp.isotropic:
-            # the point depends on each class's mean log length-scale only (see _Hyper)
-            grad = _mc.tie_lengthscales(grad, shape[0], shape[2])
+            # the point depends on each class's mean log length-scale only (see _k.BoxHyper)
+            grad = _k.tie_lengthscales(grad, shape[0], shape[2])
         if not (np.isfinite(elbo) and np.all(np.isfinite(grad))):
             return -np.inf, None
         return elbo, grad
@@ -434,7 +389,7 @@ class MultiClassSVGPClassifier(_mc.MultiClassGPClassifier):
         t0 = time.perf_counter()
 
         def evaluate(vec, idx):
-            Xb = _mc.take_rows(X, idx)
+            Xb = take_rows(X, idx)
             if Xb.shape[1] != shape[2]:
                 raise ValueError(f"X rows have {Xb.shape[1]} features; expected {shape[2]}")
             elbo, grad = self._objective(vec, Xb, y[idx], shape, float(N) / idx.size)
@@ -462,7 +417,7 @@ class MultiClassSVGPClassifier(_mc.MultiClassGPClassifier):
                       f"{time.perf_counter() - t0:.1f}s")
 
         res = ascend(evaluate, vec0.copy(), adam, max_iter, advance=advance,
-                     batches=lambda: _mc.iter_minibatches(N, batch_size, rng),
+                     batches=lambda: iter_minibatches(N, batch_size, rng),
                      on_success=on_step, on_epoch=on_epoch, label="MultiClassSVGP")
         self.n_iter_ = res.n_iter
         self._store(res.theta, shape, self._full_elbo(X, y, res.theta, shape, batch_size)[0],
@@ -472,7 +427,7 @@ class MultiClassSVGPClassifier(_mc.MultiClassGPClassifier):
         """ELBO on all rows, streamed one block at a time (the KL counted once).
 
         With ``with_grad`` also its gradient with respect to the hyper-parameters and Z,
-        packed as :meth:`_Hyper.pack` (q(u) held fixed); otherwise None in its place.
+        packed as :meth:`_k.BoxHyper.pack` (q(u) held fixed); otherwise None in its place.
         """
         hyp, q = self._split(vec, shape)
         nik, jitter = self._nik
@@ -486,7 +441,7 @@ class MultiClassSVGPClassifier(_mc.MultiClassGPClassifier):
         grad = np.zeros_like(hyp.pack()) if with_grad else None
         for start in range(0, N, step):
             idx = np.arange(start, min(N, start + step))
-            e, g, _ = svgp_elbo(_mc.take_rows(X, idx), y[idx], hyp, q, self._eps, jitter, nik,
+            e, g, _ = svgp_elbo(take_rows(X, idx), y[idx], hyp, q, self._eps, jitter, nik,
                                 *self._gh, scale=1.0, with_grad=with_grad)
             data += e - neg_kl
             if with_grad:
@@ -575,7 +530,7 @@ an in-memory array keeps."""
         return P * np.log1p(-self._eps) + (1.0 - P) * np.log(self._eps / (C - 1))
 
     def _proba(self, mean, var):
-        P = _mc.class_probabilities(mean, var)
+        P = class_probabilities(mean, var)
         P /= P.sum(axis=1, keepdims=True)
         C = P.shape[1]
         return (1.0 - self._eps) * P + self._eps / (C - 1) * (1.0 - P)

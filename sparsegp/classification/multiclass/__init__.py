@@ -1,0 +1,19 @@
+"""Multi-class GP classification (Villacampa-Calvo & Hernández-Lobato 2017, seed 002).
+
+Three estimators over shared pieces; the modules without an underscore are the engine's
+public interface, used by the estimators, by :mod:`sparsegp.distributed` and by the tests:
+
+``kernel``      per-class covariances K_c, K_fu, kappa_c, their gradients, packing of the
+                hyper-parameters, triangular solves; the baselines' BoxHyper and ClassKernel
+``likelihood``  the exact likelihood's factor counts and predictive class probabilities
+``rows``        training data: the labels' check, row-sliceable inputs, minibatches
+``engine``      EP/SEP with the pairwise-probit factors kept in u-space: prior, Gaussians,
+                data terms, the factor pass, refinements, evidence and its gradient, and
+                :class:`~.engine.LocalRows`, the rows of a fit held in this process
+``_base``       the estimators' base class (validation, start, ``theta_``, predictions)
+``_ep``         :class:`MultiClassEPClassifier` (EP / SEP, batch or minibatch, or on Dask)
+``_gfitc``      :class:`MultiClassGFITCClassifier` (GFITC baseline, u marginalised)
+``_svgp``       :class:`MultiClassSVGPClassifier` (variational baseline)
+
+The estimators are exported by :mod:`sparsegp.classification` (and :mod:`sparsegp`).
+"""

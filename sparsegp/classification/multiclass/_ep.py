@@ -1,0 +1,434 @@
+"""MultiClassEPClassifier: the estimator over the EP/SEP engine of :mod:`.engine`.
+
+Training schedules (notes §5): EP-inner by default, the exact-gradient EP-inner and EP-outer
+of the paper's Figure 1 in batch mode; ADAM on minibatch estimates otherwise. The rows a step
+works on are an object answering the engine's questions: :class:`.engine.LocalRows` for
+rows in this process, :class:`sparsegp.distributed.DaskRows` for the chunks of a Dask array.
+"""
+import time
+
+import numpy as np
+
+from ..._optimize import Adam, SignAdaptiveStep, ascend
+from ..._scaling import InputScaling
+from ..._validation import check_int, check_option, check_positive
+from ..._config import MC_OUTER_EP_MAX_SWEEPS, MC_OUTER_EP_TOL
+from . import engine as _eng
+from ._base import MultiClassGPClassifier, fill_shared_docs
+from .kernel import DEFAULT_JITTER, kernel_kfu, tri_solve
+from .likelihood import class_counts_factors, class_probabilities
+
+__all__ = ["MultiClassEPClassifier"]
+
+_METHODS = ("ep", "sep")
+#: Batch training schedules of the paper's Figure 1 (section 2.3).
+_TRAININGS = ("inner", "inner_exact", "outer")
+
+
+def _is_dask_collection(X):
+    # by the type's module, so that fitting numpy data never imports dask
+    return type(X).__module__.split(".")[0] == "dask"
+
+
+# --------------------------------------------------------------------------------------------
+# Estimator
+# --------------------------------------------------------------------------------------------
+@fill_shared_docs
+class MultiClassEPClassifier(MultiClassGPClassifier):
+    """Multi-class GP classifier with inducing points trained by EP or stochastic EP.
+
+    Implements Villacampa-Calvo & Hernández-Lobato (2017): per-class stationary kernels (SE-ARD
+    by default) with amplitude, length-scales and additive noise; M inducing points per class
+    whose values are kept in the model; the pairwise-probit approximation of the likelihood
+    factor (eq. 6); EP-inner training, i.e. one parallel refinement of the factors followed by
+    one step on the hyper-parameters and inducing inputs per iteration.
+
+    Parameters
+    ----------
+    method : {"ep", "sep"}, default="ep"
+        ``"ep"``: one site per factor (memory O(N C M)); ``"sep"``: stochastic EP with one tied
+        site per class (memory O(C M^2), independent of N).
+    training : {"inner", "inner_exact", "outer"}, default="inner"
+        The batch schedule (the paper's section 2.3 and Figure 1). ``"inner"`` (EP-inner with
+        the approximate gradient, eq. 10): one damped refinement of the factors, then one
+        step. ``"inner_exact"`` (method="ep" only): the same step along the exact gradient
+        of log Z_EP at the current sites, i.e. eq. (10) plus the cavity term it drops away
+        from an EP fixed point (a few per cent dearer per iteration). ``"outer"``: EP is run
+        to convergence (largest undamped site residual below 1e-3, at most 100 sweeps,
+        warm-started) before every step, where eq. (10) is exact. Minibatch training is
+        always EP-inner.
+    %(inducing)s
+    %(kernel)s
+        Its log bounds bound the search, "fixed" holds a parameter. None: the SE-ARD kernel,
+        unbounded, every class starting at variance 1 and the length-scale sqrt(median pairwise
+        distance) of up to 1000 training rows (the R code's squared length-scale is the median
+        distance, notes §5.3). The noise is ``noise_variance``, apart from the kernel.
+    noise_variance : float or ndarray of shape (C,), default=1.0
+        Initial additive noise variance sigma0_c.
+    noise_variance_bounds : None, "fixed" or pair of floats, default=None
+        Bounds of the noise variance's search (natural values; the search is in its log),
+        "fixed" to hold it, None for none.
+    batch_size : int, optional
+        Minibatch size; ``None`` trains in batch mode (sign-adaptive rates, damped updates).
+        In minibatch mode ADAM is used, the likelihood terms are scaled by N/|B|, X may be any
+        row-sliceable array-like (memmap, h5py or zarr dataset) and only one minibatch of rows
+        is in memory at a time.
+    max_iter : int, default=250
+        Training steps: iterations (batch mode) or epochs (minibatch mode).
+    optimizer : {"auto", "sign", "adam"} or None, default="auto"
+        The rule that steps the hyper-parameters and inducing inputs after every refinement
+        of the sites (through :func:`sparsegp._optimize.ascend`): "sign", the per-parameter
+        sign-adaptive rate of the paper's appendix G (batch mode), or "adam" (minibatch
+        mode); "auto" is the one of the mode. None holds every hyper-parameter and the
+        inducing inputs fixed: the sites are still refined ``max_iter`` times. To learn only
+        the inducing inputs (the paper's Figure 3), hold the kernel with "fixed" bounds and
+        set ``noise_variance_bounds="fixed"``.
+    learning_rate : float, optional
+        Initial per-parameter rate of the sign-adaptive rule (default 0.01) or the ADAM step
+        (default 1e-3).
+    ep_damping : float, default=0.5
+        Initial damping epsilon of the parallel site updates in batch mode, annealed by 0.99
+        per iteration and halved after a failed update (notes §2.6). Used in batch mode only
+        (see Notes).
+    %(nugget)s
+    random_state : int, Generator or None
+    verbose : bool or int, default=False
+        Print progress every ``verbose`` iterations (every 10 when True).
+    callback : callable, optional
+        ``callback(estimator, iteration)`` after every iteration (batch mode) or every
+        minibatch (minibatch mode; ``iteration`` counts minibatches). The estimator can predict
+        inside the callback.
+
+    %(fitted)s
+    log_evidence_ : float
+        log Z_EP at the final iteration (a minibatch estimate in minibatch mode).
+    evidence_history_ : ndarray of shape (n_iter_,)
+    posterior_mean_ : ndarray of shape (C, M)
+    posterior_cov_ : ndarray of shape (C, M, M)
+    %(theta)s
+    log_marginal_likelihood_value_ : float
+        The objective the fit maximised, under scikit-learn's name: the EP (or SEP) log evidence
+        at the fitted sites (= ``log_evidence_`` in batch mode; in minibatch mode over all
+        rows, where ``log_evidence_`` is the last minibatch estimate).
+    n_iter_ : int
+
+    Notes
+    -----
+    In minibatch mode the site updates are undamped, as in the authors' R code (the paper saw
+    instabilities only in batch mode). ``max_iter`` then counts epochs. Batch-mode iterations
+    that fail numerically (improper cavity, non-PD matrix) are retried from the previous state
+    with halved damping and learning rates, as in the R code.
+
+    References
+    ----------
+    %(villacampa2017)s
+    """
+
+    def __init__(self, method="ep", training="inner", n_inducing="auto", inducing_points=None,
+                 init="random", kernel=None, noise_variance=1.0, noise_variance_bounds=None,
+                 batch_size=None, max_iter=250, optimizer="auto", learning_rate=None,
+                 ep_damping=0.5,
+                 noise_in_kuu=True, jitter=DEFAULT_JITTER, random_state=None,
+                 verbose=False, callback=None):
+        super().__init__(n_inducing, inducing_points, init, kernel, noise_variance,
+                         noise_variance_bounds, max_iter, optimizer, noise_in_kuu, jitter,
+                         random_state, verbose, callback)
+        self.method = method
+        self.training = training
+        self.batch_size = batch_size
+        self.learning_rate = learning_rate
+        self.ep_damping = ep_damping
+
+    # ---------------------------------------------------------------------------- validation
+    def _validate(self, X, y):
+        max_iter, batch_size, damping, lr, jitter = self._validate_options()
+        Xc, N, D, classes, y_idx = self._validate_training_data(X, y, batch_size is not None)
+        return Xc, N, D, classes, y_idx, max_iter, batch_size, damping, lr, jitter
+
+    def _validate_options(self):
+        """The training options: ``(max_iter, batch_size, damping, learning_rate, jitter)``."""
+        check_option(self.method, "method", _METHODS)
+        check_option(self.training, "training", _TRAININGS)
+        max_iter, jitter = self._check_iterations_and_callback(min_iter=1)
+        batch_size = None
+        if self.batch_size is not None:
+            batch_size = check_int(self.batch_size, "batch_size", minimum=1)
+        if self.training != "inner" and batch_size is not None:
+            raise ValueError(f"training={self.training!r} is a batch schedule; minibatch "
+                             f"training (batch_size={batch_size}) is EP-inner: use "
+                             "training='inner' or batch_size=None")
+        if self.training == "inner_exact" and self.method != "ep":
+            raise ValueError("training='inner_exact' needs per-factor sites (method='ep'); "
+                             f"got method={self.method!r}")
+        self._check_optimizer(batch_size, "sign", "adam")
+        damping = self.ep_damping
+        if (isinstance(damping, (bool, np.bool_)) or not np.isscalar(damping)
+                or not 0.0 < float(damping) <= 1.0):
+            raise ValueError(f"ep_damping must be in (0, 1]; got {self.ep_damping!r}")
+        lr = self.learning_rate
+        if lr is not None:
+            lr = float(check_positive(lr, "learning_rate", allow_array=False))
+        return max_iter, batch_size, float(damping), lr, jitter
+
+    # ---------------------------------------------------------------------------- fit
+    def fit(self, X, y):
+        """Train on X (N, D) and labels y (N,); returns ``self``.
+
+        In minibatch mode X may be any row-sliceable array-like and is read one minibatch at a
+        time. A Dask array is trained where its chunks live (``sparsegp.distributed``).
+        """
+        if _is_dask_collection(X):
+            self._training_rows(X, None)            # the rows stay on the workers
+            return self._fit_dask(X, y)
+        (X, N, D, classes, y_idx, max_iter, batch_size, damping, lr,
+         jitter) = self._validate(X, y)
+        self._training_rows(X, y_idx)
+        self._nik = (bool(self.noise_in_kuu), jitter)
+        rows = _eng.LocalRows(X, y_idx, self._nik)
+        hyp, n_factors, mask, rng = self._start(X, y_idx, classes)
+        self._train(rows, hyp, n_factors, max_iter, batch_size, damping, lr, mask, rng)
+        self._warn_if_no_better_than_frequencies(X, y_idx)
+        return self
+
+    def _fit_dask(self, X, y):
+        """Training on a Dask array whose row chunks stay on the workers of the client in
+        force (:mod:`sparsegp.distributed` holds the rows; the steps are those of
+        :meth:`fit`)."""
+        # imported here: dask is an optional dependency, needed only for Dask input
+        from ...distributed import ClientInForce, DaskRows, check_dask_input, column_moments
+
+        max_iter, batch_size, damping, lr, jitter = self._validate_options()
+        if self.method == "ep" and batch_size is not None:
+            raise ValueError("minibatch EP on a Dask array is not implemented (batch EP and "
+                             "minibatch SEP are); use method='sep' or batch_size=None")
+        if self.training == "inner_exact":
+            raise ValueError("training='inner_exact' is not available for a Dask array; use "
+                             "training='inner' or 'outer', or numpy data")
+        X, y_index, classes = check_dask_input(X, y, type(self).__name__)
+        self.n_features_in_ = X.shape[1]
+        # model units as in memory: the moments by Dask, the chunks transformed lazily
+        self._scaling = InputScaling.from_moments(*column_moments(X),
+                                                  self._per_feature_scaling(X.shape[1]))
+        X = (X - self._scaling.centre) / self._scaling.scale
+        self._nik = (bool(self.noise_in_kuu), jitter)
+        with ClientInForce(None) as client:
+            rows = DaskRows.from_array(client, X, y_index, self._nik)
+            # the start reads only the rows it draws
+            hyp, n_factors, mask, rng = self._start(rows.X, y_index, classes)
+            self._train(rows, hyp, n_factors, max_iter, batch_size, damping, lr, mask, rng)
+        return self
+
+    def _train(self, rows, hyp, n_factors, max_iter, batch_size, damping, lr, mask, rng):
+        """Batch or minibatch training over ``rows`` (:class:`.engine.LocalRows` or
+        :class:`sparsegp.distributed.DaskRows`)."""
+        verbose = self._print_every()
+        if batch_size is None:
+            self._fit_batch(rows, hyp, n_factors, max_iter, damping,
+                            0.01 if lr is None else lr, mask, verbose)
+        else:
+            self._fit_minibatch(rows, hyp, n_factors, max_iter, batch_size,
+                                1e-3 if lr is None else lr, mask, verbose, rng)
+
+    def _start(self, X, y_idx, classes):
+        """Initial hyper-parameters, factor counts, optimiser scales and the random stream.
+
+        X may be any row-sliceable array-like (only the rows the start draws are read).
+        """
+        C, D = classes.size, X.shape[1]
+        rng = self._check_random_state()
+        var, noise, ls, Z = self._initial_parameters(X, y_idx, C, rng)
+        family, isotropic, log_bounds, frozen = self._kernel_settings(C, Z.shape[1], D)
+        hyp = _eng.Hyper(np.log(var), np.log(noise), np.log(ls), Z, family, isotropic,
+                         log_bounds)
+        self.classes_ = classes
+        n_factors = class_counts_factors(y_idx, C)
+        # optimiser coordinates: log sigma, log sigma0, Z as they are; the length-scales as
+        # log l^2, as in the authors' R code (its l is a squared length-scale), which halves the
+        # step in log l and the gradient felt by the optimiser (notes §1.1, §5)
+        mask = np.ones(hyp.pack().size)
+        mask[2 * C:2 * C + C * D] = 0.5
+        if self.optimizer is None:
+            mask[:] = 0.0
+        mask[frozen] = 0.0        # "fixed" bounds of the kernel and the noise
+        return hyp, n_factors, mask, rng
+
+    def _fit_batch(self, rows, hyp, n_factors, max_iter, damping, lr, mask, verbose):
+        """Batch training over ``rows`` (:class:`.engine.LocalRows` or
+        :class:`sparsegp.distributed.DaskRows`).
+
+        EP-inner (notes §5.1): every iteration refines the sites at the current
+        hyper-parameters, then takes one sign-adaptive step, through the training driver's
+        stepping loop; a failed iteration (improper cavity, non-PD matrix) is retried from
+        the previous state with halved damping and rates, as in the R code.
+        """
+        C, M, D = hyp.shape
+        nik, jitter = self._nik
+        stepper = SignAdaptiveStep(hyp.pack().size, lr)
+        ep = {"state": rows.new_state(self.method, C, M, n_factors), "saved": None,
+              "damping": damping}
+        t0 = time.perf_counter()
+
+        training = self.training
+
+        def evaluate(hyp, _batch):
+            # the refinement changes a copy: the state an earlier iteration stored stays as
+            # it was (log_marginal_likelihood holds those sites fixed)
+            ep["saved"] = ep["state"]
+            ep["state"] = ep["saved"].copy()
+            prior = _eng.Prior(hyp, nik, jitter)
+            # EP-inner: one refinement per step; EP-outer: EP to convergence first (Fig. 1)
+            for _ in range(MC_OUTER_EP_MAX_SWEEPS if training == "outer" else 1):
+                change = rows.refine(hyp, prior, ep["state"], ep["damping"])
+                if change < MC_OUTER_EP_TOL:
+                    break
+            if training == "inner_exact":
+                log_z, grad, q = rows.evidence(hyp, prior, ep["state"], exact=True)
+            else:
+                log_z, grad, q = rows.evidence(hyp, prior, ep["state"])
+            return log_z, grad, (prior, q)
+
+        def on_success(n_iter, hyp, log_z, info, history):
+            self._ep_state = ep["state"]
+            self._store(hyp, *info, log_z, history, n_iter)
+            it = n_iter - 1
+            if verbose and (it % verbose == 0 or it == max_iter - 1):
+                print(f"[{self.method}] iter {it:4d}  log Z_EP {log_z: .6f}  "
+                      f"damping {ep['damping']:.3g}  {time.perf_counter() - t0:.1f}s")
+            if self.callback is not None:
+                self.callback(self, it)
+
+        def on_failure(_n_failed):
+            # back to the sites before the failed refinement, with a softer update
+            ep["state"] = ep["saved"]
+            ep["damping"] *= 0.5
+
+        def advance(hyp, grad):
+            ep["damping"] *= 0.99          # the annealing of notes §2.6
+            return hyp.advance(stepper, grad, mask)
+
+        ascend(evaluate, hyp, stepper, max_iter, advance=advance, on_success=on_success,
+               on_failure=on_failure, label=f"MultiClassEPClassifier ({self.method})")
+
+    def _fit_minibatch(self, rows, hyp, n_factors, max_iter, batch_size, lr, mask, verbose,
+                       rng):
+        """ADAM on minibatch estimates (notes §5.2) through the training driver; ``rows``
+        draws the minibatches and refines their factors."""
+        C, M, D = hyp.shape
+        nik, jitter = self._nik
+        state = rows.new_state(self.method, C, M, n_factors)
+        adam = Adam(hyp.pack().size, lr)
+        epochs = [0]
+        t0 = time.perf_counter()
+
+        def evaluate(hyp, batch):
+            prior = _eng.Prior(hyp, nik, jitter)
+            log_z, grad, _ = rows.minibatch_step(hyp, prior, state, batch)
+            return log_z, grad, None
+
+        def on_step(step, hyp, log_z, _info, history):
+            if self.callback is not None:
+                prior_new = _eng.Prior(hyp, nik, jitter)
+                self._store(hyp, prior_new, _eng.Gaussian(prior_new.L, state.T, state.h),
+                            log_z, history, epochs[0] + 1)
+                self.callback(self, step)
+
+        def on_epoch(n_epochs, history):
+            epochs[0] = n_epochs
+            epoch = n_epochs - 1
+            if verbose and (epoch % verbose == 0 or epoch == max_iter - 1):
+                print(f"[{self.method} minibatch] epoch {epoch:4d}  mean log Z_EP "
+                      f"{history[-1]: .4f}  {time.perf_counter() - t0:.1f}s")
+
+        res = ascend(evaluate, hyp, adam, max_iter,
+                     advance=lambda hyp, grad: hyp.advance(adam, grad, mask),
+                     batches=lambda: rows.minibatches(batch_size, rng),
+                     on_success=on_step, on_epoch=on_epoch,
+                     label=f"MultiClassEPClassifier ({self.method}, minibatch{rows.where})")
+        prior = _eng.Prior(res.theta, nik, jitter)
+        self._store(res.theta, prior, _eng.Gaussian(prior.L, state.T, state.h),
+                    res.history[-1], res.history, max_iter)
+        self._ep_state = state
+        # the objective of the fit over all rows (the history holds minibatch estimates),
+        # read a minibatch at a time as the training read them
+        self.log_marginal_likelihood_value_ = float(
+            rows.fitted_evidence(res.theta, prior, state, batch_size))
+
+    def _store(self, hyp, prior, q, log_z, history, n_iter):
+        # model units for predictions, user units for the report
+        self._hyp = hyp
+        self._set_theta(hyp.log_variance, hyp.log_noise, hyp.log_lengthscale)
+        self._Z, self._ls = hyp.Z.copy(), prior.lengthscale.copy()
+        self.inducing_points_ = self._scaling.inverse_transform(hyp.Z)
+        self.variance_ = prior.variance.copy()
+        self.noise_ = prior.noise.copy()
+        self.lengthscale_ = self._scaling.lengthscale_to_user(prior.lengthscale)
+        self.log_evidence_ = float(log_z)
+        self.log_marginal_likelihood_value_ = self.log_evidence_
+        self.evidence_history_ = np.asarray(history, dtype=np.float64)
+        self.posterior_mean_ = q.m.copy()
+        self.posterior_cov_ = q.S.copy()
+        self.n_iter_ = n_iter
+        self._L = prior.L.copy()
+        self._R = q.R.copy()
+        # K^{-1} m, for the predictive mean k*^T K^{-1} m (eq. 65)
+        self._Am = np.einsum("cij,cj->ci", prior.A, q.m)
+
+    # ---------------------------------------------------------------------------- evidence
+    _lml_objective = "The EP (or SEP) log evidence with the sites held fixed"
+    _lml_notes = """``theta`` is ``theta_``: ``[log variance (C), log noise (C), log lengthscale (C x D,
+or C for an isotropic kernel)]`` less what the kernel holds fixed, length-scales in the units
+of X. The inducing inputs (``inducing_points_``) and the sites stay at their fitted values, as
+u-space objects (EP's per-factor sites along the directions they were fitted with, SEP's tied
+sites): the function EP-inner training climbs at each step, whose value at ``theta_`` is
+``log_marginal_likelihood_value_`` (batch mode: ``log_evidence_``; minibatch mode: the same
+function over all rows, where ``log_evidence_`` is a minibatch estimate). Its gradient is
+exact (:func:`.engine.fixed_site_evidence`: the training gradient plus the factors' moment
+mismatch, which EP-inner training leaves out). Needs the training rows, which a fit on an
+in-memory array keeps."""
+
+    def _log_marginal_likelihood(self, theta, eval_gradient):
+        X, y = self._rows_for_lml()
+        C, M, D = self._hyp.shape
+        hyp = self._hyp.like(self._hyper_at(theta, self._hyp.Z))
+        nik, jitter = self._nik
+        log_z, grad = _eng.fixed_site_evidence(X, y, hyp, self._ep_state, nik, jitter,
+                                          compute_grad=eval_gradient)
+        if not eval_gradient:
+            return float(log_z)
+        return float(log_z), self._theta_gradient(grad, C, D)
+
+    # ---------------------------------------------------------------------------- predict
+    def predict_latent(self, X):
+        """Predictive means and variances of the noisy latents f^c(x*) (notes §6, eqs. 65-66).
+
+        Returns
+        -------
+        mean : ndarray of shape (n_samples, C)
+        var : ndarray of shape (n_samples, C)
+            Includes the additive noise sigma0_c.
+        """
+        return self._latent(self._validate_predict_data(X))
+
+    def _latent(self, X):
+        C = self.classes_.size
+        mean = np.empty((X.shape[0], C))
+        var = np.empty((X.shape[0], C))
+        for c in range(C):
+            Ks = kernel_kfu(X, self._Z[c], self.variance_[c], self._ls[c],
+                                self._kernel_family())
+            a = tri_solve(self._L[c], Ks.T)
+            b = tri_solve(self._R[c], a)
+            mean[:, c] = Ks @ self._Am[c]
+            kappa = self.variance_[c] + self.noise_[c]
+            var[:, c] = np.maximum(kappa - np.sum(a * a, axis=0) + np.sum(b * b, axis=0), 1e-300)
+        return mean, var
+
+    def predict_proba(self, X):
+        """Class probabilities by 1-D quadrature of the exact likelihood (notes §6), (N, C).
+
+        Accurate to well below 1e-4 (trapezoid rule resolving the narrowest latent sd).
+        """
+        return self._proba(*self.predict_latent(X))
+
+    def _proba(self, mean, var):
+        return np.clip(class_probabilities(mean, var), 0.0, 1.0)

@@ -1,0 +1,363 @@
+"""Per-class covariances of the multi-class GP classifiers (notes multiclass_ep.md §1.1).
+
+Each class c has its own stationary ARD kernel (squared exponential by default; any family
+code of :mod:`sparsegp._numba.covfuncs` through ``family``) with amplitude ``variance``
+(sigma_c, a variance), per-dimension ``lengthscale`` l_{c,d} (a *length*, not its square: the
+R code's squared length-scale is l^2) and additive Gaussian noise ``noise_variance`` (sigma0_c):
+
+    k_c(x, x') = sigma_c g(sum_d (x_d - x'_d)^2 / l_{c,d}^2)                (signal, K_fu)
+    kappa_c    = sigma_c + sigma0_c                                         (prior var of f_ic)
+    K_c        = k_c(Z_c, Z_c) + sigma0_c I [if noise_in_kuu] + jitter I    (inducing prior)
+
+with g(q) = exp(-q/2) for SE and the Matérn forms of :mod:`sparsegp._numba.covfuncs` otherwise.
+``noise_in_kuu=True`` is the R nugget convention used by the paper; ``False`` gives noise-free
+inducing values, under which Z_c = X removes the FITC error (notes §1.1, §8 item 7).
+
+Parameters are handled in log space for sigma, sigma0 and l; Z is unconstrained. The packed
+vector used by the optimisers is :func:`pack_params` / :func:`unpack_params`. Also here: the
+triangular solve and the Cholesky-with-jitter the three engines factor K_c with.
+"""
+import numpy as np
+from scipy import linalg as sla
+from scipy.linalg import blas as _blas
+
+from ... import kernels as _kernels
+from ..._optimize import unbounded
+from ..._numba import covfuncs as _cf
+from ..._config import MC_GEMM_MIN_D as GEMM_MIN_D, MC_SMALL_KERNEL as _SMALL_KERNEL
+
+#: Default absolute jitter on K_c's diagonal (the R code's 1e-10 nugget).
+DEFAULT_JITTER = 1e-10
+#: The baselines' box on every log hyper-parameter, [-LOG_BOX, LOG_BOX] (notes §7.2, R code)
+LOG_BOX = 10.0
+
+
+# --------------------------------------------------------------------------------------------
+# kernel
+# --------------------------------------------------------------------------------------------
+def kernel_kfu(X, Z, variance, lengthscale, family=_cf.SE):
+    """Signal cross-covariance k_c(X, Z) of one class, without noise.
+
+    Parameters
+    ----------
+    X : ndarray of shape (N, D)
+    Z : ndarray of shape (M, D)
+    variance : float
+    lengthscale : ndarray of shape (D,)
+    family : int, default=SE
+        Stationary family code of :mod:`sparsegp._numba.covfuncs`.
+
+    Returns
+    -------
+    K : ndarray of shape (N, M)
+    """
+    return _stationary(X, Z, variance, lengthscale, family)
+
+
+def kernel_kuu(Z, variance, lengthscale, noise, noise_in_kuu=True, jitter=DEFAULT_JITTER,
+               family=_cf.SE):
+    """Inducing prior covariance K_c = k_c(Z, Z) [+ noise I] + jitter I, shape (M, M).
+
+    Parameters
+    ----------
+    Z : ndarray of shape (M, D)
+    variance, noise : float
+    lengthscale : ndarray of shape (D,)
+    noise_in_kuu : bool, default=True
+    jitter : float, default=1e-10
+    family : int, default=SE
+        Stationary family code of :mod:`sparsegp._numba.covfuncs`.
+
+    Returns
+    -------
+    K : ndarray of shape (M, M)
+    K_se : ndarray of shape (M, M)
+        The signal part k_c(Z, Z) alone (needed by :func:`kernel_grads`; the name predates
+        the other families).
+    """
+    K_se = _stationary(Z, Z, variance, lengthscale, family)
+    K = K_se.copy()
+    K[np.diag_indices_from(K)] += (noise if noise_in_kuu else 0.0) + jitter
+    return K, K_se
+
+
+def _stationary(X, Z, variance, lengthscale, family):
+    """k(X, Z) of one family: SE by the paths below, the others by the compiled loop.
+
+    The other families are never formed from GEMM distances: |a|^2 + |b|^2 - 2 a.b carries an
+    absolute rounding error ~1e-16 |a|^2 / l^2, which the square root in the Matérn forms turns
+    into ~1e-8 near coincident points (Z drawn from the training rows), where SE's exp(-q/2)
+    keeps it at 1e-16.
+    """
+    if family == _cf.SE:
+        return _se(X, Z, variance, lengthscale)
+    return _kernels.kernel_matrix(np.ascontiguousarray(X, dtype=np.float64),
+                                  np.ascontiguousarray(Z, dtype=np.float64), family,
+                                  variance, lengthscale)
+
+
+def _se(X, Z, variance, lengthscale):
+    X = np.asarray(X, dtype=np.float64)
+    work = X.shape[0] * Z.shape[0] * X.shape[1]
+    if work < _SMALL_KERNEL:
+        diff = (X[:, None, :] - Z[None, :, :]) / lengthscale
+        return variance * np.exp(-0.5 * np.einsum("nmd,nmd->nm", diff, diff))
+    if X.shape[1] >= GEMM_MIN_D:
+        # |a - b|^2 = |a|^2 + |b|^2 - 2 a.b: one GEMM; the rounding (~1e-16 |a|^2) is far
+        # below what matters in exp(-d2/2)
+        Xs, Zs = X / lengthscale, Z / lengthscale
+        d2 = (np.einsum("nd,nd->n", Xs, Xs)[:, None] + np.einsum("md,md->m", Zs, Zs)[None, :]
+              - 2.0 * (Xs @ Zs.T))
+        return variance * np.exp(-0.5 * np.maximum(d2, 0.0))
+    return _kernels.se_kernel(X, Z, variance, lengthscale)
+
+
+def _se_grad_contract(X, Z, K, W, lengthscale, symmetric=False):
+    """dL/dl (D,) and dL/dZ (M, D) of L = sum(W * K), K = k(X, Z) (see kernels.se_grad_contract).
+
+    For large problems with many features the sums are matrix products:
+    dL/dz_mj = [(G^T X)_mj - (1^T G)_m z_mj] / l_j^2 and
+    dL/dl_j = [sum_n (G 1)_n x_nj^2 - 2 sum_m (G^T X)_mj z_mj + sum_m (1^T G)_m z_mj^2] / l_j^3,
+    with G = W * K.
+    """
+    N, D = X.shape
+    if N * Z.shape[0] * D < _SMALL_KERNEL or D < GEMM_MIN_D:
+        return _kernels.se_grad_contract(X, Z, K, W, lengthscale, symmetric=symmetric)
+    G = W * K
+    GtX = G.T @ X
+    col = G.sum(axis=0)
+    row = G.sum(axis=1)
+    inv_l2 = 1.0 / (lengthscale * lengthscale)
+    g_Z = (GtX - col[:, None] * Z) * inv_l2
+    g_ls = ((row @ (X * X) - 2.0 * np.einsum("md,md->d", GtX, Z) + col @ (Z * Z))
+            * inv_l2 / lengthscale)
+    if symmetric:
+        g_Z *= 2.0
+    return g_ls, g_Z
+
+
+def _grad_contract(X, Z, K, W, lengthscale, family, variance, symmetric=False):
+    """dL/dl (D,) and dL/dZ (M, D) of L = sum(W * K), K = k(X, Z) of family ``family``.
+
+    SE keeps its own paths (:func:`_se_grad_contract`, K is its own derivative factor); the
+    other families compute their factor s2 G(q) and contract in the compiled loop (exact
+    differences, for the reason given in :func:`_stationary`).
+    """
+    if family == _cf.SE:
+        return _se_grad_contract(X, Z, K, W, lengthscale, symmetric=symmetric)
+    return _kernels.grad_contract(X, Z, K, W, family, variance, lengthscale,
+                                  symmetric=symmetric)
+
+
+def kernel_kappa(variance, noise):
+    """Prior variance kappa_c = sigma_c + sigma0_c of a noisy latent f_ic."""
+    return variance + noise
+
+
+def kernel_grads(X, Z, variance, lengthscale, noise, K_se, Kfu, W_uu, W_fu, w_kappa,
+                 noise_in_kuu=True, family=_cf.SE):
+    """Gradient of <W_uu, K_c> + <W_fu, K_fu> + sum(w_kappa) * kappa_c for one class.
+
+    Parameters
+    ----------
+    X : ndarray of shape (N, D)
+    Z : ndarray of shape (M, D)
+    variance, noise : float
+    lengthscale : ndarray of shape (D,)
+    K_se : ndarray of shape (M, M)
+        Signal part of K_c, from :func:`kernel_kuu`.
+    Kfu : ndarray of shape (N, M)
+    W_uu : ndarray of shape (M, M)
+        Symmetric weights of K_c.
+    W_fu : ndarray of shape (N, M)
+        Weights of K_fu (may be None: no K_fu term).
+    w_kappa : float or ndarray of shape (N,)
+        Weights of kappa (summed).
+    noise_in_kuu : bool
+    family : int, default=SE
+        Stationary family code of :mod:`sparsegp._numba.covfuncs`.
+
+    Returns
+    -------
+    g_log_variance : float
+    g_log_noise : float
+    g_log_lengthscale : ndarray of shape (D,)
+    g_Z : ndarray of shape (M, D)
+    """
+    W_uu = 0.5 * (W_uu + W_uu.T)
+    wk = float(np.sum(w_kappa))
+    g_var = float(np.sum(W_uu * K_se)) + wk * variance
+    g_noise = wk * noise
+    if noise_in_kuu:
+        g_noise += float(np.trace(W_uu)) * noise
+    # every family is s2 g(q): d/dlog s2 of sum(W K) is sum(W K) whatever g is
+    g_ls, g_Z = _grad_contract(Z, Z, K_se, W_uu, lengthscale, family, variance, symmetric=True)
+    if W_fu is not None:
+        g_var += float(np.sum(W_fu * Kfu))
+        gl2, gZ2 = _grad_contract(np.asarray(X, dtype=np.float64), Z, Kfu, W_fu, lengthscale,
+                                  family, variance)
+        g_ls = g_ls + gl2
+        g_Z = g_Z + gZ2
+    return g_var, g_noise, g_ls * lengthscale, g_Z
+
+
+def pack_params(log_variance, log_noise, log_lengthscale, Z):
+    """Concatenate (C,), (C,), (C, D), (C, M, D) arrays into one vector."""
+    return np.concatenate([np.ravel(log_variance), np.ravel(log_noise),
+                           np.ravel(log_lengthscale), np.ravel(Z)])
+
+
+def unpack_params(theta, C, M, D):
+    """Inverse of :func:`pack_params`: returns (log_variance, log_noise, log_lengthscale, Z)."""
+    theta = np.asarray(theta, dtype=np.float64)
+    i = 0
+    lv = theta[i:i + C].copy(); i += C
+    ln = theta[i:i + C].copy(); i += C
+    ll = theta[i:i + C * D].reshape(C, D).copy(); i += C * D
+    Z = theta[i:i + C * M * D].reshape(C, M, D).copy(); i += C * M * D
+    if i != theta.size:
+        raise ValueError(f"parameter vector has length {theta.size}; expected {i}")
+    return lv, ln, ll, Z
+
+
+def tie_lengthscales(grad, C, D):
+    """``grad`` projected onto equal length-scales within each class (a new array).
+
+    For an isotropic kernel each class's D log length-scales are one parameter stored D
+    times; each of their gradient entries becomes the mean of the D, so that every optimiser
+    moves them together, and the directional derivative along a step is the true one.
+    """
+    out = np.array(grad, dtype=np.float64)
+    block = out[2 * C:2 * C + C * D].reshape(C, D)
+    block[:] = block.mean(axis=1, keepdims=True)
+    return out
+
+
+def chol_jitter(A, jitter0=0.0, max_tries=8):
+    """Lower Cholesky factor of A, adding jitter * mean(diag A) (x10 per retry) on failure.
+
+    Returns ``(L, added)``; raises ``numpy.linalg.LinAlgError`` when every try fails.
+    """
+    scale = float(np.mean(np.diag(A)))
+    add = jitter0
+    for _ in range(max_tries):
+        try:
+            if add > 0:
+                B = A.copy()
+                B[np.diag_indices_from(B)] += add
+            else:
+                B = A
+            return sla.cholesky(B, lower=True, check_finite=False), add
+        except (np.linalg.LinAlgError, sla.LinAlgError):
+            add = max(add * 10.0, 1e-10 * scale)
+    raise np.linalg.LinAlgError("matrix is not positive definite even with added jitter")
+
+
+def tri_solve(L, B, trans=False):
+    """Solve L X = B (or L^T X = B when ``trans``) for lower-triangular L; B (M,) or (M, K).
+
+    Uses BLAS ``dtrsm`` directly: with the bundled multi-threaded OpenBLAS on a loaded machine,
+    ``scipy.linalg.solve_triangular`` (LAPACK ``dtrtrs``) was measured at 10-50 ms per call even
+    for 3 x 3 systems (any threaded BLAS call suffers there; ``OPENBLAS_NUM_THREADS=1`` cures it).
+    """
+    B = np.asarray(B, dtype=np.float64)
+    vec = B.ndim == 1
+    out = _blas.dtrsm(1.0, L, B.reshape(-1, 1) if vec else B, lower=1, trans_a=int(trans))
+    return out.ravel() if vec else out
+
+
+# --------------------------------------------------------------------------------------------
+# the baselines' hyper-parameters and per-class covariance blocks (GFITC and VI)
+# --------------------------------------------------------------------------------------------
+class BoxHyper:
+    """The baselines' per-class stationary (SE-ARD by default) hyper-parameters in log space
+    plus inducing inputs, searched inside the box :data:`LOG_BOX` (:meth:`bounds`).
+
+    Attributes
+    ----------
+    log_variance : ndarray of shape (C,)       log signal variance sigma_c
+    log_noise : ndarray of shape (C,)          log additive latent noise variance sigma0_c
+    log_lengthscale : ndarray of shape (C, D)  log length-scales l_cd (not squared)
+    Z : ndarray of shape (C, M, D)             inducing inputs
+    family : int                               stationary family code (covfuncs), SE default
+    isotropic : bool                           each class's D length-scales are one parameter
+    log_bounds : tuple of two ndarrays or None (lo, hi) of the packed vector from a kernel
+
+    Notes
+    -----
+    With ``isotropic`` each class's log length-scales are replaced by their mean on
+    construction: an optimiser's point is then a function of the shared value alone, whose
+    gradient is :func:`.kernel.tie_lengthscales` of the per-feature one.
+    """
+
+    def __init__(self, log_variance, log_noise, log_lengthscale, Z, family=_cf.SE,
+                 isotropic=False, log_bounds=None):
+        self.log_variance = np.array(log_variance, dtype=np.float64)
+        self.log_noise = np.array(log_noise, dtype=np.float64)
+        self.log_lengthscale = np.array(log_lengthscale, dtype=np.float64)
+        self.Z = np.ascontiguousarray(Z, dtype=np.float64).copy()
+        self.family = int(family)
+        self.isotropic = bool(isotropic)
+        self.log_bounds = log_bounds
+        if self.isotropic:
+            self.log_lengthscale[:] = self.log_lengthscale.mean(axis=1, keepdims=True)
+
+    def settings(self):
+        """``(family, isotropic, log_bounds)``, to build another BoxHyper of the same kind."""
+        return self.family, self.isotropic, self.log_bounds
+
+    def pack(self):
+        return pack_params(self.log_variance, self.log_noise, self.log_lengthscale, self.Z)
+
+    @classmethod
+    def unpack(cls, theta, C, M, D, family=_cf.SE, isotropic=False, log_bounds=None):
+        return cls(*unpack_params(theta, C, M, D), family, isotropic, log_bounds)
+
+    @classmethod
+    def zeros(cls, C, M, D):
+        return cls(np.zeros(C), np.zeros(C), np.zeros((C, D)), np.zeros((C, M, D)))
+
+    def bounds(self):
+        """Bounds (n, 2) of the packed vector for the training driver: the box [-10, 10] on
+        the log parameters, narrowed to a kernel's log bounds when there is one; Z unbounded."""
+        C, M, D = self.Z.shape
+        n_log = 2 * C + C * D
+        out = np.vstack([np.tile([-LOG_BOX, LOG_BOX], (n_log, 1)), unbounded(C * M * D)])
+        if self.log_bounds is not None:
+            lo, hi = self.log_bounds
+            out[:n_log, 0] = np.clip(np.asarray(lo[:n_log], dtype=np.float64), -LOG_BOX,
+                                     LOG_BOX)
+            out[:n_log, 1] = np.clip(np.asarray(hi[:n_log], dtype=np.float64), -LOG_BOX,
+                                     LOG_BOX)
+        return out
+
+    def copy(self):
+        return BoxHyper(self.log_variance, self.log_noise, self.log_lengthscale, self.Z,
+                      *self.settings())
+
+
+class ClassKernel:
+    """Covariance blocks of class c: K_se, K (with noise/jitter), its Cholesky LK, K_fu, kappa."""
+
+    def __init__(self, X, hyp, c, jitter, noise_in_kuu):
+        self.variance = float(np.exp(hyp.log_variance[c]))
+        self.noise = float(np.exp(hyp.log_noise[c]))
+        self.lengthscale = np.exp(hyp.log_lengthscale[c])
+        self.Z = hyp.Z[c]
+        self.family = hyp.family
+        self.noise_in_kuu = noise_in_kuu
+        self.K, self.K_se = kernel_kuu(self.Z, self.variance, self.lengthscale, self.noise,
+                                           noise_in_kuu, jitter, self.family)
+        self.LK, added = chol_jitter(self.K)
+        if added:
+            self.K[np.diag_indices_from(self.K)] += added
+        self.P = None if X is None else kernel_kfu(X, self.Z, self.variance,
+                                                       self.lengthscale, self.family)
+        self.kappa = kernel_kappa(self.variance, self.noise)
+
+    def grads(self, X, W_uu, W_fu, w_kappa):
+        """(g_log_variance, g_log_noise, g_log_lengthscale (D,), g_Z (M, D)) of
+        <W_uu, K> + <W_fu, K_fu> + sum(w_kappa) kappa."""
+        return kernel_grads(X, self.Z, self.variance, self.lengthscale, self.noise,
+                                self.K_se, self.P, W_uu, W_fu, w_kappa, self.noise_in_kuu,
+                                self.family)
