@@ -55,7 +55,10 @@ def _run_script(name, tmp_path, *args):
     return module.main(["--quick", "--out", str(tmp_path), *args])
 
 
+# the quick runs cut the papers' fixed budgets further, so a fit ending before convergence is
+# expected there and says so; the smoke test asks only that the script runs and draws
 @pytest.mark.slow
+@pytest.mark.filterwarnings("ignore::sparsegp.exceptions.ConvergenceWarning")
 def test_learning_curve_script_quick(tmp_path):
     path = _run_script("gfitc_fig1_learning_curves", tmp_path)
     assert os.path.getsize(path) > 0
