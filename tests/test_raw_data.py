@@ -79,24 +79,37 @@ def _proba_gap(make, data):
     return float(np.max(np.abs(p0 - p1)))
 
 
-#: The binary classifiers' default kernel is isotropic with one common input scale (the root
-#: mean square of the features' spreads), so per-column units re-weight the features: the
-#: 1e4 column takes the kernel over. The shared layer now scales the default covariance per
-#: feature on request (sparsegp._scaling.scaling_for(..., standardise_default=True), as the
-#: regressor does), but these four fit in the user's units from a scaled start (EP) or on
-#: centred rows (IVM, stagewise), or report an isotropic length-scale (GFITC): each needs
-#: its own change, outside this branch. Measured differences in the reason.
+#: The IVM's default kernel is isotropic with one common input scale (the root mean square of
+#: the features' spreads), so per-column units re-weight the features: the 1e4 column takes
+#: the kernel over. EP, GFITC and stagewise opt in to the shared layer's per-feature scaling
+#: of the default covariance (_BinaryGPClassifierMixin._input_scaling): an isotropic kernel on
+#: standardised inputs, the same model whatever each column's units. Measured differences in
+#: the reasons and comments.
 _BINARY_XFAIL = "isotropic default kernel with one common scale (measured {}); see above"
 
+#: Stagewise at its defaults is not a function of the data to 0.02: its first conjugate-
+#: gradient run on the NLP of eq. 4 (sites fixed) runs away along s2 -> inf (log s2 21.8 on
+#: standardised X, 20.4 on X diag(a) + b), and the next inner loop then picks other basis
+#: vectors. The same happens without any change of units: main's fit on standardised X
+#: moves by 0.91 when X is perturbed by a relative 1e-9. The units themselves are handled:
+#: the "stagewise-1-outer" case below, and with optimizer=None the two fits agree to 1.3e-7.
+#: A bounded variance would settle it (a box [1e-3, 1e3] moved the fit by 3.5e-6 under a
+#: relative 2e-6 perturbation).
+_STAGEWISE_PATH = ("the default search of s2 runs away and later inner loops pick other "
+                   "basis vectors (measured 0.73; 0.91 on main for a 1e-9 perturbation of "
+                   "standardised X); see above")
+
 BINARY = [
-    pytest.param(lambda: EPClassifier(random_state=0), id="ep",
-                 marks=pytest.mark.xfail(reason=_BINARY_XFAIL.format(0.62), strict=True)),
-    pytest.param(lambda: GFITCClassifier(random_state=0), id="gfitc",
-                 marks=pytest.mark.xfail(reason=_BINARY_XFAIL.format(0.60), strict=True)),
+    # measured EP 4.9e-7, GFITC 6.5e-3 (30 CG steps, not converged), stagewise with one
+    # outer iteration 5.5e-3 (the runaway CG run, then no further inner loop)
+    pytest.param(lambda: EPClassifier(random_state=0), id="ep"),
+    pytest.param(lambda: GFITCClassifier(random_state=0), id="gfitc"),
     pytest.param(lambda: IVMClassifier(n_active=40, random_state=0), id="ivm",
                  marks=pytest.mark.xfail(reason=_BINARY_XFAIL.format(0.45), strict=True)),
     pytest.param(lambda: StagewiseGPClassifier(d_max=30, random_state=0), id="stagewise",
-                 marks=pytest.mark.xfail(reason=_BINARY_XFAIL.format(1.0), strict=True)),
+                 marks=pytest.mark.xfail(reason=_STAGEWISE_PATH, strict=True)),
+    pytest.param(lambda: StagewiseGPClassifier(d_max=30, max_iter=1, random_state=0),
+                 id="stagewise-1-outer"),
 ]
 
 #: short budgets (module docstring); measured differences in the comments
@@ -113,6 +126,44 @@ MULTICLASS = [
 @pytest.mark.parametrize("make", BINARY)
 def test_binary_defaults_ignore_per_column_units(make):
     assert _proba_gap(make, _binary_data()) <= PROBA_TOL
+
+
+@pytest.mark.parametrize("make", [
+    pytest.param(lambda: EPClassifier(random_state=0), id="ep"),
+    pytest.param(lambda: GFITCClassifier(max_iter=10, random_state=0), id="gfitc"),
+    pytest.param(lambda: StagewiseGPClassifier(d_max=30, optimizer=None, random_state=0),
+                 id="stagewise"),
+])
+def test_binary_default_fit_is_reported_in_the_users_units(make):
+    # the two fits differ by the rounding of X diag(a) + b carried along the optimiser's path
+    # (measured: theta_ 2.1e-6 EP, 7.9e-5 GFITC; inducing inputs 9.7e-5, their gradient 3.1e-4
+    # relative), so the comparisons allow 1e-3; a unit left unconverted is a factor 1e-4..1e4
+    X, y, Xt = _binary_data()
+    Xs, _ = _standardised(X, Xt)
+    spread = SCALES * X.std(axis=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        c0 = make().fit(Xs, y)
+        c1 = make().fit(X * SCALES + OFFSET, y)
+    # one length-scale, in standard deviations of each feature: the same number
+    assert isinstance(c1.lengthscale_, float)
+    assert abs(c1.lengthscale_ - c0.lengthscale_) <= 1e-3 * c0.lengthscale_
+    np.testing.assert_allclose(c1.theta_, c0.theta_, rtol=1e-3, atol=1e-3)
+    # the kernel in the units of X: one length-scale per feature (measured 8.5e-9)
+    np.testing.assert_allclose(c1.kernel_.lengthscale, c1.lengthscale_ * spread, rtol=1e-6)
+    # log_marginal_likelihood reads theta_ in the reported units
+    assert abs(c1.log_marginal_likelihood(c1.theta_) - c1.log_marginal_likelihood_value_) \
+        <= 1e-8 * abs(c1.log_marginal_likelihood_value_)
+    if hasattr(c1, "log_evidence_gradient_"):
+        g0, g1 = c0.log_evidence_gradient_, c1.log_evidence_gradient_
+        assert abs(g1["lengthscale"] - g0["lengthscale"]) <= 1e-3 * (1 + abs(g0["lengthscale"]))
+    if hasattr(c1, "inducing_points_"):
+        np.testing.assert_allclose((c1.inducing_points_ - OFFSET) / SCALES,
+                                   c0.inducing_points_ * X.std(axis=0) + X.mean(axis=0),
+                                   atol=1e-3)
+        # d/dZ_user = d/dZ_std / spread_j
+        gz0, gz1 = g0["inducing_points"], g1["inducing_points"]
+        np.testing.assert_allclose(gz1 * spread, gz0, atol=5e-3 * np.max(np.abs(gz0)))
 
 
 @pytest.mark.parametrize("make", MULTICLASS)
