@@ -67,6 +67,12 @@ SITE_MAXITER = 50
 #: Optimiser (CG) iterations per outer iteration on the NLP of eq. 4 (not stated in the paper;
 #: notes §3.7).
 CG_MAXITER = 20
+#: Natural bounds of the default covariance's variance and length-scale, in model units
+#: (standardised inputs). With the sites fixed, eq. 4 can keep improving along s2 -> inf (the
+#: kernel tends to a polynomial interpolant of the site means): unbounded, the first CG run
+#: ended at s2 ~ e^21 on a 60-point set, predictions lost their digits to s2 - |V|^2, and the
+#: next inner loop's choices, hence the fit, changed under a relative 1e-9 change of X.
+DEFAULT_BOUNDS = (1e-3, 1e3)
 
 
 class StagewiseGPClassifier(_BinaryGPClassifierMixin, ClassifierMixin, SparseGPEstimator):
@@ -96,10 +102,12 @@ class StagewiseGPClassifier(_BinaryGPClassifierMixin, ClassifierMixin, SparseGPE
         Its values are the initial hyper-parameters; parameters with "fixed" bounds are not
         optimised, and the others stay within their bounds (the CG of Algorithm 1 sees eq. 4
         at the clipped point). None: the isotropic SE kernel with variance 1 on standardised
-        inputs, optimised without bounds from length-scale
-        ``sparsegp._scaling.LENGTHSCALE_START`` (1.0) standard deviations of each feature, so
-        that the fit does not depend on the units of any column (an ARD kernel from the
-        data: ``SquaredExponential(lengthscale=X.std(axis=0))``). Never modified. The fit
+        inputs, from length-scale ``sparsegp._scaling.LENGTHSCALE_START`` (1.0) standard
+        deviations of each feature, so that the fit does not depend on the units of any
+        column (an ARD kernel from the data: ``SquaredExponential(lengthscale=X.std(axis=0))``),
+        variance and length-scale within ``DEFAULT_BOUNDS`` = (1e-3, 1e3) (standard
+        deviations for the length-scale), since eq. 4 with the sites fixed may keep improving
+        as s2 grows without end. Never modified. The fit
         runs on centred, scaled inputs (:mod:`sparsegp._scaling`: per feature for an ARD
         kernel and for the default, one common scale for an isotropic kernel the user gave)
         and reports in the user's units.
@@ -198,7 +206,7 @@ class StagewiseGPClassifier(_BinaryGPClassifierMixin, ClassifierMixin, SparseGPE
             kappa = check_int(self.kappa, "kappa", minimum=1)
         site_update = check_option(self.site_update, "site_update", SITE_UPDATES)
         # kernel=None: the default kernel, whose data-following start fit sets
-        spec = kernel_spec(self.kernel, D, type(self).__name__)
+        spec = kernel_spec(self.kernel, D, type(self).__name__, default_bounds=DEFAULT_BOUNDS)
         bias = self.bias
         if isinstance(bias, (bool, np.bool_)) or not np.isscalar(bias) \
                 or not np.isfinite(float(bias)):
