@@ -31,8 +31,10 @@ model whose fit does not depend on each column's units (issue 23: per-column sca
 to 1e4). Its box is then a box in model units, kept as it is (``spec_to_model(...,
 keep_bounds=True)``), and its one length-scale has no single value in the user's units: the
 fitted covariance in the user's units (:meth:`InputScaling.kernel_to_user`) has one
-length-scale per feature, ``l * scale_j``, with ratios the fit held fixed. Estimators opt in
-(today the regressor).
+length-scale per feature, ``l * scale_j``, with ratios the fit held fixed; its reported
+length-scale stays the one model-unit value (:meth:`InputScaling.lengthscale_unit`).
+Estimators opt in: the regressor, and the binary classifiers through
+``sparsegp.classification._binary._BinaryGPClassifierMixin._input_scaling``.
 """
 import copy
 import math
@@ -201,17 +203,64 @@ class InputScaling:
         shape = (self.n_features,) if n_classes is None else (n_classes, self.n_features)
         return np.full(shape, LENGTHSCALE_START)
 
-    def spec_to_model(self, spec, keep_bounds=False):
+    def lengthscale_unit(self, ard):
+        """The units a fitted length-scale is reported in (``lengthscale_``, ``theta_``).
+
+        The user's units (the scale), except for an isotropic kernel on inputs scaled per
+        feature (the default covariance, :meth:`wants_per_feature`): its one length-scale
+        has no single value in the user's units and is reported in model units, i.e. in
+        standard deviations of each feature.
+
+        Parameters
+        ----------
+        ard : bool
+            The kernel's.
+
+        Returns
+        -------
+        unit : ndarray of shape (D,)
+            Reported length-scale = model-unit length-scale * unit; a gradient by it is the
+            model-unit gradient / unit.
+        """
+        if self.per_feature and not ard:
+            return np.ones(self.n_features)
+        return self.scale.copy()
+
+    def reported_lengthscale(self, spec, lengthscale):
+        """Model-unit length-scales in :meth:`lengthscale_unit`, as ``lengthscale_`` reports.
+
+        Parameters
+        ----------
+        spec : StationarySpec
+            As :meth:`spec_to_model` returned it: a length-scale the kernel holds fixed is
+            reported as the user gave it (``user_lengthscale``).
+        lengthscale : ndarray of shape (D,) or (1,)
+            Model units; one value for an isotropic kernel may be given once.
+
+        Returns
+        -------
+        lengthscale : ndarray of shape (D,)
+        """
+        if not spec.free_lengthscale and hasattr(spec, "user_lengthscale"):
+            return np.array(spec.user_lengthscale, dtype=np.float64)
+        ls = np.broadcast_to(np.asarray(lengthscale, dtype=np.float64), (self.n_features,))
+        return ls * self.lengthscale_unit(spec.ard)
+
+    def spec_to_model(self, spec, keep_bounds=None):
         """A copy of ``spec`` with its length-scales (and their log bounds) in model units.
 
         The copy shares ``spec.kernel``, so ``fitted`` still builds the user's kind of kernel;
         call it with user-unit values. Finite log bounds move by ``-log scale`` and become one
         (low, high) row per feature, shape (D, 2) (equal rows for a common scale); with
         ``keep_bounds`` (a default covariance, whose box is meant for model units) they stay
-        as they are. The copy keeps the user-unit values as ``user_lengthscale`` (D,), so
+        as they are. None: kept exactly for an isotropic kernel on inputs scaled per feature,
+        which only the default covariance is (a per-feature box would not fit its one
+        length-scale). The copy keeps the user-unit values as ``user_lengthscale`` (D,), so
         that length-scales the kernel holds fixed are reported as given, not round-tripped
         through the scale (0.7 / s * s = 0.6999999999999998).
         """
+        if keep_bounds is None:
+            keep_bounds = self.per_feature and not spec.ard
         out = copy.copy(spec)
         out.user_lengthscale = np.array(spec.lengthscale, dtype=np.float64)
         out.lengthscale = self.lengthscale_to_model(spec.lengthscale)

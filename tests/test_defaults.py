@@ -11,8 +11,6 @@ from sparsegp.exceptions import ConvergenceWarning
 #: one nat of it; the margin below is that nat.
 BEST_OF_TEN = -117.46
 MARGIN = 1.0
-#: The four cluster centres of make_xor (one per quadrant).
-CENTRES = np.array([[1.5, 1.5], [-1.5, 1.5], [-1.5, -1.5], [1.5, -1.5]])
 
 
 def _demo_data():
@@ -20,17 +18,18 @@ def _demo_data():
 
 
 def test_default_gfitc_reaches_the_good_xor_solution():
-    (X, y), _ = _demo_data()
+    (X, y), (Xt, yt) = _demo_data()
     with pytest.warns(ConvergenceWarning, match="max_iter="):
         clf = GFITCClassifier(n_inducing=4, random_state=0).fit(X, y)
     assert clf.log_evidence_ >= BEST_OF_TEN - MARGIN
-    # one pseudo-input per quadrant: the lopsided optimum leaves a quadrant to the bias alone
-    Z = clf.inducing_points_
-    quadrants = {(bool(z[0] > 0), bool(z[1] > 0)) for z in Z}
-    assert len(quadrants) == 4, Z
-    # and each within a cluster's reach (the clusters have unit spread)
-    nearest = np.min(np.linalg.norm(Z[:, None, :] - CENTRES[None], axis=2), axis=1)
-    assert np.all(nearest < 1.5), nearest
+    # the lopsided optimum leaves a quadrant to the bias alone and misclassifies it; the good
+    # one classifies held-out rows as well as the quadrant rule sign(x1 x2) that generated the
+    # labels (0.122 on these rows; the fit: 0.126; a quadrant left to the bias: 0.22). Where the pseudo-inputs sit is not pinned: the evidence
+    # prefers three well-placed ones to one per quadrant (measured at 100 CG steps, before and
+    # after the default covariance became isotropic on standardised inputs: log evidence
+    # -116.4 to -116.7 with pseudo-inputs in three quadrants, test error 0.123-0.125)
+    quadrant_rule = np.mean((Xt[:, 0] * Xt[:, 1] > 0) != (yt == 1))
+    assert np.mean(clf.predict(Xt) != yt) <= quadrant_rule + 0.01
 
 
 @pytest.mark.parametrize("seed", [1, 2, 3])

@@ -16,12 +16,20 @@ What lives here, and how a classifier uses it:
       is the ``kernel`` argument, or for None the default isotropic squared exponential with
       unbounded log-parameters (the search these classifiers have always done), whose start
       ``_input_scaling`` sets from the data.
-    * ``_set_hyper_attributes(variance, lengthscale, bias, spec)``: sets ``variance_``,
-      ``bias_``, ``lengthscale_`` (a float for an isotropic kernel, an ndarray (D,) with
-      ARD) and ``kernel_``, the fitted copy of the kernel.
-    * ``_gradient_dict(g_variance, g_lengthscale, g_bias, ard, **extra)``: the
+    * Model units (:mod:`sparsegp._scaling`): ``_input_scaling(X, hyper)`` (or
+      ``_spec_scaling(X, spec)``) gives the fit's ``InputScaling``, one scale per feature
+      for an ARD kernel and for the default covariance (an isotropic kernel on standardised
+      inputs, so that the fit does not depend on each column's units), one common scale for
+      an isotropic kernel the user gave; ``_to_model_units`` moves X, the spec and inducing
+      inputs there.  The fit runs in model units and reports in the user's.
+    * ``_set_hyper_attributes(variance, lengthscale, bias, spec, scaling=None)``: sets
+      ``variance_``, ``bias_``, ``lengthscale_`` (a float for an isotropic kernel, an ndarray
+      (D,) with ARD) and ``kernel_``, the fitted copy of the kernel; with the fit's
+      ``scaling``, from model-unit length-scales, and ``theta_`` too.
+    * ``_gradient_dict(g_variance, g_lengthscale, g_bias, ard, scaling=None, **extra)``: the
       ``log_evidence_gradient_`` dict in natural parameters; ``g_lengthscale`` (D,) is summed for
-      isotropic models; extra keys (e.g. ``inducing_points=...``) are added as given.
+      isotropic models (with ``scaling``, converted from model units first); extra keys (e.g.
+      ``inducing_points=...``) are added as given.
     * ``_warn_ep_not_converged(n_sweeps, max_change)``: the ``ConvergenceWarning`` text.
     * Prediction: the subclass implements ``_predict_latent(X)`` on a checked float64 array and
       returns ``(mean, var)`` of f*; the mixin supplies ``predict_latent``, ``decision_function``
@@ -199,15 +207,18 @@ def theta_to_model(theta, scaling, spec):
     """:func:`pack_theta`'s vector with its log length-scales in model units (a new array).
 
     ``scaling`` is the fit's :class:`~sparsegp._scaling.InputScaling` and ``spec`` the
-    (model-unit) spec the vector was packed with. Gradients need no conversion back: in log
-    space the change of units is a shift, whose derivative is one.
+    (model-unit) spec the vector was packed with; its length-scales are in the units
+    ``lengthscale_`` reports (:meth:`~sparsegp._scaling.InputScaling.lengthscale_unit`).
+    Gradients need no conversion back: in log space the change of units is a shift, whose
+    derivative is one.
     """
     out = np.array(theta, dtype=np.float64)
     if spec is None or spec.free_lengthscale:
         i = 0 if spec is not None and not spec.free_variance else 1
-        n = scaling.n_features if (spec is None or spec.ard) else 1
-        # isotropic kernels have one common scale (InputScaling.wants_per_feature)
-        out[i:i + n] -= np.log(scaling.scale[:n])
+        ard = spec is None or spec.ard
+        n = scaling.n_features if ard else 1
+        # an isotropic kernel's unit is one value (a common scale, or model units)
+        out[i:i + n] -= np.log(scaling.lengthscale_unit(ard)[:n])
     return out
 
 
@@ -305,11 +316,20 @@ class _BinaryGPClassifierMixin:
         """The :class:`~sparsegp._scaling.InputScaling` of the training X (user units).
 
         With ``kernel=None``, ``hyper``'s start (spec and ``lengthscale``) becomes the
-        data-following one, in the user's units.
+        data-following one, in the user's units (see :meth:`_spec_scaling`).
         """
-        scaling = scaling_for(X, hyper.spec, self.kernel is None)
+        scaling = self._spec_scaling(X, hyper.spec)
         hyper.lengthscale = hyper.spec.lengthscale.copy()
         return scaling
+
+    def _spec_scaling(self, X, spec):
+        """:meth:`_input_scaling` for a bare ``spec`` (changed in place with ``kernel=None``).
+
+        The default covariance (``kernel=None``) is scaled per feature: an isotropic kernel
+        on standardised inputs, whose fit does not depend on each column's units (issue 23);
+        a kernel the user gave is scaled per feature when ARD, else by one common scale.
+        """
+        return scaling_for(X, spec, self.kernel is None, standardise_default=True)
 
     @staticmethod
     def _to_model_units(scaling, X, hyper, Z=None):
@@ -317,30 +337,49 @@ class _BinaryGPClassifierMixin:
 
         Returns ``(X, Z)`` as new arrays (Z None stays None); ``hyper`` is changed in place,
         its spec replaced by a model-unit copy whose ``fitted`` still builds the user's
-        kernel (call it with user-unit values).
+        kernel (call it with user-unit values). The default covariance keeps its box, which
+        is one in model units (:meth:`~sparsegp._scaling.InputScaling.spec_to_model`).
         """
         hyper.spec = scaling.spec_to_model(hyper.spec)
         hyper.lengthscale = hyper.spec.lengthscale.copy()
         return scaling.transform(X), (None if Z is None else scaling.transform(Z))
 
-    def _set_hyper_attributes(self, variance, lengthscale, bias, spec):
+    def _set_hyper_attributes(self, variance, lengthscale, bias, spec, scaling=None):
         """Set ``variance_``, ``lengthscale_`` (float if isotropic, (D,) if ARD), ``bias_``
         and ``kernel_``, the fitted copy of ``spec``'s kernel
-        (:class:`~sparsegp.kernels.StationarySpec`)."""
+        (:class:`~sparsegp.kernels.StationarySpec`).
+
+        With ``scaling``, the fit's :class:`~sparsegp._scaling.InputScaling`, ``lengthscale``
+        (D,) is in model units and ``spec`` the model-unit spec: ``kernel_`` is reported in
+        the user's units (the default covariance with one length-scale per feature),
+        ``lengthscale_`` in :meth:`~sparsegp._scaling.InputScaling.lengthscale_unit`, and
+        ``theta_`` (:func:`pack_theta`, the vector of ``log_marginal_likelihood``) is set
+        from them.
+        """
         self.variance_ = float(variance)
         ls = np.asarray(lengthscale, dtype=np.float64)
+        if scaling is None:
+            self.kernel_ = spec.fitted(variance, ls)
+        else:
+            self.kernel_ = scaling.kernel_to_user(spec, variance, ls)
+            ls = scaling.reported_lengthscale(spec, ls)
         self.lengthscale_ = ls.copy() if spec.ard else float(ls.ravel()[0])
         self.bias_ = float(bias)
-        self.kernel_ = spec.fitted(variance, ls)
+        if scaling is not None:
+            self.theta_ = pack_theta(variance, ls, bias, spec.ard, spec=spec)
 
-    def _gradient_dict(self, g_variance, g_lengthscale, g_bias, ard, **extra):
+    def _gradient_dict(self, g_variance, g_lengthscale, g_bias, ard, scaling=None, **extra):
         """``log_evidence_gradient_`` in natural parameters (isotropic l: summed over dims).
 
         ``ard`` is the kernel's. Fixed hyper-parameters are reported too: the derivative
-        exists even if it is not used.
+        exists even if it is not used. With ``scaling`` (the fit's
+        :class:`~sparsegp._scaling.InputScaling`), ``g_lengthscale`` is by the model-unit
+        length-scales and is reported by ``lengthscale_`` (divided by its unit).
         """
         ard = bool(ard)
         g_ls = np.asarray(g_lengthscale, dtype=np.float64)
+        if scaling is not None:
+            g_ls = g_ls / scaling.lengthscale_unit(ard)
         out = {
             "variance": float(g_variance),
             "lengthscale": g_ls.copy() if ard else float(np.sum(g_ls)),

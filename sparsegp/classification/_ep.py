@@ -25,6 +25,7 @@ from ._binary import (
     pack_theta,
     search_box,
     theta_gradient,
+    theta_to_model,
     unpack_theta,
 )
 from .._config import PREDICT_BLOCK as _PREDICT_BATCH
@@ -163,6 +164,11 @@ class EPClassifier(_BinaryGPClassifierMixin, ClassifierMixin, SparseGPEstimator)
     constructor arguments, attributes and evidence gradient match
     :class:`sparsegp.GFITCClassifier` without the inducing points.
 
+    As there, the fit runs on centred and scaled inputs (:mod:`sparsegp._scaling`: one scale
+    per feature for an ARD kernel and for the default covariance, one common scale for an
+    isotropic kernel the user gave) and reports in the user's units, so that at the defaults
+    predictions do not depend on the units or offset of any column beyond round-off.
+
     Parameters
     ----------
     kernel : Kernel, optional
@@ -172,11 +178,11 @@ class EPClassifier(_BinaryGPClassifierMixin, ClassifierMixin, SparseGPEstimator)
         and ``Matern``. Its values are the start; hyper-parameters it holds "fixed" are not
         learnt (and not in ``theta_``), and its bounds box the search with
         ``optimizer="lbfgs"`` (``"cg"`` is unconstrained). Never modified; the fitted copy is
-        ``kernel_``. None: the isotropic squared exponential with variance 1, searched
-        without bounds, from a length-scale that follows the data,
-        ``sparsegp._scaling.LENGTHSCALE_START`` (1.0) times the root mean square of the
-        features' standard deviations, so that the fit does not depend on the units of X
-        (an ARD kernel from the data: ``SquaredExponential(lengthscale=X.std(axis=0))``).
+        ``kernel_``. None: the isotropic squared exponential with variance 1 on standardised
+        inputs, searched without bounds from length-scale
+        ``sparsegp._scaling.LENGTHSCALE_START`` (1.0) standard deviations of each feature, so
+        that the fit does not depend on the units of any column (an ARD kernel from the
+        data: ``SquaredExponential(lengthscale=X.std(axis=0))``).
     bias : float, default=0.0
         Initial probit bias.
     jitter : float, default=1e-6
@@ -218,15 +224,19 @@ class EPClassifier(_BinaryGPClassifierMixin, ClassifierMixin, SparseGPEstimator)
     y_train_ : ndarray of shape (n_samples,)
         Training labels mapped to -1/+1.
     kernel_ : Kernel
-        The fitted covariance (a copy of ``kernel``, or of the default SE kernel) at
-        ``variance_`` and ``lengthscale_``.
+        The fitted covariance in the units of X (a copy of ``kernel``, or of the default SE
+        kernel) at ``variance_`` and ``lengthscale_``. The default covariance, isotropic on
+        standardised inputs, comes back with one length-scale per feature, ``lengthscale_``
+        times that feature's standard deviation.
     variance_ : float
     lengthscale_ : float or ndarray of shape (n_features,)
-        A float for an isotropic kernel.
+        A float for an isotropic kernel. In the units of X, except the default covariance's
+        one length-scale, in standard deviations of each feature.
     bias_ : float
     theta_ : ndarray of shape (n_free + 1,)
         ``[log variance, log lengthscale(s), bias]`` without the kernel's fixed
-        hyper-parameters, the vector of :meth:`log_marginal_likelihood`.
+        hyper-parameters, length-scales as ``lengthscale_``: the vector of
+        :meth:`log_marginal_likelihood`.
     log_evidence_ : float
         EP log evidence log Z_EP at the fitted state.
     log_evidence_gradient_ : dict
@@ -310,11 +320,12 @@ class EPClassifier(_BinaryGPClassifierMixin, ClassifierMixin, SparseGPEstimator)
         -------
         self : EPClassifier
         """
-        X, y, hyper = self._validate_binary_fit(X, y)
-        D = X.shape[1]
-        # only the start follows the data: the kernel computes differences, which an offset
-        # does not spoil, and CG in log l is the same path whatever the units of X
-        self._input_scaling(X, hyper)
+        X_user, y, hyper = self._validate_binary_fit(X, y)
+        D = X_user.shape[1]
+        # learn in model units (centred, scaled; per feature for the default covariance), so
+        # that the fit does not depend on the units of X; reported in user units by _store
+        scaling = self._input_scaling(X_user, hyper)
+        X, _ = self._to_model_units(scaling, X_user, hyper)
         spec = hyper.spec
         theta0 = pack_theta(hyper.variance, hyper.lengthscale, hyper.bias, hyper.ard, spec=spec)
         warm = None
@@ -352,21 +363,24 @@ class EPClassifier(_BinaryGPClassifierMixin, ClassifierMixin, SparseGPEstimator)
         if not fit.converged:
             self._warn_ep_not_converged(fit.n_sweeps, fit.max_change)
         g_var, g_ls, g_bias = _gradients(fit, X, K_se, variance, lengthscale, spec.family)
-        self._store(fit, X, y, variance, lengthscale, bias, spec, n_iter)
+        self._scaling, self._X, self._ls = scaling, X, lengthscale
+        self._store(fit, X_user, y, variance, lengthscale, bias, spec, n_iter)
         # log_marginal_likelihood(theta) re-runs EP with the validated options
         self._ep_options = replace(hyper, rng=None)
-        self.log_evidence_gradient_ = self._gradient_dict(g_var, g_ls, g_bias, ard=spec.ard)
+        self.log_evidence_gradient_ = self._gradient_dict(g_var, g_ls, g_bias, ard=spec.ard,
+                                                          scaling=scaling)
         if self.verbose:
             print(f"[EPClassifier] final EP: {fit.n_sweeps} sweeps, log evidence "
                   f"{fit.log_evidence:.6f}")
         return self
 
     def _store(self, fit, X, y, variance, lengthscale, bias, spec, n_iter):
-        self._set_hyper_attributes(variance, lengthscale, bias, spec)
+        """Fitted attributes; X in the user's units, ``lengthscale`` and ``spec`` in model
+        units (``self._scaling``)."""
+        self._set_hyper_attributes(variance, lengthscale, bias, spec, self._scaling)
         # predictions and log_marginal_likelihood(theta) need the covariance's family, the
         # fixed values and the free/fixed layout of theta
         self._spec = spec
-        self.theta_ = pack_theta(variance, lengthscale, bias, spec.ard, spec=spec)
         self.X_train_ = X
         self.y_train_ = y
         self.site_precision_ = fit.tau
@@ -388,15 +402,14 @@ class EPClassifier(_BinaryGPClassifierMixin, ClassifierMixin, SparseGPEstimator)
 
     def _predict_latent(self, X):
         """RW Algorithm 3.6: mean k*^T alpha_, variance k** - ||L^-1 S^1/2 k*||^2."""
-        ls = np.full(self.n_features_in_, self.lengthscale_) if np.ndim(self.lengthscale_) == 0 \
-            else self.lengthscale_
         sq = np.sqrt(self.site_precision_)
         mean = np.empty(X.shape[0])
         var = np.empty(X.shape[0])
         for start in range(0, X.shape[0], _PREDICT_BATCH):
             stop = min(start + _PREDICT_BATCH, X.shape[0])
-            Ks = kernel_matrix(self.X_train_, np.ascontiguousarray(X[start:stop]),
-                               self._spec.family, self.variance_, ls)
+            # in the model units of the fit (centred first: no digits lost to an offset)
+            Ks = kernel_matrix(self._X, self._scaling.transform(X[start:stop]),
+                               self._spec.family, self.variance_, self._ls)
             mean[start:stop] = Ks.T @ self.alpha_
             V = sla.solve_triangular(self.L_, sq[:, None] * Ks, lower=True, check_finite=False)
             var[start:stop] = self.variance_ - np.einsum("ij,ij->j", V, V)
@@ -404,9 +417,10 @@ class EPClassifier(_BinaryGPClassifierMixin, ClassifierMixin, SparseGPEstimator)
 
     _lml_objective = "The EP log evidence log Z_EP"
     _lml_notes = """``theta`` is ``[log variance, log lengthscale(s), bias]`` less the kernel's fixed
-hyper-parameters (``theta_``). EP is run to convergence at ``theta`` (tolerance ``ep_tol``),
-warm-started from the fitted sites, and the gradient is that of RW Algorithm 5.2 at its fixed
-point, exact there; at ``theta=None`` both are the fitted values."""
+hyper-parameters (``theta_``, length-scales as ``lengthscale_``). EP is run to convergence
+at ``theta`` (tolerance ``ep_tol``), warm-started from the fitted sites, and the gradient is
+that of RW Algorithm 5.2 at its fixed point, exact there; at ``theta=None`` both are the
+fitted values."""
 
     def _log_marginal_likelihood_gradient(self):
         g = self.log_evidence_gradient_
@@ -417,11 +431,12 @@ point, exact there; at ``theta=None`` both are the fitted values."""
     def _log_marginal_likelihood(self, theta, eval_gradient):
         spec = self._spec
         ard = bool(spec.ard)
-        X, y = self.X_train_, self.y_train_
+        X, y = self._X, self.y_train_
         # fit's options; the sweep order needs a generator of its own (a fixed one: the
         # fixed point does not depend on the order)
         hyper = replace(self._ep_options, rng=np.random.default_rng(0))
-        variance, lengthscale, bias, _ = unpack_theta(theta, self.n_features_in_, ard, spec)
+        variance, lengthscale, bias, _ = unpack_theta(theta_to_model(theta, self._scaling, spec),
+                                                      self.n_features_in_, ard, spec)
         fit, K_se = self._ep_at(X, y, variance, lengthscale, bias, hyper,
                                 (self.site_precision_, self.site_nu_))
         if not eval_gradient:

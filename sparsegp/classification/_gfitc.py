@@ -513,9 +513,11 @@ class GFITCClassifier(_BinaryGPClassifierMixin, ClassifierMixin, InducingPointEs
     O(N M^2) per EP sweep and per evidence gradient, O(N M) memory.
 
     The fit runs on centred and scaled inputs (:mod:`sparsegp._scaling`: one scale per
-    feature for ARD with unbounded length-scales, one common scale otherwise) and reports
-    every fitted value in the user's units, so that predictions do not depend on the units or
-    the offset of X beyond round-off.
+    feature for an ARD kernel and for the default covariance, which is thus an isotropic
+    kernel on standardised inputs; one common scale for an isotropic kernel the user gave)
+    and reports every fitted value in the user's units, so that predictions do not depend on
+    the units or the offset of X, nor at the defaults on each column's units, beyond
+    round-off.
 
     Parameters
     ----------
@@ -534,11 +536,10 @@ class GFITCClassifier(_BinaryGPClassifierMixin, ClassifierMixin, InducingPointEs
         and ``Matern``. Its values are the start; hyper-parameters it holds "fixed" are not
         learnt, and its bounds box the search with ``optimizer="lbfgs"`` (``"cg"`` is
         unconstrained). Never modified; the fitted copy is ``kernel_``. None: the isotropic
-        squared exponential with variance 1, searched without bounds, from a length-scale
-        that follows the data, ``sparsegp._scaling.LENGTHSCALE_START`` (1.0) times the root
-        mean square of the features' standard deviations, so that the fit does not depend on
-        the units of X (an ARD kernel from the data:
-        ``SquaredExponential(lengthscale=X.std(axis=0))``).
+        squared exponential with variance 1 on standardised inputs, searched without bounds
+        from length-scale ``sparsegp._scaling.LENGTHSCALE_START`` (1.0) standard deviations of
+        each feature, so that the fit does not depend on the units of any column (an ARD
+        kernel from the data: ``SquaredExponential(lengthscale=X.std(axis=0))``).
     bias : float, default=0.0
         Initial probit bias beta.
     jitter : float, default=1e-6
@@ -581,15 +582,18 @@ class GFITCClassifier(_BinaryGPClassifierMixin, ClassifierMixin, InducingPointEs
         Class labels; ``classes_[1]`` is the positive class (y = +1).
     inducing_points_ : ndarray of shape (M, n_features)
     kernel_ : Kernel
-        The fitted covariance (a copy of ``kernel``, or of the default SE kernel) at
-        ``variance_`` and ``lengthscale_``.
+        The fitted covariance in the units of X (a copy of ``kernel``, or of the default SE
+        kernel) at ``variance_`` and ``lengthscale_``. The default covariance, isotropic on
+        standardised inputs, comes back with one length-scale per feature, ``lengthscale_``
+        times that feature's standard deviation.
     lengthscale_ : float or ndarray of shape (n_features,)
-        Float for an isotropic kernel.
+        Float for an isotropic kernel. In the units of X, except the default covariance's
+        one length-scale, in standard deviations of each feature.
     variance_ : float
     bias_ : float
     theta_ : ndarray of shape (n_free + 1,)
         ``[log variance, log lengthscale(s), bias]`` without the kernel's fixed
-        hyper-parameters, length-scales in the units of X: the vector of
+        hyper-parameters, length-scales as ``lengthscale_``: the vector of
         :meth:`log_marginal_likelihood`.
     log_evidence_ : float
         EP estimate of log p(y | X) at the fitted state.
@@ -734,9 +738,7 @@ class GFITCClassifier(_BinaryGPClassifierMixin, ClassifierMixin, InducingPointEs
             raise ValueError("EP produced a non-finite evidence; try a larger jitter or "
                              "damping < 1")
         dv, dl, dz = log_evidence_gradient(prior, res.tau, res.nu, res.post)
-        self._set_hyper_attributes(variance, scaling.lengthscale_to_user(ls), bias, spec)
-        self.theta_ = pack_theta(variance, scaling.lengthscale_to_user(ls), bias, hp.ard,
-                                 spec=spec)
+        self._set_hyper_attributes(variance, ls, bias, spec, scaling)
         # what log_marginal_likelihood(theta) re-runs EP with (model units)
         self._lml_state = _EPProblem(X, y_pm, spec, res.nu.copy(),
                                      {k: v for k, v in ep_kw.items() if k != "rng"})
@@ -747,7 +749,7 @@ class GFITCClassifier(_BinaryGPClassifierMixin, ClassifierMixin, InducingPointEs
         self.log_evidence_ = float(lz)
         self.log_marginal_likelihood_value_ = self.log_evidence_
         self.log_evidence_gradient_ = self._gradient_dict(
-            dv, scaling.gradient_to_user(dl), db, ard=hp.ard,
+            dv, dl, db, ard=hp.ard, scaling=scaling,
             inducing_points=scaling.gradient_to_user(dz))
         self.n_sweeps_ = int(res.n_sweeps)
         self.site_precision_ = res.tau.copy()
@@ -775,7 +777,7 @@ class GFITCClassifier(_BinaryGPClassifierMixin, ClassifierMixin, InducingPointEs
     # ---------------------------------------------------------------- evidence at theta
     _lml_objective = "The EP log evidence log Z_EP"
     _lml_notes = """``theta`` is ``[log variance, log lengthscale(s), bias]`` less the kernel's fixed
-hyper-parameters (``theta_``, length-scales in the units of X). The pseudo-inputs stay at
+hyper-parameters (``theta_``, length-scales as ``lengthscale_``). The pseudo-inputs stay at
 ``inducing_points_``. EP is run to convergence at ``theta`` with the fit's schedule and
 tolerance, warm-started from the fitted sites; the gradient is that of notes §1.9 at its fixed
 point, exact there. K_uu takes the jitter the fit ended with (``jitter_``). At ``theta=None``

@@ -41,13 +41,13 @@ from .._numba import scoring as _scoring
 from .._numba import stagewise as _sw
 from .._numba.covfuncs import SE
 from .._numba.probit import inv_mills_vec, log_ndtr_vec
-from .._scaling import scaling_for
 from ..kernels import grad_contract, kernel_matrix, kernel_spec
 from .._optimize import METHODS, kernel_log_bounds, maximize, unbounded
 from ._binary import (
     _BinaryGPClassifierMixin,
     pack_theta,
     theta_gradient,
+    theta_to_model,
     unpack_theta,
 )
 
@@ -67,6 +67,12 @@ SITE_MAXITER = 50
 #: Optimiser (CG) iterations per outer iteration on the NLP of eq. 4 (not stated in the paper;
 #: notes §3.7).
 CG_MAXITER = 20
+#: Natural bounds of the default covariance's variance and length-scale, in model units
+#: (standardised inputs). With the sites fixed, eq. 4 can keep improving along s2 -> inf (the
+#: kernel tends to a polynomial interpolant of the site means): unbounded, the first CG run
+#: ended at s2 ~ e^21 on a 60-point set, predictions lost their digits to s2 - |V|^2, and the
+#: next inner loop's choices, hence the fit, changed under a relative 1e-9 change of X.
+DEFAULT_BOUNDS = (1e-3, 1e3)
 
 
 class StagewiseGPClassifier(_BinaryGPClassifierMixin, ClassifierMixin, SparseGPEstimator):
@@ -95,12 +101,16 @@ class StagewiseGPClassifier(_BinaryGPClassifierMixin, ClassifierMixin, SparseGPE
         or scikit-learn's ``ConstantKernel() * RBF()`` / ``ConstantKernel() * Matern(nu=...)``.
         Its values are the initial hyper-parameters; parameters with "fixed" bounds are not
         optimised, and the others stay within their bounds (the CG of Algorithm 1 sees eq. 4
-        at the clipped point). None: the isotropic SE kernel with variance 1, optimised
-        without bounds, from a length-scale that follows the data,
-        ``sparsegp._scaling.LENGTHSCALE_START`` (1.0) times the root mean square of the
-        features' standard deviations, so that the fit does not depend on the units of X (an
-        ARD kernel from the data: ``SquaredExponential(lengthscale=X.std(axis=0))``). Never
-        modified.
+        at the clipped point). None: the isotropic SE kernel with variance 1 on standardised
+        inputs, from length-scale ``sparsegp._scaling.LENGTHSCALE_START`` (1.0) standard
+        deviations of each feature, so that the fit does not depend on the units of any
+        column (an ARD kernel from the data: ``SquaredExponential(lengthscale=X.std(axis=0))``),
+        variance and length-scale within ``DEFAULT_BOUNDS`` = (1e-3, 1e3) (standard
+        deviations for the length-scale), since eq. 4 with the sites fixed may keep improving
+        as s2 grows without end. Never modified. The fit
+        runs on centred, scaled inputs (:mod:`sparsegp._scaling`: per feature for an ARD
+        kernel and for the default, one common scale for an isotropic kernel the user gave)
+        and reports in the user's units.
     bias : float, default=0.0
         Initial probit bias b: p(y = +1 | f) = Phi(f + b).
     max_iter : int, default=20
@@ -132,11 +142,13 @@ class StagewiseGPClassifier(_BinaryGPClassifierMixin, ClassifierMixin, SparseGPE
     site_mean_ : ndarray of shape (d_max,)
         m_j of the basis vectors.
     variance_, lengthscale_, bias_ : float, float or ndarray, float
-        Hyper-parameters of the kept model.
+        Hyper-parameters of the kept model; length-scales in the units of X, except the
+        default covariance's one length-scale, in standard deviations of each feature.
     kernel_ : kernel object
-        The covariance at the kept (s2, l), of the same type as ``kernel`` (our
-        SquaredExponential for ``kernel=None``; scikit-learn kernels come back as their
-        :mod:`sparsegp.kernels` equivalent).
+        The covariance at the kept (s2, l) in the units of X, of the same type as ``kernel``
+        (our SquaredExponential for ``kernel=None``, with one length-scale per feature:
+        ``lengthscale_`` times that feature's standard deviation; scikit-learn kernels come
+        back as their :mod:`sparsegp.kernels` equivalent).
     nlp_history_ : list of float
         NLP of eq. 4 after every outer iteration (the kept model has the smallest).
     inner_nlp_ : ndarray of shape (d_max,)
@@ -144,7 +156,8 @@ class StagewiseGPClassifier(_BinaryGPClassifierMixin, ClassifierMixin, SparseGPE
         hyper-parameters that loop ran with).
     theta_ : ndarray of shape (n_free + 1,)
         ``[log s2, log l (1, or n_features with ARD), b]`` of the kept model less the kernel's
-        fixed hyper-parameters: the vector of :meth:`log_marginal_likelihood`.
+        fixed hyper-parameters, length-scales as ``lengthscale_``: the vector of
+        :meth:`log_marginal_likelihood`.
     log_marginal_likelihood_value_ : float
         The objective the fit maximised, under scikit-learn's name: minus the smallest NLP of
         eq. 4, the objective this estimator minimises (it has no evidence).
@@ -193,7 +206,7 @@ class StagewiseGPClassifier(_BinaryGPClassifierMixin, ClassifierMixin, SparseGPE
             kappa = check_int(self.kappa, "kappa", minimum=1)
         site_update = check_option(self.site_update, "site_update", SITE_UPDATES)
         # kernel=None: the default kernel, whose data-following start fit sets
-        spec = kernel_spec(self.kernel, D, type(self).__name__)
+        spec = kernel_spec(self.kernel, D, type(self).__name__, default_bounds=DEFAULT_BOUNDS)
         bias = self.bias
         if isinstance(bias, (bool, np.bool_)) or not np.isscalar(bias) \
                 or not np.isfinite(float(bias)):
@@ -230,11 +243,13 @@ class StagewiseGPClassifier(_BinaryGPClassifierMixin, ClassifierMixin, SparseGPE
         self.classes_ = classes
         ard = bool(spec.ard)
         family = spec.family
-        scaling = scaling_for(X, spec, self.kernel is None)
-        # the ADF's kernel columns use |a|^2 + |b|^2 - 2 a.b, which an offset such as
-        # X + 1e9 destroys; centred rows give the same stationary kernel with every digit.
-        # The basis vectors are reported from the user's X below.
-        X_user, X = X, scaling.centred(X)
+        # learn in model units (centred, scaled; per feature for the default covariance), so
+        # that the fit does not depend on the units of X. Centring also keeps the digits of
+        # the ADF's kernel columns, |a|^2 + |b|^2 - 2 a.b, which an offset such as X + 1e9
+        # destroys. Reported in the user's units below.
+        scaling = self._spec_scaling(X, spec)
+        spec = scaling.spec_to_model(spec)
+        X_user, X = X, scaling.transform(X)
         s2, ls = spec.variance, spec.lengthscale.copy()
         # the bias is always free; fixed kernel parameters keep their entries of theta
         free, lims = kernel_log_bounds(spec, X.shape[1])
@@ -266,21 +281,24 @@ class StagewiseGPClassifier(_BinaryGPClassifierMixin, ClassifierMixin, SparseGPE
         _, theta, active, p, m, trace = best
         s2, ls, b, _ = unpack_theta(theta, X.shape[1], ard)
         self._family = family
-        self._set_hyper_attributes(s2, ls, b, spec)
+        # theta_ too (pack_theta with the spec leaves out what the kernel holds fixed, as
+        # ``free`` does)
+        self._set_hyper_attributes(s2, ls, b, spec, scaling)
         self.active_set_ = active
         self.basis_vectors_ = X_user[active].copy()
         self.site_precision_ = p
         self.site_mean_ = m
         self.inner_nlp_ = trace
         self.n_iter_ = len(history)
-        self.cholesky_, self.predictive_weights_ = _predictor(self.basis_vectors_, p, m, s2,
-                                                             ls, family)
+        # predictions run in model units: the basis vectors' rows and the length-scales
+        self._scaling, self._basis, self._ls = scaling, X[active], ls
+        self.cholesky_, self.predictive_weights_ = _predictor(self._basis, p, m, s2, ls, family)
         self.nlp_history_ = history
         # the objective this estimator optimises is the NLP of eq. 4 (minimised)
         self.log_marginal_likelihood_value_ = -float(min(history, default=np.nan))
-        self.theta_ = theta[free].copy()
-        # eq. 4 at other hyper-parameters: the centred rows, labels and the full theta
-        self._nlp_problem = (X, y_pm, theta.copy(), free, ard)
+        # eq. 4 at other hyper-parameters: the model-unit rows, labels, the full theta and
+        # the model-unit spec (theta_to_model)
+        self._nlp_problem = (X, y_pm, theta.copy(), free, ard, spec)
         return self
 
     # ------------------------------------------------------------------------------------
@@ -288,15 +306,15 @@ class StagewiseGPClassifier(_BinaryGPClassifierMixin, ClassifierMixin, SparseGPE
 
     _lml_objective = "Minus the NLP of eq. 4 (the mean over the non-active points)"
     _lml_notes = """``theta`` is ``[log s2, log l (1, or n_features with ARD), b]`` less the kernel's
-fixed hyper-parameters (``theta_``). The basis vectors and their sites (``active_set_``,
-``site_precision_``, ``site_mean_``) stay at the kept model's: this is the function the outer
-loop's conjugate gradients maximise (Algorithm 1 step 6), and its gradient (notes §3.7) is
-exact."""
+fixed hyper-parameters (``theta_``, length-scales as ``lengthscale_``). The basis vectors and
+their sites (``active_set_``, ``site_precision_``, ``site_mean_``) stay at the kept model's:
+this is the function the outer loop's conjugate gradients maximise (Algorithm 1 step 6), and
+its gradient (notes §3.7) is exact."""
 
     def _log_marginal_likelihood(self, theta, eval_gradient):
-        X, y, full, free, ard = self._nlp_problem
+        X, y, full, free, ard, spec = self._nlp_problem
         full = full.copy()
-        full[free] = theta
+        full[free] = theta_to_model(theta, self._scaling, spec)
         nlp, grad = nlp_eq4(full, X, y, self.active_set_, self.site_precision_,
                             self.site_mean_, ard, gradient=eval_gradient, family=self._family)
         return (-nlp, -grad[free]) if eval_gradient else -nlp
@@ -305,10 +323,8 @@ exact."""
     # prediction
 
     def _latent_parts(self, X):
-        ls = np.broadcast_to(np.asarray(self.lengthscale_, dtype=np.float64),
-                             (self.n_features_in_,))
-        Kus = kernel_matrix(self.basis_vectors_, X, self._family, self.variance_,
-                            np.ascontiguousarray(ls))                       # (d, n*)
+        Kus = kernel_matrix(self._basis, self._scaling.transform(X), self._family,
+                            self.variance_, self._ls)                       # (d, n*)
         S = np.sqrt(self.site_precision_)
         V = sla.solve_triangular(self.cholesky_, S[:, None] * Kus, lower=True)
         return Kus, V
