@@ -24,8 +24,9 @@ def test_default_gfitc_reaches_the_good_xor_solution():
     assert clf.log_evidence_ >= BEST_OF_TEN - MARGIN
     # the lopsided optimum leaves a quadrant to the bias alone and misclassifies it; the good
     # one classifies held-out rows as well as the quadrant rule sign(x1 x2) that generated the
-    # labels (0.122 on these rows; the fit: 0.126; a quadrant left to the bias: 0.22). Where the pseudo-inputs sit is not pinned: the evidence
-    # prefers three well-placed ones to one per quadrant (measured at 100 CG steps, before and
+    # labels (0.122 on these rows; the fit: 0.126; a quadrant left to the bias: 0.22). Where
+    # the pseudo-inputs sit is not pinned: the evidence prefers three well-placed ones to one
+    # per quadrant (measured at 100 CG steps, before and
     # after the default covariance became isotropic on standardised inputs: log evidence
     # -116.4 to -116.7 with pseudo-inputs in three quadrants, test error 0.123-0.125)
     quadrant_rule = np.mean((Xt[:, 0] * Xt[:, 1] > 0) != (yt == 1))
