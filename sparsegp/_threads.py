@@ -27,8 +27,8 @@ things keep that from happening:
   regions each) took 6-14 s that way against 0.3-1.2 s on one thread, tens of milliseconds
   a region; with sleeping workers it took 0.3-1.0 s. The variable only acts on an OpenMP
   runtime loaded after it is set (Numba loads its own at its first parallel call).
-* Work on fewer than :data:`PARALLEL_MIN_ROWS` rows runs on one thread (:func:`managed`): a
-  hand-off to a second thread costs more than such regions gain.
+* Work on fewer than :data:`PARALLEL_MIN_ROWS` rows runs on one Numba thread
+  (:func:`managed`): a hand-off to a second thread costs more than such regions gain.
 * Larger work counts the cores other programs keep busy (:func:`busy_cores`, from the kernel's
   CPU-time counters) and, while the method runs, uses only the free ones
   (:func:`free_threads`): Numba's thread count and, for ``"blas"`` work, BLAS's are lowered to
@@ -246,12 +246,13 @@ def load_aware_threads(pool, rows=None):
     """Inside the block, run ``pool``'s threads on the cores other programs leave free.
 
     ``rows`` is the size of the work (rows of the method's data; None where unknown): below
-    :data:`PARALLEL_MIN_ROWS` one thread runs it, whatever the load.
+    :data:`PARALLEL_MIN_ROWS` Numba runs it on one thread, whatever the load, and BLAS is left
+    as it is (OpenBLAS runs small products on one thread by itself).
     """
     numba_threads = numba.get_num_threads()
     adapt_numba = numba_threads > 1 and _numba_count_is_ours()
-    blas = max(blas_thread_counts() or (1,)) if pool == "blas" else 1
     small = rows is not None and rows < PARALLEL_MIN_ROWS
+    blas = max(blas_thread_counts() or (1,)) if pool == "blas" and not small else 1
     if small:
         with _PROBE_LOCK:
             _observe_load()            # opens a window for the next, larger call
