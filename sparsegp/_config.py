@@ -56,6 +56,7 @@ MC_GFITC_MIN_UPDATE_ROWS = 2000
 #: Multi-class GFITC ``ep_schedule="auto"``: sequential EP while one sweep is at most this
 #: many multiply-adds (N C M^2), where the fit takes seconds and reaches the exact fixed point.
 MC_GFITC_AUTO_SEQUENTIAL_WORK = 1e6
-#: Fits and predictions on at least this many rows first check how many cores other programs
-#: keep busy and run their threads on the free ones (sparsegp._threads.load_aware_threads).
-LOAD_PROBE_MIN_ROWS = 1000
+#: Fits and predictions on fewer rows run on one thread (too little work per parallel region
+#: to pay for the hand-off); from this many rows on they run their threads on the cores other
+#: programs leave free (sparsegp._threads.load_aware_threads).
+PARALLEL_MIN_ROWS = 1000

@@ -16,17 +16,34 @@ So every public ``fit``/``predict`` names the pool that does its parallel work
   keeps the threads it has and Numba runs its compiled loops as usual.
 
 On a busy machine a parallel region is only as fast as its slowest thread: with one of two
-cores taken by another program, two threads made the stagewise fit 4x slower than one. So the
-policy also counts the cores other programs keep busy (:func:`busy_cores`, from the kernel's
-CPU-time counters over a short window; niced work counts as free, since it yields) and, while
-the method runs, uses only the free ones (:func:`free_threads`): Numba's thread count and, for
-``"blas"`` work, BLAS's are lowered to them and set back afterwards.
+cores taken by another program, two threads made the stagewise fit 4x slower than one. Three
+things keep that from happening:
+
+* Numba's OpenMP workers *sleep* between parallel regions (``OMP_WAIT_POLICY=PASSIVE``, set
+  when this module is imported, with the first estimator, unless the user chose a policy).
+  With OpenMP's default they spin for a while after every region, burning the time slice
+  they share with another program's process; the next region then waits for the scheduler
+  to give that worker its core back. A 100-row FITC fit (M = 50, 240 evaluations of two
+  regions each) took 6-14 s that way against 0.3-1.2 s on one thread, tens of milliseconds
+  a region; with sleeping workers it took 0.3-1.0 s. The variable only acts on an OpenMP
+  runtime loaded after it is set (Numba loads its own at its first parallel call).
+* Work on fewer than :data:`PARALLEL_MIN_ROWS` rows runs on one Numba thread
+  (:func:`managed`): a hand-off to a second thread costs more than such regions gain.
+* Larger work counts the cores other programs keep busy (:func:`busy_cores`, from the kernel's
+  CPU-time counters) and, while the method runs, uses only the free ones
+  (:func:`free_threads`): Numba's thread count and, for ``"blas"`` work, BLAS's are lowered to
+  them and set back afterwards. Niced work counts as busy where the kernel groups processes
+  by session (``sched_autogroup``, Linux's default): there niceness only orders the threads of
+  one session, and a nice-19 job started from another terminal takes a core as fully as any.
 
 The user's explicit settings win: the policy never raises a thread count, and it leaves
 Numba's alone when ``NUMBA_NUM_THREADS`` is set or ``numba.set_num_threads`` chose a count other
 than the default; a caller's ``threadpoolctl`` limit or ``OPENBLAS_NUM_THREADS`` still caps
-what runs. The switch costs about 10 us (plus one load probe of :data:`PROBE_SECONDS` at most
-every :data:`PROBE_MAX_AGE` seconds), so it wraps whole fits rather than single evaluations.
+what runs. The switch costs about 10 us, so it wraps whole fits rather than single
+evaluations. The load estimate comes from the counters read at the last two managed calls when
+they are :data:`PROBE_SECONDS` to :data:`PROBE_MAX_AGE` seconds apart (free: a fit after a
+fit, predict after fit, cross-validation); otherwise the call waits out a
+:data:`PROBE_SECONDS` window.
 """
 import contextlib
 import functools
@@ -39,7 +56,10 @@ import numba
 
 from threadpoolctl import ThreadpoolController
 
-from ._config import LOAD_PROBE_MIN_ROWS
+from ._config import PARALLEL_MIN_ROWS
+
+# before Numba's OpenMP runtime is loaded (the module docstring says why)
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 #: the parallel pools a method can name
 POOLS = ("numba", "blas")
@@ -48,16 +68,18 @@ POOLS = ("numba", "blas")
 MANAGED_METHODS = ("fit", "predict", "predict_proba", "predict_log_proba", "decision_function",
                    "predict_latent", "score", "log_marginal_likelihood")
 
-#: length of the window over which busy_cores() reads the CPU-time counters (the kernel counts
+#: shortest window over which the CPU-time counters give a load estimate (the kernel counts
 #: in 10 ms ticks: 50 ms on two cores resolves a fifth of a core)
 PROBE_SECONDS = 0.05
-#: a load probe is reused for this long (predict after fit, cross-validation loops)
+#: a load estimate, and a counter reading as the start of the next window, is used for this
+#: long (predict after fit, cross-validation loops)
 PROBE_MAX_AGE = 2.0
 
 _TICKS_PER_SECOND = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 
 _CONTROLLER = None
-_PROBE = {"time": -1e9, "busy": 0.0}
+# "start": the counter reading that opens the next window; "busy"/"time": the last estimate
+_PROBE = {"start": None, "time": -1e9, "busy": 0.0}
 _PROBE_LOCK = threading.Lock()
 
 
@@ -99,52 +121,105 @@ def thread_policy(pool):
     return single_threaded_blas(pool == "numba")
 
 
-def _cpu_ticks():
-    """(busy, total) CPU ticks of the whole machine since boot; None where unreadable.
+@functools.lru_cache(maxsize=1)
+def _nice_is_busy():
+    """True where niced work takes a core like any other (the kernel's session autogroups)."""
+    try:
+        with open("/proc/sys/kernel/sched_autogroup_enabled", "rb") as f:
+            return f.read().strip() == b"1"
+    except OSError:
+        return False
 
-    Busy is user + system + irq + softirq + steal; nice time (work that yields to ours) and
-    idle/iowait are free.
-    """
+
+def _cpu_ticks():
+    """(busy, total) CPU ticks of the whole machine since boot; None where unreadable."""
     try:
         with open("/proc/stat", "rb") as f:
-            fields = f.readline().split()
+            return _split_ticks(f.readline())
     except OSError:
         return None
+
+
+def _split_ticks(line):
+    """(busy, total) ticks from /proc/stat's first line (bytes); None if it is not that line.
+
+    Busy is user + system + irq + softirq + steal, and nice where :func:`_nice_is_busy`;
+    idle/iowait are free.
+    """
+    fields = line.split()
     if not fields or fields[0] != b"cpu":
         return None
     ticks = [int(v) for v in fields[1:9]] + [0] * max(0, 9 - len(fields))
     user, nice, system, idle, iowait, irq, softirq, steal = ticks[:8]
-    return user + system + irq + softirq + steal, sum(ticks[:8])
+    busy = user + system + irq + softirq + steal + (nice if _nice_is_busy() else 0)
+    return busy, sum(ticks[:8])
 
 
-def busy_cores(window=PROBE_SECONDS):
-    """How many cores other programs keep busy, measured over ``window`` seconds.
-
-    The calling thread sleeps through the window, so what is counted is everyone else's
-    (non-niced) work. 0.0 where the counters cannot be read (not Linux).
-    """
-    start = _cpu_ticks()
-    if start is None:
-        return 0.0
+def _reading():
+    """(monotonic seconds, machine busy ticks, machine total ticks, this process's ticks), or
+    None where the counters cannot be read."""
+    ticks = _cpu_ticks()
+    if ticks is None:
+        return None
     own = os.times()
-    time.sleep(window)
-    end = _cpu_ticks()
-    own_end = os.times()
-    # this process's other threads (OpenMP or BLAS workers still spinning after their last
-    # region) are not another program's load
-    own_ticks = (own_end.user + own_end.system - own.user - own.system) * _TICKS_PER_SECOND
-    busy, total = end[0] - start[0] - own_ticks, end[1] - start[1]
+    return time.monotonic(), ticks[0], ticks[1], (own.user + own.system) * _TICKS_PER_SECOND
+
+
+def _busy_between(start, end):
+    """Cores other programs kept busy between two :func:`_reading` results."""
+    # this process's threads (OpenMP or BLAS workers still spinning after their last region,
+    # the fit itself between two calls) are not another program's load
+    busy = end[1] - start[1] - (end[3] - start[3])
+    total = end[2] - start[2]
     if total <= 0:
         return 0.0
     return (os.cpu_count() or 1) * max(0.0, busy) / total
 
 
+def busy_cores(window=PROBE_SECONDS):
+    """How many cores other programs keep busy, measured over ``window`` seconds.
+
+    The calling thread sleeps through the window and this process's own CPU time is taken
+    off, so what is counted is everyone else's work. 0.0 where the counters cannot be read
+    (not Linux).
+    """
+    start = _reading()
+    if start is None:
+        return 0.0
+    time.sleep(window)
+    return _busy_between(start, _reading())
+
+
+def _observe_load():
+    """Read the counters; close the open window into an estimate if it is long enough.
+
+    Cheap (one read of /proc/stat), so every managed call makes it: the next call that needs
+    an estimate then usually finds one. Call with ``_PROBE_LOCK`` held; returns the reading.
+    """
+    now = _reading()
+    if now is None:
+        return None
+    start = _PROBE["start"]
+    age = now[0] - start[0] if start is not None else float("inf")
+    if PROBE_SECONDS <= age <= PROBE_MAX_AGE:
+        _PROBE.update(busy=_busy_between(start, now), time=now[0], start=now)
+    elif age > PROBE_MAX_AGE:
+        _PROBE["start"] = now          # too old to say anything about the load now
+    return now
+
+
 def _recent_busy_cores():
+    """Cores other programs keep busy: the estimate of the last :data:`PROBE_MAX_AGE` seconds,
+    or, without one, a wait until the open window is :data:`PROBE_SECONDS` long."""
     with _PROBE_LOCK:
-        now = time.monotonic()
-        if now - _PROBE["time"] > PROBE_MAX_AGE:
-            _PROBE["busy"] = busy_cores()
-            _PROBE["time"] = time.monotonic()
+        now = _observe_load()
+        if now is None:
+            return 0.0
+        if now[0] - _PROBE["time"] > PROBE_MAX_AGE:
+            start = _PROBE["start"]
+            time.sleep(max(0.0, PROBE_SECONDS - (now[0] - start[0])))
+            end = _reading()
+            _PROBE.update(busy=_busy_between(start, end), time=end[0], start=end)
         return _PROBE["busy"]
 
 
@@ -167,15 +242,24 @@ def _numba_count_is_ours():
 
 
 @contextlib.contextmanager
-def load_aware_threads(pool):
-    """Inside the block, run ``pool``'s threads on the cores other programs leave free."""
+def load_aware_threads(pool, rows=None):
+    """Inside the block, run ``pool``'s threads on the cores other programs leave free.
+
+    ``rows`` is the size of the work (rows of the method's data; None where unknown): below
+    :data:`PARALLEL_MIN_ROWS` Numba runs it on one thread, whatever the load, and BLAS is left
+    as it is (OpenBLAS runs small products on one thread by itself).
+    """
     numba_threads = numba.get_num_threads()
     adapt_numba = numba_threads > 1 and _numba_count_is_ours()
-    blas = max(blas_thread_counts() or (1,)) if pool == "blas" else 1
+    small = rows is not None and rows < PARALLEL_MIN_ROWS
+    blas = max(blas_thread_counts() or (1,)) if pool == "blas" and not small else 1
+    if small:
+        with _PROBE_LOCK:
+            _observe_load()            # opens a window for the next, larger call
     if not adapt_numba and blas <= 1:
         yield
         return
-    target = free_threads(max(numba_threads, blas))
+    target = 1 if small else free_threads(max(numba_threads, blas))
     with contextlib.ExitStack() as stack:
         if adapt_numba and target < numba_threads:
             numba.set_num_threads(target)
@@ -224,19 +308,24 @@ def managed(method):
     """Run an estimator method under ``self._parallel_pool(X)``'s thread policy.
 
     ``X`` is the method's first argument (None if it has none), so that the choice can depend
-    on the size of the problem.
+    on the size of the problem: a 2-D ``X`` (n_samples, n_features) gives the rows of the
+    work; anything else (``log_marginal_likelihood``'s theta, which acts on the training
+    data) leaves the size unknown, and the method runs as large work.
     """
     @functools.wraps(method)
     def wrapper(self, *args, **kwargs):
         X = args[0] if args else kwargs.get("X")
         pool = self._parallel_pool(X)
-        rows = getattr(X, "shape", (0,))[0] if X is not None else 0
-        # below LOAD_PROBE_MIN_ROWS the work is too short to lose much to a busy core, and a
-        # 50 ms probe would cost more than it saves
-        adapt = rows is not None and rows >= LOAD_PROBE_MIN_ROWS
-        with (load_aware_threads(pool) if adapt else contextlib.nullcontext()), \
-                thread_policy(pool):
+        with load_aware_threads(pool, _rows_of(X)), thread_policy(pool):
             return method(self, *args, **kwargs)
 
     wrapper._thread_managed = True
     return wrapper
+
+
+def _rows_of(X):
+    """Rows of a 2-D array-like ``X``; None for anything else."""
+    shape = getattr(X, "shape", None)
+    if shape is None and isinstance(X, (list, tuple)) and X and isinstance(X[0], (list, tuple)):
+        shape = (len(X), len(X[0]))
+    return shape[0] if shape is not None and len(shape) == 2 else None

@@ -365,7 +365,7 @@ def test_pitc_fit_is_the_same_with_one_and_two_blas_threads(monkeypatch,
     # (issue 23 item 6). A quiet machine, so that the load policy does not lower the count
     from threadpoolctl import threadpool_limits
 
-    monkeypatch.setattr(_threads, "busy_cores", lambda window=None: 0.0)
+    monkeypatch.setattr(_threads, "_recent_busy_cores", lambda: 0.0)
     X, y = load_diabetes(return_X_y=True)
     out = []
     for threads in (1, 2):

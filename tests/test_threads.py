@@ -31,9 +31,8 @@ class _Recorder(SparseGPEstimator):
 
 def _machine_load(monkeypatch, busy, cores=2):
     """Make the load probe report ``busy`` cores of ``cores`` taken by other programs."""
-    monkeypatch.setattr(_threads, "busy_cores", lambda window=None: float(busy))
+    monkeypatch.setattr(_threads, "_recent_busy_cores", lambda: float(busy))
     monkeypatch.setattr(_threads.os, "cpu_count", lambda: cores)
-    monkeypatch.setitem(_threads._PROBE, "time", -1e9)     # no probe cached from before
 
 
 @pytest.fixture
@@ -45,12 +44,35 @@ def quiet_machine(monkeypatch):
 def test_fit_runs_under_its_pool_and_gives_the_threads_back(openblas_at_two_threads, pool,
                                                             inside, quiet_machine):
     counts = openblas_at_two_threads
-    est = _Recorder(pool).fit(np.ones((3, 2)))
+    big = np.ones((_threads.PARALLEL_MIN_ROWS, 2))
+    est = _Recorder(pool).fit(big)
     assert set(est.seen_) == {inside}
     assert set(counts()) == {2}
     with pytest.raises(RuntimeError, match="inside fit"):
-        _Recorder(pool, fail=True).fit(np.ones((3, 2)))
+        _Recorder(pool, fail=True).fit(big)
     assert set(counts()) == {2}            # restored on the way out of an error too
+
+
+@pytest.mark.skipif(numba.config.NUMBA_DEFAULT_NUM_THREADS < 2, reason="one core")
+@pytest.mark.parametrize("pool, blas_inside", [("numba", 1), ("blas", 2)])
+def test_small_work_runs_on_one_numba_thread_without_a_probe(monkeypatch,
+                                                             openblas_at_two_threads, pool,
+                                                             blas_inside):
+    default = numba.config.NUMBA_DEFAULT_NUM_THREADS
+    monkeypatch.delenv("NUMBA_NUM_THREADS", raising=False)
+
+    def no_probe():
+        raise AssertionError("small work waited for a load probe")
+    monkeypatch.setattr(_threads, "_recent_busy_cores", no_probe)
+    small = np.ones((_threads.PARALLEL_MIN_ROWS - 1, 2))
+    for X in (small, small.tolist()):
+        est = _Recorder(pool).fit(X)
+        # OpenBLAS keeps small products on one thread itself: "blas" work keeps its count
+        assert est.numba_threads_ == 1 and set(est.seen_) == {blas_inside}
+    assert numba.get_num_threads() == default and set(openblas_at_two_threads()) == {2}
+    # theta (1-D) says nothing of the work's size: that is large work, which asks for the load
+    with pytest.raises(AssertionError, match="waited for a load probe"):
+        _Recorder(pool).fit(np.ones(3))
 
 
 def test_the_users_settings_win(openblas_at_two_threads, quiet_machine):
@@ -81,12 +103,10 @@ def test_a_busy_machine_gets_fewer_threads_and_they_come_back(monkeypatch,
     default = numba.config.NUMBA_DEFAULT_NUM_THREADS
     monkeypatch.delenv("NUMBA_NUM_THREADS", raising=False)
     _machine_load(monkeypatch, busy=default - 1, cores=default)
-    big = np.ones((_threads.LOAD_PROBE_MIN_ROWS, 2))
+    big = np.ones((_threads.PARALLEL_MIN_ROWS, 2))
     for pool in ("numba", "blas"):
         est = _Recorder(pool).fit(big)
         assert est.numba_threads_ == 1 and set(est.seen_) == {1}, pool
-        # small work is not worth a probe: it keeps the threads it has
-        assert _Recorder(pool).fit(np.ones((3, 2))).numba_threads_ == default
         assert numba.get_num_threads() == default
     assert set(openblas_at_two_threads()) == {2}
     # a thread count the user set is theirs, busy machine or not
@@ -95,7 +115,7 @@ def test_a_busy_machine_gets_fewer_threads_and_they_come_back(monkeypatch,
     # a real fit on the busy machine runs one thread and gives the default back
     monkeypatch.delenv("NUMBA_NUM_THREADS")
     seen = []
-    n = _threads.LOAD_PROBE_MIN_ROWS
+    n = _threads.PARALLEL_MIN_ROWS
     X, y = np.random.default_rng(0).normal(size=(n, 2)), np.arange(n) % 3
     sparsegp.MultiClassEPClassifier(n_inducing=3, max_iter=2, random_state=0,
                                     callback=lambda e, it: seen.append(numba.get_num_threads())
@@ -131,6 +151,51 @@ def test_the_probe_sees_another_program_but_not_our_own_threads():
         stop.set()
         worker.join()
     assert own < base + 0.5
+
+
+def test_niced_work_is_busy_where_the_kernel_groups_by_session(monkeypatch):
+    line = b"cpu  100 40 10 800 5 1 2 3 0 0\n"   # user nice system idle iowait irq softirq steal
+    monkeypatch.setattr(_threads, "_nice_is_busy", lambda: True)
+    assert _threads._split_ticks(line) == (156, 961)
+    monkeypatch.setattr(_threads, "_nice_is_busy", lambda: False)
+    assert _threads._split_ticks(line) == (116, 961)
+    assert _threads._split_ticks(b"intr 1 2 3") is None
+
+
+def test_the_load_estimate_comes_from_two_calls_without_waiting(monkeypatch):
+    """Two managed calls 0.5 s apart give the estimate; only a call without one waits."""
+    monkeypatch.setattr(_threads.os, "cpu_count", lambda: 2)
+    monkeypatch.setattr(_threads, "_PROBE", {"start": None, "time": -1e9, "busy": 0.0})
+    # (seconds, machine busy ticks, machine total ticks, own ticks): over 0.5 s on 2 cores,
+    # 60 of 100 ticks busy, 10 of them ours, so others kept one core busy
+    readings = iter([(10.0, 0, 0, 0), (10.5, 60, 100, 10), (10.52, 62, 104, 10),
+                     (20.0, 1000, 2000, 20), (20.05, 1010, 2010, 30)])
+    monkeypatch.setattr(_threads, "_reading", lambda: next(readings))
+    slept = []
+    monkeypatch.setattr(_threads.time, "sleep", slept.append)
+    with _threads._PROBE_LOCK:
+        _threads._observe_load()               # a small call opens the window
+    assert _threads._recent_busy_cores() == pytest.approx(1.0)
+    assert _threads._recent_busy_cores() == pytest.approx(1.0)    # 20 ms on: reused
+    assert slept == []
+    # 9.4 s later the estimate is stale: a new window, waited out, finds a quiet machine
+    assert _threads._recent_busy_cores() == pytest.approx(0.0)
+    assert slept == [pytest.approx(_threads.PROBE_SECONDS)]
+
+
+def test_openmp_workers_sleep_between_regions_unless_the_user_chose():
+    import subprocess
+    import sys
+    code = ("import os, sparsegp; sparsegp.SparseGPRegressor; "
+            "print(os.environ['OMP_WAIT_POLICY'])")
+    env = {k: v for k, v in _threads.os.environ.items() if k != "OMP_WAIT_POLICY"}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                         text=True, check=True).stdout
+    assert out.strip() == "PASSIVE"
+    env["OMP_WAIT_POLICY"] = "ACTIVE"
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                         text=True, check=True).stdout
+    assert out.strip() == "ACTIVE"
 
 
 def test_unknown_pool_is_refused():
