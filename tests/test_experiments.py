@@ -222,6 +222,8 @@ def test_crabs_cells_load_their_table_and_fit():
     assert 0.0 <= record["error"] <= 0.5 and np.isfinite(record["nlp"])
     # two CG steps end at the budget: noted beside the cell, not a failure
     assert any("max_iter=2" in w for w in record["warnings"])
+    # the fit's CPU seconds beside its wall seconds (one thread: no more CPU than wall)
+    assert 0.0 < record["cpu_time"] <= record["fit_time"] * 1.05 + 0.01
 
 
 # ------------------------------------------------------------------ SVM baseline, seed 003 table
@@ -316,6 +318,9 @@ def test_report_shows_the_svm_column_beside_the_paper():
     # then the support-vector counts
     row = "| heart | svm | – | 2 | 0 | 0.170 ± 0.010 | 0.166 | 0.450 ± 0.000 | – | 4.0 | 95 | 92 |"
     assert row in text
+    # the fit-time column sums CPU seconds where a record has them, wall seconds otherwise
+    records[cells[0].key]["cpu_time"] = 0.5
+    assert "| 0.450 ± 0.000 | – | 2.5 | 95 | 92 |" in markdown(table, cells, records)
     # tables without an SVM keep their columns
     mc = TABLES["multiclass"]
     assert "#SV" not in markdown(mc, mc.cells(folds=1, datasets=["wine"], methods=["ep"]), {})
