@@ -87,7 +87,7 @@ def test_approx_log_likelihood_gradient(rng, ard):
     p = rng.uniform(0.2, 2.0, 12)
     m = rng.normal(size=12)
     ls = np.array([0.9, 1.4]) if ard else np.full(2, 1.1)
-    v, gv, gl = approx_log_likelihood(Xa, p, m, 1.3, ls, 0.1, grad=True)
+    v, gv, gl, gvb = approx_log_likelihood(Xa, p, m, 1.3, ls, 0.1, grad=True)
     K = se_bias_kernel(Xa, Xa, 1.3, ls, 0.1)
     ref = stats.multivariate_normal(np.zeros(12), K + np.diag(1 / p)).logpdf(m)
     np.testing.assert_allclose(v, ref, rtol=1e-12)
@@ -95,6 +95,9 @@ def test_approx_log_likelihood_gradient(rng, ard):
     fd_v = (approx_log_likelihood(Xa, p, m, 1.3 + e, ls, 0.1)
             - approx_log_likelihood(Xa, p, m, 1.3 - e, ls, 0.1)) / (2 * e)
     np.testing.assert_allclose(gv, fd_v, rtol=1e-6)
+    fd_vb = (approx_log_likelihood(Xa, p, m, 1.3, ls, 0.1 + e)
+             - approx_log_likelihood(Xa, p, m, 1.3, ls, 0.1 - e)) / (2 * e)
+    np.testing.assert_allclose(gvb, fd_vb, rtol=1e-6)
     for j in range(2):
         dl = np.zeros(2)
         dl[j] = e
@@ -110,6 +113,27 @@ def test_optimize_improves_approximate_likelihood():
     assert clf.n_iter_.tolist() == [2]
     assert clf.variance_[0] != 1.0 and clf.lengthscale_[0] != 1.0
     assert np.all(np.isfinite(clf.log_evidence_))
+
+
+def test_evidence_learns_the_bias_variance_unless_fixed():
+    X, y = _xor(120, seed=6)
+    kw = dict(n_active=30, optimizer="evidence", max_iter=2, random_state=0)
+    free = IVMClassifier(kernel=SquaredExponential(1.0, 1.0) + ConstantKernel(0.5, (1e-3, 1e3)),
+                         **kw).fit(X, y)
+    vb = free.kernel_[0].k2.constant_value
+    assert vb != 0.5 and 1e-3 <= vb <= 1e3
+    assert free.kernel_[0].k2.constant_value_bounds == (1e-3, 1e3)
+    # theta_ = [log s2, log l, log v_b], and the model predicts with the learnt v_b
+    assert free.theta_.shape == (3,)
+    np.testing.assert_allclose(free.theta_[-1], np.log(vb), rtol=1e-12)
+    np.testing.assert_allclose(free.models_[0].bias_variance, vb, rtol=1e-12)
+    fixed = IVMClassifier(kernel=SquaredExponential(1.0, 1.0) + ConstantKernel(0.5, "fixed"),
+                          **kw).fit(X, y)
+    assert fixed.theta_.shape == (2,) and fixed.kernel_[0].k2.constant_value == 0.5
+    # v_b is the sum of the constant summands; one fixed summand fixes it
+    both = IVMClassifier(kernel=SquaredExponential(1.0, 1.0) + ConstantKernel(0.2, "fixed")
+                         + ConstantKernel(0.3), **kw).fit(X, y)
+    assert both.theta_.shape == (2,) and both.kernel_[0].k2.constant_value == 0.5
 
 
 def test_bias_auto_and_selection_modes():
