@@ -32,9 +32,11 @@ Design decisions (notes §2; where the paper leaves room they are documented her
   its "bias" kernel (its default kernel is rbf + bias + white, all parameters optimised; the
   white variance with its near-noiseless probit, sigma2 = 1e-6, plays our probit's unit
   noise, so its model is ours up to scale): when ``kernel`` has ``ConstantKernel`` summands
-  that are not "fixed"; the default kernel has none (v_b = 0). Parameters a given kernel
-  holds "fixed" are left out of the optimisation; its other bounds constrain the L-BFGS-B
-  run. The default kernel is searched within a guard box around the data scale.
+  that are not "fixed"; the default kernel has none (v_b = 0). With ``learn_noise=True`` a
+  refit also moves that white variance: the probit's noise relative to the kernel, after
+  which (s2, v_b) are divided by it (unit noise again). Parameters a given kernel holds
+  "fixed" are left out of the optimisation; its other bounds constrain the L-BFGS-B run.
+  The default kernel is searched within a guard box around the data scale.
 * ``log_evidence_`` is that approximate marginal likelihood (notes §2.6, B-form, with the
   constant -d/2 log 2 pi) at the final active set and sites: the toolbox's "approximate log
   likelihood", NOT an EP evidence. Sites with p = 0 (points classified with certainty, whose
@@ -89,6 +91,17 @@ BIAS_LIMIT = 8.0
 #: the approximate likelihood's degenerate limits l -> 0 and s2 -> 0 lie outside the box).
 LENGTHSCALE_RANGE = (0.1, 100.0)
 VARIANCE_RANGE = (1e-2, 1e4)
+
+#: Box of one refit's probit noise variance with ``learn_noise=True`` (relative to the unit
+#: noise the sites were made with). On nearly separable data the approximate likelihood
+#: takes it to the lower end, the noise-free probit, whose predictions Phi(mu / sigma) do not
+#: depend on the latent scale (ringnorm splits 0-2: the same test NLP to 1e-3 with 1e-2, 1e-4
+#: and 1e-6 here).
+NOISE_RANGE = (1e-4, 1e4)
+
+#: Largest s2 + v_b the rescaling of ``learn_noise=True`` may reach over the rounds: the
+#: predictive variance s2 + v_b - |L^-1 S k|^2 keeps ~8 digits there.
+LATENT_VARIANCE_MAX = 1e8
 
 #: Default grid of ``optimizer="validation"``: factors applied to the start (s2, l).
 VALIDATION_GRID = {"variance": (1.0, 4.0, 16.0), "lengthscale": (0.25, 0.5, 1.0, 2.0, 4.0)}
@@ -316,6 +329,8 @@ def approx_log_likelihood(X_active, p, m, variance, lengthscale, bias_variance, 
     g_bias_variance : float
         d value / d v_b (only if ``grad``): dK_II/dv_b is the all-ones matrix, so the sum of
         the adjoint's entries (notes §2.7).
+    g_noise : float
+        d value / d delta for K_II + Pi_I^-1 + delta I (only if ``grad``): the adjoint's trace.
     """
     d = p.size
     S = np.sqrt(p)
@@ -336,7 +351,7 @@ def approx_log_likelihood(X_active, p, m, variance, lengthscale, bias_variance, 
     g_variance = float(np.sum(W * Ks)) / variance
     g_ls, _ = _kernels.grad_contract(X_active, X_active, Ks, W, family, variance, ls,
                                      symmetric=True)
-    return value, g_variance, g_ls, float(np.sum(W))
+    return value, g_variance, g_ls, float(np.sum(W)), float(np.trace(W))
 
 
 def _finish(X, state, variance, lengthscale, bias_variance, bias, n_iter, spec):
@@ -516,7 +531,19 @@ def _evidence_bounds(spec, D, start_ls):
         ls_lims = np.column_stack([np.log(start_ls) + lo, np.log(start_ls) + hi])
         lims[1:-1] = ls_lims if spec.ard else ls_lims[:1]
         lims[0] = np.log(VARIANCE_RANGE)
-    return lims[free]
+    return lims
+
+
+def _noise_rescale(noise, variance, bias_variance, lims):
+    """The factor ``learn_noise`` divides (s2, v_b) by: the refit's noise variance, moved the
+    least so that s2 and v_b stay inside their log bounds ``lims`` (rows of
+    :func:`_evidence_bounds`) and s2 + v_b <= :data:`LATENT_VARIANCE_MAX`."""
+    lo = [(variance + bias_variance) / LATENT_VARIANCE_MAX, variance / np.exp(lims[0, 1])]
+    hi = [variance / np.exp(lims[0, 0])]
+    if bias_variance > 0:
+        lo.append(bias_variance / np.exp(lims[-1, 1]))
+        hi.append(bias_variance / np.exp(lims[-1, 0]))
+    return float(min(max(noise, *lo), min(hi)))
 
 
 def _evidence_search(fitter, X, spec, variance, lengthscale, bias, opts, rng, label):
@@ -524,7 +551,12 @@ def _evidence_search(fitter, X, spec, variance, lengthscale, bias, opts, rng, la
 
     Each refit moves the free entries of [log s2, log l.., log v_b] (:func:`_hyper_log_bounds`;
     v_b with the kernel's unfixed constant summands, as the toolbox's rbf + bias kernel);
-    ``fitter.bias_variance`` follows the rounds. Returns (state, s2, l, v_b, b, rounds).
+    ``fitter.bias_variance`` follows the rounds. With ``opts["learn_noise"]`` a refit also
+    moves the probit noise variance s_n^2 (start 1, box :data:`NOISE_RANGE`), the toolbox's
+    white-kernel variance: the sites' variances 1/p_i are their noise-free parts
+    1/p_i - 1 plus s_n^2 (their unit noise, notes §2.1), and after the refit (s2, v_b) are
+    divided by s_n^2 (:func:`_noise_rescale`), the same model with unit noise again.
+    Returns (state, s2, l, v_b, b, rounds).
     Every round's (s2, l, v_b, b) is scored by the out-of-active-set criterion of :class:`_Fitter`
     right after its selection; the best-scoring optimised round (1..max_iter) is returned
     with its state, so a round that drifted towards a degenerate limit is not the result
@@ -535,7 +567,9 @@ def _evidence_search(fitter, X, spec, variance, lengthscale, bias, opts, rng, la
     ard = spec.ard
     family = spec.family
     free, _ = _hyper_log_bounds(spec, D)
-    bounds = _evidence_bounds(spec, D, spec.data_lengthscale)
+    lims = _evidence_bounds(spec, D, spec.data_lengthscale)
+    learn_noise = opts["learn_noise"]
+    bounds = np.vstack([lims[free], np.log(NOISE_RANGE)]) if learn_noise else lims[free]
     best = None
     n_iter = 0
     for it in range(opts["max_iter"] + 1):
@@ -557,29 +591,40 @@ def _evidence_search(fitter, X, spec, variance, lengthscale, bias, opts, rng, la
             break
         Xa, pa, ma = X[active[keep]], p[keep], m[keep]
         full0 = _log_hyper(variance, lengthscale, ard, vb)
+        # noise-free parts of the site variances (>= 0 for the probit, notes §2.1)
+        base = np.maximum(1.0 / pa - 1.0, 0.0)
 
-        def evaluate(x, warm, Xa=Xa, pa=pa, ma=ma, full0=full0):
+        def evaluate(x, warm, Xa=Xa, pa=pa, ma=ma, base=base, full0=full0):
             theta = full0.copy()
-            theta[free] = x
+            theta[free] = x[:-1] if learn_noise else x
             s2, ls, vb_ = _from_log_hyper(theta, ard, D)
-            v, gv, gl, gvb = approx_log_likelihood(Xa, pa, ma, s2, ls, vb_, True, family)
-            return v, _log_hyper_gradient(gv, gl, gvb, s2, ls, vb_, ard)[free], None
+            noise = float(np.exp(x[-1])) if learn_noise else 1.0
+            sites = 1.0 / (base + noise) if learn_noise else pa
+            v, gv, gl, gvb, gn = approx_log_likelihood(Xa, sites, ma, s2, ls, vb_, True,
+                                                       family)
+            g = _log_hyper_gradient(gv, gl, gvb, s2, ls, vb_, ard)[free]
+            return v, (np.append(g, gn * noise) if learn_noise else g), None
 
-        theta0 = full0[free]
+        theta0 = np.append(full0[free], 0.0) if learn_noise else full0[free]
         # a refit is one round of the alternation: its cap is the toolbox's, not max_iter
         res = maximize(evaluate, theta0, method="lbfgs", bounds=bounds,
                        max_iter=KERNEL_ITERS, progress=opts["verbose"],
                        label=f"{label} kernel", value_name="approx. log likelihood",
                        warn_at_cap=False)
         theta = full0.copy()
-        theta[free] = res.theta
-        variance, lengthscale, fitter.bias_variance = _from_log_hyper(theta, ard, D)
+        theta[free] = res.theta[:-1] if learn_noise else res.theta
+        variance, lengthscale, vb = _from_log_hyper(theta, ard, D)
+        noise = 1.0
+        if learn_noise:
+            noise = _noise_rescale(float(np.exp(res.theta[-1])), variance, vb, lims)
+            variance, vb = variance / noise, vb / noise
+        fitter.bias_variance = vb
         n_iter = it + 1
         if opts["verbose"]:
             print(f"[{label}] round {it + 1}/{opts['max_iter']}: approx. log likelihood "
                   f"{res.value:.4f}, variance {variance:.4g}, lengthscale "
                   f"{np.array2string(lengthscale[:4], precision=4)}, bias variance "
-                  f"{fitter.bias_variance:.4g}")
+                  f"{vb:.4g}, noise {noise:.4g}")
     _, state, variance, lengthscale, vb, bias, kept = best
     if opts["verbose"]:
         print(f"[{label}] kept round {kept} (lowest out-of-active NLP)")
@@ -720,6 +765,15 @@ class IVMClassifier(_BinaryGPClassifierMixin, ClassifierMixin, SparseGPEstimator
     max_iter : int, default=8
         Rounds of {select, refit kernel parameters} with ``optimizer="evidence"`` (a final
         selection follows); each refit runs up to ``KERNEL_ITERS`` (100) L-BFGS iterations.
+    learn_noise : bool, default=False
+        With ``optimizer="evidence"``: each refit also learns the probit's noise variance
+        s_n^2 relative to the kernel, as the toolbox learns its white-kernel variance beside
+        a noise-free probit (notes §2.6); the model keeps unit probit noise, so the refitted
+        (s2, v_b) are divided by s_n^2 before the next selection (the same model; b is left
+        as it is). On nearly separable data this approaches the noise-free probit, whose
+        predictions do not depend on the latent scale; s2 and v_b then grow large (bounded
+        by the kernel's bounds and s2 + v_b <= ``LATENT_VARIANCE_MAX``). Needs the kernel's
+        variance free and v_b free or absent; ignored by the other optimizers.
     validation_fraction : float, default=0.2
         Fraction of the training rows held out by ``optimizer="validation"``.
     validation_grid : None or dict, default=None
@@ -791,8 +845,9 @@ class IVMClassifier(_BinaryGPClassifierMixin, ClassifierMixin, SparseGPEstimator
         return tags
 
     def __init__(self, n_active="auto", selection="entropy", randomized=None, kernel=None,
-                 bias=0.0, optimizer="auto", max_iter=8, validation_fraction=0.2,
-                 validation_grid=None, random_state=None, verbose=False):
+                 bias=0.0, optimizer="auto", max_iter=8, learn_noise=False,
+                 validation_fraction=0.2, validation_grid=None, random_state=None,
+                 verbose=False):
         self.n_active = n_active
         self.selection = selection
         self.randomized = randomized
@@ -800,6 +855,7 @@ class IVMClassifier(_BinaryGPClassifierMixin, ClassifierMixin, SparseGPEstimator
         self.bias = bias
         self.optimizer = optimizer
         self.max_iter = max_iter
+        self.learn_noise = learn_noise
         self.validation_fraction = validation_fraction
         self.validation_grid = validation_grid
         self.random_state = random_state
@@ -837,9 +893,11 @@ class IVMClassifier(_BinaryGPClassifierMixin, ClassifierMixin, SparseGPEstimator
         if not isinstance(self.verbose, (bool, np.bool_, int, np.integer)):
             raise ValueError(f"verbose must be a bool; got {self.verbose!r}")
         rng = check_random_state(self.random_state)
+        learn_noise = self._check_learn_noise(spec, optimizer, X.shape[1])
         opts = dict(n_active=n_active, selection=selection, randomized=randomized,
                     optimizer=optimizer, max_iter=max_iter, verbose=bool(self.verbose),
-                    validation_fraction=float(fraction), validation_grid=grid)
+                    validation_fraction=float(fraction), validation_grid=grid,
+                    learn_noise=learn_noise)
         return X, classes, y_index, spec, float(vb), opts, rng
 
     def _check_optimizer(self):
@@ -856,6 +914,21 @@ class IVMClassifier(_BinaryGPClassifierMixin, ClassifierMixin, SparseGPEstimator
             return o
         raise ValueError(f"optimizer must be None, 'auto', 'evidence' or 'validation'; "
                          f"got {o!r}")
+
+    def _check_learn_noise(self, spec, optimizer, D):
+        """``learn_noise`` as a bool (False unless ``optimizer="evidence"``); it rescales s2
+        and v_b, so neither may be fixed."""
+        if not isinstance(self.learn_noise, (bool, np.bool_)):
+            raise ValueError(f"learn_noise must be a bool; got {self.learn_noise!r}")
+        if not self.learn_noise or optimizer != "evidence":
+            return False
+        free, _ = _hyper_log_bounds(spec, D)
+        vb = 0.0 if spec.bias_term is None else float(spec.bias_term.constant_value)
+        if not free[0] or (vb > 0 and not free[-1]):
+            raise ValueError("learn_noise=True divides the kernel's variance and the bias "
+                             "variance by the learnt noise variance, so neither may be fixed; "
+                             f"got kernel={self.kernel!r}. Free them or use learn_noise=False")
+        return True
 
     def _check_validation_grid(self):
         g = self.validation_grid
@@ -1069,7 +1142,7 @@ fixed or absent). The active sets and their sites (``active_set_``, ``site_preci
                 value += float(out)
                 continue
             value += float(out[0])
-            grad[t * n_free:(t + 1) * n_free] = _log_hyper_gradient(*out[1:], s2, ls, vb,
+            grad[t * n_free:(t + 1) * n_free] = _log_hyper_gradient(*out[1:4], s2, ls, vb,
                                                                     ard)[free]
         return (value, grad) if eval_gradient else value
 
