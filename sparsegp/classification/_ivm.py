@@ -537,13 +537,15 @@ def _evidence_bounds(spec, D, start_ls):
 def _noise_rescale(noise, variance, bias_variance, lims):
     """The factor ``learn_noise`` divides (s2, v_b) by: the refit's noise variance, moved the
     least so that s2 and v_b stay inside their log bounds ``lims`` (rows of
-    :func:`_evidence_bounds`) and s2 + v_b <= :data:`LATENT_VARIANCE_MAX`."""
-    lo = [(variance + bias_variance) / LATENT_VARIANCE_MAX, variance / np.exp(lims[0, 1])]
-    hi = [variance / np.exp(lims[0, 0])]
+    :func:`_evidence_bounds`) and s2 + v_b <= :data:`LATENT_VARIANCE_MAX`. In logs: the
+    kernel's bounds may be 1e-300 and 1e300."""
+    log_s2 = np.log(variance)
+    lo = [np.log(variance + bias_variance) - np.log(LATENT_VARIANCE_MAX), log_s2 - lims[0, 1]]
+    hi = [log_s2 - lims[0, 0]]
     if bias_variance > 0:
-        lo.append(bias_variance / np.exp(lims[-1, 1]))
-        hi.append(bias_variance / np.exp(lims[-1, 0]))
-    return float(min(max(noise, *lo), min(hi)))
+        lo.append(np.log(bias_variance) - lims[-1, 1])
+        hi.append(np.log(bias_variance) - lims[-1, 0])
+    return float(np.exp(min(max(np.log(noise), *lo), min(hi))))
 
 
 def _evidence_search(fitter, X, spec, variance, lengthscale, bias, opts, rng, label):
