@@ -211,6 +211,10 @@ def test_old_cell_names_translate_to_the_one_api():
                                       "bias_variance": 0.1}, 169)["kernel"]
     assert k.k1.lengthscale == 2.3 and k.k1.variance == 20.0
     assert isinstance(k.k2, ConstantKernel) and k.k2.constant_value == 0.1
+    assert k.k2.constant_value_bounds == "fixed"
+    k = constructor_arguments("ivm", {"lengthscale": 2.3, "bias_variance": 0.1,
+                                      "learn_bias_variance": True}, 169)["kernel"]
+    assert k.k2.constant_value == 0.1 and k.k2.constant_value_bounds == UNBOUNDED
     with pytest.raises(ValueError, match="lengthscale"):
         constructor_arguments("ivm", {"variance": 2.0}, 2)
 

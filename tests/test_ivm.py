@@ -7,7 +7,8 @@ from scipy.special import log_ndtr, ndtri
 
 from reference.dense_ivm import dense_greedy_entropy, se_bias_kernel
 from sparsegp import IVMClassifier
-from sparsegp.classification._ivm import (approx_log_likelihood, data_lengthscale,
+from sparsegp.classification._ivm import (LATENT_VARIANCE_MAX, _noise_rescale,
+                                          approx_log_likelihood, data_lengthscale,
                                           select_active_set)
 from sparsegp.datasets import make_gp_classes, make_xor
 from sparsegp.kernels import ConstantKernel, SquaredExponential
@@ -87,7 +88,7 @@ def test_approx_log_likelihood_gradient(rng, ard):
     p = rng.uniform(0.2, 2.0, 12)
     m = rng.normal(size=12)
     ls = np.array([0.9, 1.4]) if ard else np.full(2, 1.1)
-    v, gv, gl = approx_log_likelihood(Xa, p, m, 1.3, ls, 0.1, grad=True)
+    v, gv, gl, gvb, gn = approx_log_likelihood(Xa, p, m, 1.3, ls, 0.1, grad=True)
     K = se_bias_kernel(Xa, Xa, 1.3, ls, 0.1)
     ref = stats.multivariate_normal(np.zeros(12), K + np.diag(1 / p)).logpdf(m)
     np.testing.assert_allclose(v, ref, rtol=1e-12)
@@ -95,6 +96,13 @@ def test_approx_log_likelihood_gradient(rng, ard):
     fd_v = (approx_log_likelihood(Xa, p, m, 1.3 + e, ls, 0.1)
             - approx_log_likelihood(Xa, p, m, 1.3 - e, ls, 0.1)) / (2 * e)
     np.testing.assert_allclose(gv, fd_v, rtol=1e-6)
+    fd_vb = (approx_log_likelihood(Xa, p, m, 1.3, ls, 0.1 + e)
+             - approx_log_likelihood(Xa, p, m, 1.3, ls, 0.1 - e)) / (2 * e)
+    np.testing.assert_allclose(gvb, fd_vb, rtol=1e-6)
+    # g_noise: a common term added to the site variances 1/p_i
+    fd_n = (approx_log_likelihood(Xa, 1 / (1 / p + e), m, 1.3, ls, 0.1)
+            - approx_log_likelihood(Xa, 1 / (1 / p - e), m, 1.3, ls, 0.1)) / (2 * e)
+    np.testing.assert_allclose(gn, fd_n, rtol=1e-6)
     for j in range(2):
         dl = np.zeros(2)
         dl[j] = e
@@ -110,6 +118,68 @@ def test_optimize_improves_approximate_likelihood():
     assert clf.n_iter_.tolist() == [2]
     assert clf.variance_[0] != 1.0 and clf.lengthscale_[0] != 1.0
     assert np.all(np.isfinite(clf.log_evidence_))
+
+
+def test_evidence_learns_the_bias_variance_unless_fixed():
+    X, y = _xor(120, seed=6)
+    kw = dict(n_active=30, optimizer="evidence", max_iter=2, random_state=0)
+    free = IVMClassifier(kernel=SquaredExponential(1.0, 1.0) + ConstantKernel(0.5, (1e-3, 1e3)),
+                         **kw).fit(X, y)
+    vb = free.kernel_[0].k2.constant_value
+    assert vb != 0.5 and 1e-3 <= vb <= 1e3
+    assert free.kernel_[0].k2.constant_value_bounds == (1e-3, 1e3)
+    # theta_ = [log s2, log l, log v_b], and the model predicts with the learnt v_b
+    assert free.theta_.shape == (3,)
+    np.testing.assert_allclose(free.theta_[-1], np.log(vb), rtol=1e-12)
+    np.testing.assert_allclose(free.models_[0].bias_variance, vb, rtol=1e-12)
+    fixed = IVMClassifier(kernel=SquaredExponential(1.0, 1.0) + ConstantKernel(0.5, "fixed"),
+                          **kw).fit(X, y)
+    assert fixed.theta_.shape == (2,) and fixed.kernel_[0].k2.constant_value == 0.5
+    # v_b is the sum of the constant summands; one fixed summand fixes it
+    both = IVMClassifier(kernel=SquaredExponential(1.0, 1.0) + ConstantKernel(0.2, "fixed")
+                         + ConstantKernel(0.3), **kw).fit(X, y)
+    assert both.theta_.shape == (2,) and both.kernel_[0].k2.constant_value == 0.5
+
+
+def test_learn_noise_rescales_the_kernel_towards_the_noise_free_probit():
+    # separable clusters: the approximate likelihood prefers less probit noise than the
+    # unit noise of the sites, so the learnt noise rescales the kernel upwards (measured:
+    # s2 8.3 without, 4e4 with)
+    rng = np.random.default_rng(0)
+    y = np.repeat([0, 1], 60)
+    X = rng.normal(size=(120, 2)) + np.where(y[:, None] == 1, 2.5, -2.5)
+    kernel = SquaredExponential(1.0, 1.0) + ConstantKernel(1.0)
+    kw = dict(n_active=30, optimizer="evidence", max_iter=3, kernel=kernel, random_state=0)
+    plain = IVMClassifier(**kw).fit(X, y)
+    noisy = IVMClassifier(learn_noise=True, **kw).fit(X, y)
+    assert noisy.variance_[0] > 100 * plain.variance_[0]
+    assert noisy.score(X, y) == plain.score(X, y) == 1.0
+    # the fitted model is an ordinary unit-noise IVM: log_evidence_ is its likelihood at theta_
+    np.testing.assert_allclose(noisy.log_marginal_likelihood(noisy.theta_),
+                               noisy.log_evidence_.sum(), rtol=1e-10)
+    # other optimizers ignore it
+    a = IVMClassifier(n_active=20, kernel=kernel, learn_noise=True, random_state=0).fit(X, y)
+    b = IVMClassifier(n_active=20, kernel=kernel, random_state=0).fit(X, y)
+    np.testing.assert_array_equal(a.predict_proba(X), b.predict_proba(X))
+
+
+def test_noise_rescale_keeps_bounds_and_the_latent_variance_cap():
+    free_box = np.array([[np.log(1e-5), np.log(1e5)], [0.0, 0.0], [np.log(1e-5), np.log(1e5)]])
+    assert _noise_rescale(0.5, 2.0, 1.0, free_box) == 0.5
+    # s2 / noise would pass the variance's upper bound: the noise is raised to meet it
+    np.testing.assert_allclose(_noise_rescale(1e-6, 2.0, 1.0, free_box), 2.0 / 1e5)
+    # and s2 + v_b never passes LATENT_VARIANCE_MAX
+    wide = np.array([[-700.0, 700.0], [0.0, 0.0], [-700.0, 700.0]])
+    np.testing.assert_allclose(_noise_rescale(1e-12, 2.0, 1.0, wide), 3.0 / LATENT_VARIANCE_MAX)
+
+
+@pytest.mark.parametrize("kernel", [SquaredExponential(1.0, 1.0, "fixed") + ConstantKernel(1.0),
+                                    SquaredExponential(1.0, 1.0) + ConstantKernel(1.0, "fixed")])
+def test_learn_noise_needs_free_variances(kernel):
+    X, y = _xor(40, seed=1)
+    with pytest.raises(ValueError, match="neither may be fixed"):
+        IVMClassifier(n_active=10, optimizer="evidence", learn_noise=True,
+                      kernel=kernel).fit(X, y)
 
 
 def test_bias_auto_and_selection_modes():

@@ -137,7 +137,8 @@ def test_ivm_predictions_and_evidence_match_dense(family):
     G = K[np.ix_(a, a)] + np.diag(1.0 / p)
     ref = stats.multivariate_normal(np.zeros(a.size), G).logpdf(m)
     np.testing.assert_allclose(clf.log_evidence_, [ref], rtol=1e-10)
-    # kernel_: per task, the fitted stationary kernel plus the (never optimised) bias variance
+    # kernel_: per task, the fitted stationary kernel plus the bias variance (not optimised
+    # here: a given kernel is kept without optimizer="evidence")
     assert len(clf.kernel_) == 1
     assert type(clf.kernel_[0].k1) is type(_kernel(family, 1.0, 1.0))
     np.testing.assert_array_equal(clf.kernel_[0].k1.lengthscale, ls)
@@ -153,7 +154,7 @@ def test_approx_log_likelihood_log_gradient_matern(family, ard):
     m = rng.normal(size=12)
     s2, vb = 1.3, 0.1
     ls = np.array([0.9, 1.4]) if ard else np.full(2, 1.1)
-    v, gv, gl = approx_log_likelihood(Xa, p, m, s2, ls, vb, grad=True, family=family)
+    v, gv, gl, gvb, _ = approx_log_likelihood(Xa, p, m, s2, ls, vb, grad=True, family=family)
     K = _K(Xa, Xa, family, s2, ls, vb)
     ref = stats.multivariate_normal(np.zeros(12), K + np.diag(1 / p)).logpdf(m)
     np.testing.assert_allclose(v, ref, rtol=1e-12)
@@ -172,6 +173,10 @@ def test_approx_log_likelihood_log_gradient_matern(family, ard):
         d[j] = e
         fd = (f(np.log(s2), log_ls + d) - f(np.log(s2), log_ls - d)) / (2 * e)
         np.testing.assert_allclose(g_log_ls[j], fd, rtol=1e-6, atol=1e-9)
+    ls_ = ls if ard else np.full(2, ls[0])
+    fd_vb = (approx_log_likelihood(Xa, p, m, s2, ls_, vb + e, family=family)
+             - approx_log_likelihood(Xa, p, m, s2, ls_, vb - e, family=family)) / (2 * e)
+    np.testing.assert_allclose(gvb, fd_vb, rtol=1e-6)
 
 
 # ------------------------------------------------------------------------------------------

@@ -23,7 +23,7 @@ import sparsegp
 from sparsegp.classification import _ep, _stagewise
 from sparsegp.classification.multiclass import engine as mc_engine
 from sparsegp.datasets import make_gp_classes, make_regression_1d, make_xor
-from sparsegp.kernels import Matern, SquaredExponential
+from sparsegp.kernels import ConstantKernel, Matern, SquaredExponential
 
 STEP = 1e-5
 RTOL, ATOL = 1e-5, 1e-6
@@ -38,6 +38,10 @@ CONFIGS = {
                                           kernel=SquaredExponential(1.0, np.ones(2))),
                                      "binary"),
     "IVMClassifier": (dict(n_active=12, optimizer="evidence", max_iter=2), "binary"),
+    # v_b learnt (the kernel's constant summand is not fixed): theta_ ends in log v_b
+    "IVMClassifier-bias-variance": (dict(n_active=12, optimizer="evidence", max_iter=2,
+                                         kernel=SquaredExponential(1.0, 1.0)
+                                         + ConstantKernel(0.5)), "binary"),
     "IVMClassifier-3-classes": (dict(n_active=12, optimizer="evidence", max_iter=1,
                                      kernel=SquaredExponential(1.0, np.ones(2))),
                                 "multiclass"),

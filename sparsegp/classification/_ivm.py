@@ -26,11 +26,17 @@ Design decisions (notes §2; where the paper leaves room they are documented her
   estimator's Generator); NaN scores count as -inf; active points are never selected again.
 * ``optimizer="evidence"`` interleaves selection and hyper-parameter fitting as Lawrence's
   toolbox does (notes §2.6): repeat ``max_iter`` times {select I from scratch with the
-  current (s2, l); maximise the approximate marginal likelihood log N(m_I | 0, K_II + Pi_I^-1)
-  over (s2, l) with I and the sites fixed}, then select once more with the final parameters.
-  Parameters a given kernel holds "fixed" are left out of the optimisation; its other bounds
-  constrain the L-BFGS-B run. The default kernel is searched within a guard box around the
-  data scale. v_b is never optimised.
+  current (s2, l, v_b); maximise the approximate marginal likelihood
+  log N(m_I | 0, K_II + Pi_I^-1) over (s2, l, v_b) with I and the sites fixed}, then select
+  once more with the final parameters. v_b is learnt as the toolbox learns the variance of
+  its "bias" kernel (its default kernel is rbf + bias + white, all parameters optimised; the
+  white variance with its near-noiseless probit, sigma2 = 1e-6, plays our probit's unit
+  noise, so its model is ours up to scale): when ``kernel`` has ``ConstantKernel`` summands
+  that are not "fixed"; the default kernel has none (v_b = 0). With ``learn_noise=True`` a
+  refit also moves that white variance: the probit's noise relative to the kernel, after
+  which (s2, v_b) are divided by it (unit noise again). Parameters a given kernel holds
+  "fixed" are left out of the optimisation; its other bounds constrain the L-BFGS-B run.
+  The default kernel is searched within a guard box around the data scale.
 * ``log_evidence_`` is that approximate marginal likelihood (notes §2.6, B-form, with the
   constant -d/2 log 2 pi) at the final active set and sites: the toolbox's "approximate log
   likelihood", NOT an EP evidence. Sites with p = 0 (points classified with certainty, whose
@@ -85,6 +91,17 @@ BIAS_LIMIT = 8.0
 #: the approximate likelihood's degenerate limits l -> 0 and s2 -> 0 lie outside the box).
 LENGTHSCALE_RANGE = (0.1, 100.0)
 VARIANCE_RANGE = (1e-2, 1e4)
+
+#: Box of one refit's probit noise variance with ``learn_noise=True`` (relative to the unit
+#: noise the sites were made with). On nearly separable data the approximate likelihood
+#: takes it to the lower end, the noise-free probit, whose predictions Phi(mu / sigma) do not
+#: depend on the latent scale (ringnorm splits 0-2: the same test NLP to 1e-3 with 1e-2, 1e-4
+#: and 1e-6 here).
+NOISE_RANGE = (1e-4, 1e4)
+
+#: Largest s2 + v_b the rescaling of ``learn_noise=True`` may reach over the rounds: the
+#: predictive variance s2 + v_b - |L^-1 S k|^2 keeps ~8 digits there.
+LATENT_VARIANCE_MAX = 1e8
 
 #: Default grid of ``optimizer="validation"``: factors applied to the start (s2, l).
 VALIDATION_GRID = {"variance": (1.0, 4.0, 16.0), "lengthscale": (0.25, 0.5, 1.0, 2.0, 4.0)}
@@ -309,6 +326,11 @@ def approx_log_likelihood(X_active, p, m, variance, lengthscale, bias_variance, 
         d value / d s2 (only if ``grad``).
     g_lengthscale : ndarray of shape (D,)
         d value / d l_j per dimension (only if ``grad``).
+    g_bias_variance : float
+        d value / d v_b (only if ``grad``): dK_II/dv_b is the all-ones matrix, so the sum of
+        the adjoint's entries (notes §2.7).
+    g_noise : float
+        d value / d delta for K_II + Pi_I^-1 + delta I (only if ``grad``): the adjoint's trace.
     """
     d = p.size
     S = np.sqrt(p)
@@ -329,7 +351,7 @@ def approx_log_likelihood(X_active, p, m, variance, lengthscale, bias_variance, 
     g_variance = float(np.sum(W * Ks)) / variance
     g_ls, _ = _kernels.grad_contract(X_active, X_active, Ks, W, family, variance, ls,
                                      symmetric=True)
-    return value, g_variance, g_ls
+    return value, g_variance, g_ls, float(np.sum(W)), float(np.trace(W))
 
 
 def _finish(X, state, variance, lengthscale, bias_variance, bias, n_iter, spec):
@@ -438,15 +460,15 @@ def _fit_binary(X, y, spec, bias_variance, bias, fit_bias, opts, rng, label):
     fitter = _Fitter(X, y, spec, bias_variance, fit_bias, opts, rng, label)
     variance, lengthscale = spec.variance, spec.lengthscale.copy()
     mode = opts["optimizer"]
-    free, _ = kernel_log_bounds(spec, X.shape[1])
-    if mode == "validation" and free.any():
+    free, _ = _hyper_log_bounds(spec, X.shape[1])
+    if mode == "validation" and free[:-1].any():
         variance, lengthscale, n_iter = _validation_search(X, y, spec, bias_variance, bias,
                                                            fit_bias, opts, rng, label)
         mode = None
     else:
         n_iter = 0
     if mode == "evidence" and free.any():
-        state, variance, lengthscale, bias, n_iter = _evidence_search(
+        state, variance, lengthscale, bias_variance, bias, n_iter = _evidence_search(
             fitter, X, spec, variance, lengthscale, bias, opts, rng, label)
     else:
         state, bias, _ = fitter.run(variance, lengthscale, bias)
@@ -462,41 +484,82 @@ def _fit_binary(X, y, spec, bias_variance, bias, fit_bias, opts, rng, label):
     return model
 
 
-def _log_hyper(variance, lengthscale, ard):
-    """``[log s2, log l (D with ARD, else 1)]``, the vector the evidence search moves."""
+def _log_hyper(variance, lengthscale, ard, bias_variance):
+    """``[log s2, log l (D with ARD, else 1), log v_b]``, the vector the evidence search moves
+    (its free entries); log 0 = -inf for the default v_b = 0, which is never free."""
+    with np.errstate(divide="ignore"):
+        log_vb = np.log(bias_variance)
     return np.concatenate([[np.log(variance)],
-                           np.log(lengthscale) if ard else [np.log(lengthscale[0])]])
+                           np.log(lengthscale) if ard else [np.log(lengthscale[0])], [log_vb]])
 
 
 def _from_log_hyper(theta, ard, D):
-    """Inverse of :func:`_log_hyper`: ``(s2, lengthscale (D,))``."""
+    """Inverse of :func:`_log_hyper`: ``(s2, lengthscale (D,), v_b)``."""
     s2 = float(np.exp(theta[0]))
-    return s2, (np.exp(theta[1:]) if ard else np.full(D, np.exp(theta[1])))
+    ls = np.exp(theta[1:-1]) if ard else np.full(D, np.exp(theta[1]))
+    return s2, ls, float(np.exp(theta[-1]))
 
 
-def _log_hyper_gradient(g_variance, g_lengthscale, variance, lengthscale, ard):
-    """d/d :func:`_log_hyper`'s vector from d/ds2 and the per-dimension d/dl_j (D,)."""
+def _log_hyper_gradient(g_variance, g_lengthscale, g_bias_variance, variance, lengthscale,
+                        bias_variance, ard):
+    """d/d :func:`_log_hyper`'s vector from d/ds2, the per-dimension d/dl_j (D,) and d/dv_b."""
     g_log_ls = g_lengthscale * lengthscale if ard else [np.sum(g_lengthscale) * lengthscale[0]]
-    return np.concatenate([[g_variance * variance], g_log_ls])
+    return np.concatenate([[g_variance * variance], g_log_ls,
+                           [g_bias_variance * bias_variance]])
+
+
+def _hyper_log_bounds(spec, D):
+    """Free mask and log bounds of :func:`_log_hyper`'s vector: the stationary kernel's
+    (:func:`kernel_log_bounds`), then v_b's, free when the kernel's constant summands are not
+    "fixed" and v_b > 0 (``spec.bias_term``, set by :meth:`IVMClassifier._validate`)."""
+    free, lims = kernel_log_bounds(spec, D)
+    term = spec.bias_term
+    vb_free = (term is not None and not term.hyperparameters[0].fixed
+               and float(term.constant_value) > 0.0)
+    vb_lims = np.log(term.constant_value_bounds) if vb_free else [-np.inf, np.inf]
+    return np.append(free, vb_free), np.vstack([lims, vb_lims])
 
 
 def _evidence_bounds(spec, D, start_ls):
-    """L-BFGS-B box over the free entries of [log s2, log l..]: the kernel's own bounds, and
-    for the default SE kernel the guard of :data:`LENGTHSCALE_RANGE`/:data:`VARIANCE_RANGE`
-    around the data scale (notes §2.6: the degenerate limits are at the box's far side)."""
-    free, lims = kernel_log_bounds(spec, D)
+    """L-BFGS-B box over the free entries of [log s2, log l.., log v_b]: the kernel's own
+    bounds, and for the default SE kernel the guard of
+    :data:`LENGTHSCALE_RANGE`/:data:`VARIANCE_RANGE` around the data scale (notes §2.6: the
+    degenerate limits are at the box's far side)."""
+    free, lims = _hyper_log_bounds(spec, D)
     if spec.guard:
         lo, hi = np.log(LENGTHSCALE_RANGE)
         ls_lims = np.column_stack([np.log(start_ls) + lo, np.log(start_ls) + hi])
-        lims[1:] = ls_lims if spec.ard else ls_lims[:1]
+        lims[1:-1] = ls_lims if spec.ard else ls_lims[:1]
         lims[0] = np.log(VARIANCE_RANGE)
-    return lims[free]
+    return lims
+
+
+def _noise_rescale(noise, variance, bias_variance, lims):
+    """The factor ``learn_noise`` divides (s2, v_b) by: the refit's noise variance, moved the
+    least so that s2 and v_b stay inside their log bounds ``lims`` (rows of
+    :func:`_evidence_bounds`) and s2 + v_b <= :data:`LATENT_VARIANCE_MAX`. In logs: the
+    kernel's bounds may be 1e-300 and 1e300."""
+    log_s2 = np.log(variance)
+    lo = [np.log(variance + bias_variance) - np.log(LATENT_VARIANCE_MAX), log_s2 - lims[0, 1]]
+    hi = [log_s2 - lims[0, 0]]
+    if bias_variance > 0:
+        lo.append(np.log(bias_variance) - lims[-1, 1])
+        hi.append(np.log(bias_variance) - lims[-1, 0])
+    return float(np.exp(min(max(np.log(noise), *lo), min(hi))))
 
 
 def _evidence_search(fitter, X, spec, variance, lengthscale, bias, opts, rng, label):
     """Interleaved selection and approximate-likelihood steps (notes §2.6), guarded.
 
-    Every round's (s2, l, b) is scored by the out-of-active-set criterion of :class:`_Fitter`
+    Each refit moves the free entries of [log s2, log l.., log v_b] (:func:`_hyper_log_bounds`;
+    v_b with the kernel's unfixed constant summands, as the toolbox's rbf + bias kernel);
+    ``fitter.bias_variance`` follows the rounds. With ``opts["learn_noise"]`` a refit also
+    moves the probit noise variance s_n^2 (start 1, box :data:`NOISE_RANGE`), the toolbox's
+    white-kernel variance: the sites' variances 1/p_i are their noise-free parts
+    1/p_i - 1 plus s_n^2 (their unit noise, notes §2.1), and after the refit (s2, v_b) are
+    divided by s_n^2 (:func:`_noise_rescale`), the same model with unit noise again.
+    Returns (state, s2, l, v_b, b, rounds).
+    Every round's (s2, l, v_b, b) is scored by the out-of-active-set criterion of :class:`_Fitter`
     right after its selection; the best-scoring optimised round (1..max_iter) is returned
     with its state, so a round that drifted towards a degenerate limit is not the result
     when a better one exists. For the default SE kernel the L-BFGS-B box of
@@ -505,8 +568,10 @@ def _evidence_search(fitter, X, spec, variance, lengthscale, bias, opts, rng, la
     D = X.shape[1]
     ard = spec.ard
     family = spec.family
-    free, _ = kernel_log_bounds(spec, D)
-    bounds = _evidence_bounds(spec, D, spec.data_lengthscale)
+    free, _ = _hyper_log_bounds(spec, D)
+    lims = _evidence_bounds(spec, D, spec.data_lengthscale)
+    learn_noise = opts["learn_noise"]
+    bounds = np.vstack([lims[free], np.log(NOISE_RANGE)]) if learn_noise else lims[free]
     best = None
     n_iter = 0
     for it in range(opts["max_iter"] + 1):
@@ -515,45 +580,57 @@ def _evidence_search(fitter, X, spec, variance, lengthscale, bias, opts, rng, la
             print(f"[{label}] round {it}: out-of-active NLP {score:.4f}, bias {new_bias:.3f}")
         # the start itself is not a candidate: "evidence" asks for fitted values (the
         # validation search is the route that may keep a start)
+        vb = fitter.bias_variance
         if it > 0 and (best is None or score < best[0]):
-            best = (score, state, variance, lengthscale.copy(), new_bias, it)
+            best = (score, state, variance, lengthscale.copy(), vb, new_bias, it)
         if it == opts["max_iter"]:
             break
         bias = new_bias
         active, p, m, _ = _adf.active_sites(state)
         keep = p > 0
         if not keep.any():
-            best = best or (score, state, variance, lengthscale.copy(), new_bias, it)
+            best = best or (score, state, variance, lengthscale.copy(), vb, new_bias, it)
             break
         Xa, pa, ma = X[active[keep]], p[keep], m[keep]
-        full0 = _log_hyper(variance, lengthscale, ard)
+        full0 = _log_hyper(variance, lengthscale, ard, vb)
+        # noise-free parts of the site variances (>= 0 for the probit, notes §2.1)
+        base = np.maximum(1.0 / pa - 1.0, 0.0)
 
-        def evaluate(x, warm, Xa=Xa, pa=pa, ma=ma, full0=full0):
+        def evaluate(x, warm, Xa=Xa, pa=pa, ma=ma, base=base, full0=full0):
             theta = full0.copy()
-            theta[free] = x
-            s2, ls = _from_log_hyper(theta, ard, D)
-            v, gv, gl = approx_log_likelihood(Xa, pa, ma, s2, ls, fitter.bias_variance, True,
-                                              family)
-            return v, _log_hyper_gradient(gv, gl, s2, ls, ard)[free], None
+            theta[free] = x[:-1] if learn_noise else x
+            s2, ls, vb_ = _from_log_hyper(theta, ard, D)
+            noise = float(np.exp(x[-1])) if learn_noise else 1.0
+            sites = 1.0 / (base + noise) if learn_noise else pa
+            v, gv, gl, gvb, gn = approx_log_likelihood(Xa, sites, ma, s2, ls, vb_, True,
+                                                       family)
+            g = _log_hyper_gradient(gv, gl, gvb, s2, ls, vb_, ard)[free]
+            return v, (np.append(g, gn * noise) if learn_noise else g), None
 
-        theta0 = full0[free]
+        theta0 = np.append(full0[free], 0.0) if learn_noise else full0[free]
         # a refit is one round of the alternation: its cap is the toolbox's, not max_iter
         res = maximize(evaluate, theta0, method="lbfgs", bounds=bounds,
                        max_iter=KERNEL_ITERS, progress=opts["verbose"],
                        label=f"{label} kernel", value_name="approx. log likelihood",
                        warn_at_cap=False)
         theta = full0.copy()
-        theta[free] = res.theta
-        variance, lengthscale = _from_log_hyper(theta, ard, D)
+        theta[free] = res.theta[:-1] if learn_noise else res.theta
+        variance, lengthscale, vb = _from_log_hyper(theta, ard, D)
+        noise = 1.0
+        if learn_noise:
+            noise = _noise_rescale(float(np.exp(res.theta[-1])), variance, vb, lims)
+            variance, vb = variance / noise, vb / noise
+        fitter.bias_variance = vb
         n_iter = it + 1
         if opts["verbose"]:
             print(f"[{label}] round {it + 1}/{opts['max_iter']}: approx. log likelihood "
                   f"{res.value:.4f}, variance {variance:.4g}, lengthscale "
-                  f"{np.array2string(lengthscale[:4], precision=4)}")
-    _, state, variance, lengthscale, bias, kept = best
+                  f"{np.array2string(lengthscale[:4], precision=4)}, bias variance "
+                  f"{vb:.4g}, noise {noise:.4g}")
+    _, state, variance, lengthscale, vb, bias, kept = best
     if opts["verbose"]:
         print(f"[{label}] kept round {kept} (lowest out-of-active NLP)")
-    return state, variance, lengthscale, bias, n_iter
+    return state, variance, lengthscale, vb, bias, n_iter
 
 
 def _validation_search(X, y, spec, bias_variance, bias, fit_bias, opts, rng, label):
@@ -602,9 +679,10 @@ def _validation_search(X, y, spec, bias_variance, bias, fit_bias, opts, rng, lab
 
 
 def _split_bias_variance(kernel):
-    """``(stationary kernel, v_b)`` of the IVM's ``kernel``: one stationary summand and the
-    sum v_b of its ``ConstantKernel`` summands (None when it has none; ``(None, None)`` for
-    ``kernel=None``)."""
+    """``(stationary kernel, bias term)`` of the IVM's ``kernel``: one stationary summand and
+    ``ConstantKernel(v_b, bounds)`` of its ``ConstantKernel`` summands (None when it has none;
+    ``(None, None)`` for ``kernel=None``): v_b is their sum, "fixed" if any of them is,
+    otherwise bounded by the sums of their bounds."""
     if kernel is None:
         return None, None
     k = _kernels.as_kernel(kernel)
@@ -621,7 +699,10 @@ def _split_bias_variance(kernel):
     if not (np.isfinite(vb) and vb >= 0.0):
         raise ValueError(f"the ConstantKernel summands (the bias variance v_b) must sum to a "
                          f"finite number >= 0; got {vb!r}")
-    return stationary[0], vb
+    hypers = [c.hyperparameters[0] for c in constants]
+    bounds = ("fixed" if any(h.fixed for h in hypers) else
+              tuple(float(sum(np.ravel(h.bounds)[j] for h in hypers)) for j in (0, 1)))
+    return stationary[0], _kernels.ConstantKernel(vb, bounds)
 
 
 # ------------------------------------------------------------------------------------------
@@ -662,7 +743,9 @@ class IVMClassifier(_BinaryGPClassifierMixin, ClassifierMixin, SparseGPEstimator
         003 used v_b = 0.1 with ``bias="auto"`` on MNIST), or the same from scikit-learn's
         ``ConstantKernel``, ``RBF`` and ``Matern`` (``C(20) * RBF(2.3) + C(0.1)``). Its values
         start the optimisation, which keeps to its bounds; parameters with "fixed" bounds are
-        not optimised, nor is v_b ever. None: the isotropic SE kernel with variance 1 on
+        not optimised (v_b is fixed when any constant summand is, otherwise bounded by the
+        sums of their bounds; only ``optimizer="evidence"`` moves it). None: the isotropic SE
+        kernel with variance 1 on
         standardised inputs (each feature centred and divided by its standard deviation)
         with length-scale sqrt(D) (:func:`data_lengthscale` of the standardised inputs), and
         v_b = 0. Never modified.
@@ -684,6 +767,15 @@ class IVMClassifier(_BinaryGPClassifierMixin, ClassifierMixin, SparseGPEstimator
     max_iter : int, default=8
         Rounds of {select, refit kernel parameters} with ``optimizer="evidence"`` (a final
         selection follows); each refit runs up to ``KERNEL_ITERS`` (100) L-BFGS iterations.
+    learn_noise : bool, default=False
+        With ``optimizer="evidence"``: each refit also learns the probit's noise variance
+        s_n^2 relative to the kernel, as the toolbox learns its white-kernel variance beside
+        a noise-free probit (notes §2.6); the model keeps unit probit noise, so the refitted
+        (s2, v_b) are divided by s_n^2 before the next selection (the same model; b is left
+        as it is). On nearly separable data this approaches the noise-free probit, whose
+        predictions do not depend on the latent scale; s2 and v_b then grow large (bounded
+        by the kernel's bounds and s2 + v_b <= ``LATENT_VARIANCE_MAX``). Needs the kernel's
+        variance free and v_b free or absent; ignored by the other optimizers.
     validation_fraction : float, default=0.2
         Fraction of the training rows held out by ``optimizer="validation"``.
     validation_grid : None or dict, default=None
@@ -715,14 +807,15 @@ class IVMClassifier(_BinaryGPClassifierMixin, ClassifierMixin, SparseGPEstimator
     kernel_ : list of n_tasks kernel objects
         The covariance of each task at its fitted (s2, l): the stationary kernel, of the same
         type as ``kernel``'s (our SquaredExponential for ``kernel=None``; scikit-learn
-        kernels come back as their :mod:`sparsegp.kernels` equivalent), plus
-        ``ConstantKernel(v_b, "fixed")`` when ``kernel`` has constant summands.
+        kernels come back as their :mod:`sparsegp.kernels` equivalent), plus one
+        ``ConstantKernel(v_b, bounds)`` (the task's v_b, the bounds of v_b) when ``kernel``
+        has constant summands.
     bias_ : ndarray of shape (n_tasks,)
         The bias b used (after "auto").
     theta_ : ndarray of shape (n_tasks * n_free,)
-        Per task, ``[log s2, log l (1, or n_features with ARD)]`` (l in the units of
-        ``lengthscale_``) less the kernel's fixed hyper-parameters, concatenated in task
-        order: the vector of :meth:`log_marginal_likelihood`.
+        Per task, ``[log s2, log l (1, or n_features with ARD), log v_b]`` (l in the units
+        of ``lengthscale_``) less the kernel's fixed hyper-parameters (v_b: when fixed or
+        absent), concatenated in task order: the vector of :meth:`log_marginal_likelihood`.
     log_marginal_likelihood_value_ : float
         The objective the fit maximised, under scikit-learn's name: the approximate marginal
         likelihood of notes §2.6, summed over the tasks (``log_evidence_.sum()``).
@@ -754,8 +847,9 @@ class IVMClassifier(_BinaryGPClassifierMixin, ClassifierMixin, SparseGPEstimator
         return tags
 
     def __init__(self, n_active="auto", selection="entropy", randomized=None, kernel=None,
-                 bias=0.0, optimizer="auto", max_iter=8, validation_fraction=0.2,
-                 validation_grid=None, random_state=None, verbose=False):
+                 bias=0.0, optimizer="auto", max_iter=8, learn_noise=False,
+                 validation_fraction=0.2, validation_grid=None, random_state=None,
+                 verbose=False):
         self.n_active = n_active
         self.selection = selection
         self.randomized = randomized
@@ -763,6 +857,7 @@ class IVMClassifier(_BinaryGPClassifierMixin, ClassifierMixin, SparseGPEstimator
         self.bias = bias
         self.optimizer = optimizer
         self.max_iter = max_iter
+        self.learn_noise = learn_noise
         self.validation_fraction = validation_fraction
         self.validation_grid = validation_grid
         self.random_state = random_state
@@ -778,11 +873,11 @@ class IVMClassifier(_BinaryGPClassifierMixin, ClassifierMixin, SparseGPEstimator
                               "the number of training points")
         selection = check_option(self.selection, "selection", ("entropy", "infogain", "random"))
         randomized = self._check_randomized()
-        stationary, vb = _split_bias_variance(self.kernel)
+        stationary, bias_term = _split_bias_variance(self.kernel)
         spec = _kernels.kernel_spec(stationary, D, type(self).__name__)
-        # v_b is reported in kernel_ as given, never optimised
-        spec.bias_term = None if vb is None else _kernels.ConstantKernel(vb, "fixed")
-        vb = 0.0 if vb is None else vb
+        # v_b's start and bounds (see _hyper_log_bounds); kernel_ reports each task's v_b
+        spec.bias_term = bias_term
+        vb = 0.0 if bias_term is None else float(bias_term.constant_value)
         bias = self.bias
         if isinstance(bias, str):
             if bias not in ("auto", "fit"):
@@ -800,9 +895,11 @@ class IVMClassifier(_BinaryGPClassifierMixin, ClassifierMixin, SparseGPEstimator
         if not isinstance(self.verbose, (bool, np.bool_, int, np.integer)):
             raise ValueError(f"verbose must be a bool; got {self.verbose!r}")
         rng = check_random_state(self.random_state)
+        learn_noise = self._check_learn_noise(spec, optimizer, X.shape[1])
         opts = dict(n_active=n_active, selection=selection, randomized=randomized,
                     optimizer=optimizer, max_iter=max_iter, verbose=bool(self.verbose),
-                    validation_fraction=float(fraction), validation_grid=grid)
+                    validation_fraction=float(fraction), validation_grid=grid,
+                    learn_noise=learn_noise)
         return X, classes, y_index, spec, float(vb), opts, rng
 
     def _check_optimizer(self):
@@ -819,6 +916,21 @@ class IVMClassifier(_BinaryGPClassifierMixin, ClassifierMixin, SparseGPEstimator
             return o
         raise ValueError(f"optimizer must be None, 'auto', 'evidence' or 'validation'; "
                          f"got {o!r}")
+
+    def _check_learn_noise(self, spec, optimizer, D):
+        """``learn_noise`` as a bool (False unless ``optimizer="evidence"``); it rescales s2
+        and v_b, so neither may be fixed."""
+        if not isinstance(self.learn_noise, (bool, np.bool_)):
+            raise ValueError(f"learn_noise must be a bool; got {self.learn_noise!r}")
+        if not self.learn_noise or optimizer != "evidence":
+            return False
+        free, _ = _hyper_log_bounds(spec, D)
+        vb = 0.0 if spec.bias_term is None else float(spec.bias_term.constant_value)
+        if not free[0] or (vb > 0 and not free[-1]):
+            raise ValueError("learn_noise=True divides the kernel's variance and the bias "
+                             "variance by the learnt noise variance, so neither may be fixed; "
+                             f"got kernel={self.kernel!r}. Free them or use learn_noise=False")
+        return True
 
     def _check_validation_grid(self):
         g = self.validation_grid
@@ -895,7 +1007,7 @@ class IVMClassifier(_BinaryGPClassifierMixin, ClassifierMixin, SparseGPEstimator
         self.models_ = models
         self._spec = spec
         self._ard = bool(spec.ard)
-        self._free, _ = kernel_log_bounds(spec, X.shape[1])
+        self._free, _ = _hyper_log_bounds(spec, X.shape[1])
         self._set_attributes()
         return self
 
@@ -953,12 +1065,13 @@ class IVMClassifier(_BinaryGPClassifierMixin, ClassifierMixin, SparseGPEstimator
         else:
             kernel = self._scaling.kernel_to_user(spec, mod.variance, mod.lengthscale)
         if spec.bias_term is not None:
-            kernel = kernel + spec.bias_term
+            kernel = kernel + _kernels.ConstantKernel(mod.bias_variance,
+                                                      spec.bias_term.constant_value_bounds)
         return kernel
 
     def _theta_shift(self):
         """``theta_`` minus the model-unit vector: the log length-scale units."""
-        return _log_hyper(1.0, self._ls_unit, self._ard)[self._free]
+        return _log_hyper(1.0, self._ls_unit, self._ard, 1.0)[self._free]
 
     def _warn_if_uninformative(self, model, label):
         """ConvergenceWarning when the fit has collapsed to the class frequencies: its
@@ -996,7 +1109,8 @@ class IVMClassifier(_BinaryGPClassifierMixin, ClassifierMixin, SparseGPEstimator
         self.bias_ = np.array([mod.bias for mod in ms], dtype=np.float64)
         self.n_iter_ = np.array([mod.n_iter for mod in ms], dtype=np.int64)
         self.theta_ = np.concatenate([_log_hyper(mod.variance, self._user_lengthscale(mod),
-                                                 self._ard)[self._free] for mod in ms])
+                                                 self._ard, mod.bias_variance)[self._free]
+                                      for mod in ms])
         # one-vs-rest tasks are fitted independently: their objectives add
         self.log_marginal_likelihood_value_ = float(np.sum(self.log_evidence_))
 
@@ -1005,10 +1119,10 @@ class IVMClassifier(_BinaryGPClassifierMixin, ClassifierMixin, SparseGPEstimator
     _lml_objective = ("The approximate marginal likelihood log N(m_I | 0, K_II + Pi_I^-1) "
                       "(notes §2.6), summed over the one-vs-rest tasks,")
     _lml_notes = """``theta`` is ``theta_``: per task (``theta_.reshape(n_tasks, -1)``), ``[log s2, log l (1,
-or n_features with ARD)]`` less the hyper-parameters the kernel holds fixed. The active sets
-and their sites (``active_set_``, ``site_precision_``, ``site_mean_``) stay at their fitted
-values, sites with p = 0 left out as in ``log_evidence_``; the bias variance (the kernel's
-constant summands) is fixed and the bias does not enter. This is the function
+or n_features with ARD), log v_b]`` less the hyper-parameters the kernel holds fixed (v_b:
+fixed or absent). The active sets and their sites (``active_set_``, ``site_precision_``,
+``site_mean_``) stay at their fitted values, sites with p = 0 left out as in
+``log_evidence_``; the bias does not enter. This is the function
 ``optimizer="evidence"`` maximises in each round; its gradient is exact."""
 
     def _log_marginal_likelihood(self, theta, eval_gradient):
@@ -1021,17 +1135,16 @@ constant summands) is fixed and the bias does not enter. This is the function
             keep = mod.p > 0
             if not keep.any():
                 continue            # no informative site: the task contributes 0
-            full = _log_hyper(mod.variance, mod.lengthscale, ard)
+            full = _log_hyper(mod.variance, mod.lengthscale, ard, mod.bias_variance)
             full[free] = theta[t * n_free:(t + 1) * n_free]
-            s2, ls = _from_log_hyper(full, ard, D)
+            s2, ls, vb = _from_log_hyper(full, ard, D)
             out = approx_log_likelihood(mod.X_active[keep], mod.p[keep],
-                                        mod.m[keep], s2, ls, mod.bias_variance,
-                                        eval_gradient, mod.family)
+                                        mod.m[keep], s2, ls, vb, eval_gradient, mod.family)
             if not eval_gradient:
                 value += float(out)
                 continue
             value += float(out[0])
-            grad[t * n_free:(t + 1) * n_free] = _log_hyper_gradient(out[1], out[2], s2, ls,
+            grad[t * n_free:(t + 1) * n_free] = _log_hyper_gradient(*out[1:4], s2, ls, vb,
                                                                     ard)[free]
         return (value, grad) if eval_gradient else value
 

@@ -135,7 +135,8 @@ def constructor_arguments(method, params, n_features):
     ``optimizer``), ``noise`` (now ``noise_variance``), and the kernel's start as scalars
     ``variance``, ``lengthscale``, ``ard`` and the IVM's ``bias_variance`` (now one
     ``kernel``, searched without bounds as those names were; ``lengthscale`` may be
-    :data:`SQRT_D`). Anything else passes as given.
+    :data:`SQRT_D`; ``bias_variance`` is held fixed unless ``learn_bias_variance`` is true,
+    then searched without bounds too). Anything else passes as given.
 
     Parameters
     ----------
@@ -163,7 +164,8 @@ def constructor_arguments(method, params, n_features):
             kw["optimizer"] = mode                         # the IVM's named modes
     if "noise" in kw:
         kw["noise_variance"] = kw.pop("noise")
-    start = {k: kw.pop(k) for k in ("variance", "lengthscale", "ard", "bias_variance") if k in kw}
+    start = {k: kw.pop(k) for k in ("variance", "lengthscale", "ard", "bias_variance",
+                                    "learn_bias_variance") if k in kw}
     if start:
         if start.get("lengthscale") is None:
             raise ValueError(f"a grid cell that sets the kernel's start needs its lengthscale; "
@@ -177,7 +179,9 @@ def constructor_arguments(method, params, n_features):
         kernel = SquaredExponential(float(start.get("variance", 1.0)), ls if ls.ndim else
                                     float(ls), UNBOUNDED, UNBOUNDED)
         if start.get("bias_variance"):
-            kernel = kernel + ConstantKernel(float(start["bias_variance"]), "fixed")
+            kernel = kernel + ConstantKernel(
+                float(start["bias_variance"]),
+                UNBOUNDED if start.get("learn_bias_variance") else "fixed")
         kw["kernel"] = kernel
     return kw
 
