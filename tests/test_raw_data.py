@@ -344,6 +344,31 @@ def test_driver_warns_when_the_best_point_is_on_a_bound():
         maximize(rising, np.array([0.0, 0.5]), bounds=bounds, names=[None, "lengthscale"])
 
 
+def test_stagewise_warns_when_its_kept_model_is_on_the_default_box(monkeypatch):
+    # the outer loop's searches are rounds of Algorithm 1 and do not warn; the kept model
+    # does, with the driver's message. Labels that do not depend on X: measured variance on
+    # its floor 1e-3 (length-scale 135)
+    rng = np.random.default_rng(1)
+    X, y = rng.standard_normal((80, 3)), rng.integers(0, 2, 80)
+    with pytest.warns(ConvergenceWarning,
+                      match=r"StagewiseGPClassifier: the fit ended with variance at its lower "
+                            r"bound .* not the data's: pass a kernel with wider bounds"):
+        StagewiseGPClassifier(d_max=20, random_state=0).fit(X, y)
+    # a label that is the sign of one feature: in the default box the variance runs to its
+    # ceiling (the guard of eq. 4's run-away along s2, not reported) and the length-scale
+    # ends at 4.8; in a box [0.5, 1.5] both end on the ceiling and only the length-scale is
+    # reported (in [0.1, 2]: 1.85, no warning)
+    from sparsegp.classification import _stagewise
+    X = np.random.default_rng(0).standard_normal((80, 3))
+    monkeypatch.setattr(_stagewise, "DEFAULT_BOUNDS", (0.5, 1.5))
+    with pytest.warns(ConvergenceWarning) as record:
+        clf = StagewiseGPClassifier(d_max=20, random_state=0).fit(X, (X[:, 0] > 0).astype(int))
+    assert clf.variance_ == pytest.approx(1.5) and clf.lengthscale_ == pytest.approx(1.5)
+    messages = [str(w.message) for w in record]
+    assert len(messages) == 1 and "with lengthscale at its upper bound" in messages[0]
+    assert "variance" not in messages[0].split(". The objective")[0]
+
+
 def test_regressor_fit_no_better_than_the_mean_warns(diabetes):
     # issue 23: raw diabetes targets (25-346) without normalize_y: a zero-mean GP fits them
     # with a length-scale on its upper bound, a constant; both warnings say so
