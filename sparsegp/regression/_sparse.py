@@ -99,9 +99,13 @@ class SparseGPRegressor(RegressorMixin, InducingPointEstimator):
         test R² of 0.312 (``"vfe"``: noise 0.35 var(y), R² 0.335; PITC 0.322 -> 0.362;
         scikit-learn's exact GP 0.378); on Friedman #1 (N = 300, 1000, 3000) PITC's test
         R² went from 0.71, 0.80, 0.81 to 0.83, 0.89, 0.94 and FITC's from 0.82, 0.85, 0.94
-        to 0.83, 0.89, 0.94. A noise floor does not help (diag(K_ff − Q_ff) takes the
-        noise's place), nor does starting FITC's own search from the VFE fit (it runs off
-        to the same optimum). ``max_iter`` and ``n_restarts`` apply to the first stage
+        to 0.83, 0.89, 0.94; where N is large against M × D the joint search may do a little
+        better (8-D, N = 2000: FITC 0.963 against 0.961, PITC 0.966 against 0.960; the
+        table is in ``benchmarks/DEFAULTS.md``). A noise floor does not help
+        (diag(K_ff − Q_ff) takes the noise's place), nor does starting FITC's own joint
+        search from the VFE fit (it runs off to the same optimum), and inducing inputs held
+        at a random start lose up to 0.15 R² on Friedman #1. ``max_iter`` and
+        ``n_restarts`` apply to the first stage
         (the best bound wins); the second, a search over the few hyper-parameters, runs
         from its result (typically 5-25 iterations).
     kernel : Kernel, optional
@@ -210,6 +214,18 @@ class SparseGPRegressor(RegressorMixin, InducingPointEstimator):
     """
 
     _inits = ("random", "kmeans", "greedy")
+
+    #: These checks fit targets drawn independently of X (normal or integer noise). The
+    #: right fit is then a constant, which the regressor reports in a ConvergenceWarning
+    #: ("no better than their mean"), an error under the suite's warning filter. VFE fails
+    #: the same checks and the exact GP two of them; FITC passed them only while its default
+    #: search (``inducing_objective="evidence"``) fitted the noise (training R² 0.12 on
+    #: check_n_features_in's 100 rows, against 3e-6 now).
+    _NOISE_TARGETS = ("fits pure-noise targets: the right constant fit raises the regressor's "
+                      "'no better than their mean' ConvergenceWarning (also VFE, exact GP)")
+    _expected_failed_checks = dict.fromkeys(
+        ("check_supervised_y_2d", "check_regressors_int", "check_fit_idempotent",
+         "check_fit_check_is_fitted", "check_n_features_in"), _NOISE_TARGETS)
 
     def __init__(self, approximation="fitc", n_inducing="auto", inducing_points=None,
                  init="random", inducing_objective="auto", kernel=None, noise_variance=0.1,
