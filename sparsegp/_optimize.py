@@ -74,7 +74,7 @@ from .exceptions import ConvergenceWarning
 
 __all__ = ["METHODS", "OptimizeResult", "AscentResult", "EvaluationFailure", "maximize",
            "ascend", "Adam", "SignAdaptiveStep", "kernel_log_bounds", "unbounded",
-           "restart_points"]
+           "restart_points", "warn_at_bounds"]
 
 #: Accepted ``optimizer`` names and the scipy method each maps to.
 METHODS = {"lbfgs": "L-BFGS-B", "l-bfgs-b": "L-BFGS-B", "cg": "CG"}
@@ -421,7 +421,7 @@ def maximize(evaluate, theta0, *, method="lbfgs", bounds=None, max_iter=100, n_r
             f"before converging; increase max_iter{advice}",
             ConvergenceWarning, stacklevel=3)
     if (warn_at_cap if warn_at_bound is None else warn_at_bound) and np.isfinite(best.value):
-        _warn_at_bounds(best.theta, lo, hi, names, label)
+        warn_at_bounds(best.theta, lo, hi, names, label, stacklevel=4)
     return best
 
 
@@ -432,8 +432,31 @@ def at_bounds(theta, lo, hi):
             | (np.isfinite(hi) & (hi - theta <= AT_BOUND_TOL)))
 
 
-def _warn_at_bounds(theta, lo, hi, names, label):
-    """The ConvergenceWarning for coordinates of the result on a bound (module docstring)."""
+#: What :func:`warn_at_bounds` suggests unless its caller knows better.
+BOUND_ADVICE = ("check the units of X and y (standardise them, or keep the defaults that do), "
+                "widen the kernel's bounds, hold the parameter fixed, or try n_restarts > 0")
+
+
+def warn_at_bounds(theta, lo, hi, names, label, advice=BOUND_ADVICE, stacklevel=2):
+    """The ConvergenceWarning for coordinates of a result on a bound (module docstring).
+
+    The one message for every search that ends on its box: :func:`maximize` at its best
+    point, and schemes that run it in rounds (the stagewise classifier's outer loop) at the
+    point they keep.
+
+    Parameters
+    ----------
+    theta, lo, hi : ndarray of shape (n,)
+        The result and its bounds (±inf where unbounded).
+    names : sequence of str or None
+        Names of theta's first coordinates; a None entry is not checked.
+    label : str
+        The estimator named in the message.
+    advice : str
+        What to try, after "the box's, not the data's: ".
+    stacklevel : int
+        :func:`warnings.warn`'s, counted from this function (2: its caller).
+    """
     names = list(names or [])
     idx = [i for i in np.flatnonzero(at_bounds(theta, lo, hi))
            if i >= len(names) or names[i] is not None]
@@ -447,10 +470,8 @@ def _warn_at_bounds(theta, lo, hi, names, label):
                      f"{math.exp(min(theta[i], 700.0)):.3g})")
     warnings.warn(
         f"{label}: the fit ended with {'; '.join(parts)}. The objective wanted a value outside "
-        "the search box, so this value is the box's, not the data's: check the units of X and "
-        "y (standardise them, or keep the defaults that do), widen the kernel's bounds, hold "
-        "the parameter fixed, or try n_restarts > 0",
-        ConvergenceWarning, stacklevel=4)
+        f"the search box, so this value is the box's, not the data's: {advice}",
+        ConvergenceWarning, stacklevel=stacklevel)
 
 
 # ----------------------------------------------------------------------------------------------

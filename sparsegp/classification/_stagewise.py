@@ -42,7 +42,7 @@ from .._numba import stagewise as _sw
 from .._numba.covfuncs import SE
 from .._numba.probit import inv_mills_vec, log_ndtr_vec
 from ..kernels import grad_contract, kernel_matrix, kernel_spec
-from .._optimize import METHODS, kernel_log_bounds, maximize, unbounded
+from .._optimize import METHODS, kernel_log_bounds, maximize, unbounded, warn_at_bounds
 from ._binary import (
     _BinaryGPClassifierMixin,
     pack_theta,
@@ -73,6 +73,12 @@ CG_MAXITER = 20
 #: ended at s2 ~ e^21 on a 60-point set, predictions lost their digits to s2 - |V|^2, and the
 #: next inner loop's choices, hence the fit, changed under a relative 1e-9 change of X.
 DEFAULT_BOUNDS = (1e-3, 1e3)
+#: What the warning for a kept model on the default box suggests.
+BOUND_ADVICE = ("pass a kernel with wider bounds (the default covariance's box is "
+                f"[{DEFAULT_BOUNDS[0]:g}, {DEFAULT_BOUNDS[1]:g}], the length-scale in standard "
+                "deviations of each feature) or with the parameter fixed, or more basis "
+                "vectors (d_max); a length-scale on its upper bound or a variance on its lower "
+                "one is a nearly constant function: check that y depends on X")
 
 
 class StagewiseGPClassifier(_BinaryGPClassifierMixin, ClassifierMixin, SparseGPEstimator):
@@ -107,7 +113,11 @@ class StagewiseGPClassifier(_BinaryGPClassifierMixin, ClassifierMixin, SparseGPE
         column (an ARD kernel from the data: ``SquaredExponential(lengthscale=X.std(axis=0))``),
         variance and length-scale within ``DEFAULT_BOUNDS`` = (1e-3, 1e3) (standard
         deviations for the length-scale), since eq. 4 with the sites fixed may keep improving
-        as s2 grows without end. Never modified. The fit
+        as s2 grows without end. When the kept model's length-scale ends on a bound of this
+        box, or its variance on the lower one, a
+        :class:`~sparsegp.exceptions.ConvergenceWarning` names it and what to try (the
+        variance's ceiling is the guard just described, reached by design; a box the user
+        gave is the user's model). Never modified. The fit
         runs on centred, scaled inputs (:mod:`sparsegp._scaling`: per feature for an ARD
         kernel and for the default, one common scale for an isotropic kernel the user gave)
         and reports in the user's units.
@@ -279,6 +289,8 @@ class StagewiseGPClassifier(_BinaryGPClassifierMixin, ClassifierMixin, SparseGPE
             if it > 0 and abs(history[-1] - history[-2]) < tol:
                 break
         _, theta, active, p, m, trace = best
+        if optimizer is not None and self.kernel is None:
+            self._warn_at_default_box(theta, bounds)
         s2, ls, b, _ = unpack_theta(theta, X.shape[1], ard)
         self._family = family
         # theta_ too (pack_theta with the spec leaves out what the kernel holds fixed, as
@@ -300,6 +312,19 @@ class StagewiseGPClassifier(_BinaryGPClassifierMixin, ClassifierMixin, SparseGPE
         # the model-unit spec (theta_to_model)
         self._nlp_problem = (X, y_pm, theta.copy(), free, ard, spec)
         return self
+
+    @staticmethod
+    def _warn_at_default_box(theta, bounds):
+        """The training driver's bound warning for the kept model of the default covariance.
+
+        The outer loop's searches are rounds of Algorithm 1 and do not warn; the model kept
+        is the fit, so its ``theta`` = [log s2, log l, b] (isotropic, all free) is checked
+        against ``bounds`` (3, 2), less the variance's ceiling (``DEFAULT_BOUNDS``).
+        """
+        lo, hi = bounds[:, 0], bounds[:, 1].copy()
+        hi[0] = np.inf
+        warn_at_bounds(theta, lo, hi, ["variance", "lengthscale"], "StagewiseGPClassifier",
+                       advice=BOUND_ADVICE, stacklevel=4)
 
     # ------------------------------------------------------------------------------------
     # the objective at other hyper-parameters
