@@ -20,7 +20,7 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 import sparsegp
 from sparsegp.datasets import make_gp_classes, make_regression_1d, make_xor
 
-from conftest import AT_THE_CAP
+from conftest import AT_THE_CAP, ON_NOISE_TARGETS
 
 # Small settings that fit the checks' data (as few as 10 rows) in well under a second.
 CHECK_CONFIGS = {
@@ -76,6 +76,7 @@ def _expected_failures(estimator):
 @parametrize_with_checks([_make(n) for n in ESTIMATORS],
                          expected_failed_checks=_expected_failures)
 @AT_THE_CAP
+@ON_NOISE_TARGETS
 def test_sklearn_estimator_checks(estimator, check):
     check(estimator)
 

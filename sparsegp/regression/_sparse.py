@@ -215,18 +215,6 @@ class SparseGPRegressor(RegressorMixin, InducingPointEstimator):
 
     _inits = ("random", "kmeans", "greedy")
 
-    #: These checks fit targets drawn independently of X (normal or integer noise). The
-    #: right fit is then a constant, which the regressor reports in a ConvergenceWarning
-    #: ("no better than their mean"), an error under the suite's warning filter. VFE fails
-    #: the same checks and the exact GP two of them; FITC passed them only while its default
-    #: search (``inducing_objective="evidence"``) fitted the noise (training R² 0.12 on
-    #: check_n_features_in's 100 rows, against 3e-6 now).
-    _NOISE_TARGETS = ("fits pure-noise targets: the right constant fit raises the regressor's "
-                      "'no better than their mean' ConvergenceWarning (also VFE, exact GP)")
-    _expected_failed_checks = dict.fromkeys(
-        ("check_supervised_y_2d", "check_regressors_int", "check_fit_idempotent",
-         "check_fit_check_is_fitted", "check_n_features_in"), _NOISE_TARGETS)
-
     def __init__(self, approximation="fitc", n_inducing="auto", inducing_points=None,
                  init="random", inducing_objective="auto", kernel=None, noise_variance=0.1,
                  normalize_y=True, jitter=JITTER, optimizer="lbfgs", max_iter=200,
