@@ -19,6 +19,17 @@
    250 iterations): total time, time per iteration and its ratio to C products
    (N x M)^T (N x M) timed in the same run, test NLL and error.
 
+5. ``--checkouts OLD,NEW``: the bench_threads multi-class cases (mc_ep, mc_sep, mc_gfitc,
+   mc_vi) under two checkouts, each fit in a fresh process with that checkout first on the
+   path, the checkouts alternating (``--rounds`` each, minimum reported): time per iteration
+   (median gap between callbacks, wall and CPU), and for VI the ELBO evaluations per fit,
+   their median time inside the fit, and the CPU time of one ELBO + gradient at the start,
+   the same point under both checkouts (the ELBO printed beside it must agree), repeated
+   outside the fit's thread policy, so comparable with ``--one-thread`` only
+   (OPENBLAS/OMP/MKL/NUMBA_NUM_THREADS=1). On a shared machine compare the CPU figures.
+
+       python benchmarks/bench_multiclass.py --checkouts /path/to/old,/path/to/new
+
 The estimators manage their own thread pools (run with OPENBLAS_NUM_THREADS=1
 NUMBA_NUM_THREADS=1 for one-thread figures). The machine these numbers come from may be
 shared; treat absolute times as indicative.
@@ -250,6 +261,105 @@ def memory_runs(sizes, M, C, batch_size):
     return rows
 
 
+#: bench_threads' multi-class cases: estimator, arguments, (N, D, C)
+CHECKOUT_CASES = {
+    "mc_ep": ("MultiClassEPClassifier", dict(method="ep", n_inducing=50), (2000, 10, 4)),
+    "mc_sep": ("MultiClassEPClassifier", dict(method="sep", n_inducing=50), (2000, 10, 4)),
+    "mc_gfitc": ("MultiClassGFITCClassifier", dict(n_inducing=20), (1000, 10, 3)),
+    "mc_vi": ("MultiClassSVGPClassifier", dict(n_inducing=50), (2000, 10, 4)),
+}
+THREAD_VARS = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS",
+               "NUMBA_NUM_THREADS")
+
+
+def _threads_problem(N, D, C, seed=0):
+    """bench_threads' multi-class data: labels = argmax of sin(X W) + noise."""
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((N, D))
+    F = np.sin(X @ rng.standard_normal((D, C))) + 0.3 * rng.standard_normal((N, C))
+    return X, np.argmax(F, axis=1)
+
+
+def checkout_child(case, n_iter, repeats=10):
+    """One fit of ``case`` in this process (whichever sparsegp is first on the path); prints
+    a JSON line. Only public API, plus VI's ``_objective`` (present in every version)."""
+    import warnings
+
+    import sparsegp
+    name, kwargs, (N, D, C) = CHECKOUT_CASES[case]
+    cls = getattr(sparsegp, name)
+    X, y = _threads_problem(N, D, C)
+    Xw, yw = _threads_problem(120, D, C, seed=1)
+    marks, calls = [], []
+    out = {}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        cls(**{**kwargs, "n_inducing": 10}, max_iter=2).fit(Xw, yw)     # compile / load
+        objective = getattr(cls, "_objective", None)
+        if case == "mc_vi":
+            def counted(self, *a, **k):
+                t0, c0 = time.perf_counter(), time.process_time()
+                value = objective(self, *a, **k)
+                calls.append((self, a, k, time.perf_counter() - t0, time.process_time() - c0))
+                return value
+            cls._objective = counted
+        est = cls(**kwargs, max_iter=n_iter, random_state=0,
+                  callback=lambda e, it: marks.append((time.perf_counter(),
+                                                       time.process_time())))
+        try:
+            t0, c0 = time.perf_counter(), time.process_time()
+            est.fit(X, y)
+            out.update(fit_s=time.perf_counter() - t0, fit_cpu_s=time.process_time() - c0)
+        finally:
+            if case == "mc_vi":
+                cls._objective = objective
+        if calls:
+            self, a, k = calls[0][:3]
+            cpu = []
+            for _ in range(repeats):
+                c0 = time.process_time()
+                value = objective(self, *a, **k)[0]
+                cpu.append(time.process_time() - c0)
+            out.update(evaluations=len(calls), eval_cpu_s=min(cpu), elbo_start=float(value),
+                       fit_eval_s=float(np.median([c[3] for c in calls])),
+                       fit_eval_cpu_s=float(np.median([c[4] for c in calls])))
+    gaps = np.diff(np.array(marks), axis=0)
+    out.update(iterations=len(marks), iter_s=float(np.median(gaps[:, 0])),
+               iter_cpu_s=float(np.median(gaps[:, 1])))
+    print(json.dumps(out))
+
+
+def compare_checkouts(paths, cases, rounds, n_iter, one_thread):
+    """Alternate fresh processes over ``paths`` and print the minimum of each figure."""
+    rows = []
+    for case in cases:
+        best = {p: {} for p in paths}
+        for _ in range(rounds):
+            for p in paths:
+                env = {k: v for k, v in os.environ.items() if k not in THREAD_VARS}
+                if one_thread:
+                    env.update({k: "1" for k in THREAD_VARS})
+                env["PYTHONPATH"] = p
+                res = subprocess.run([sys.executable, os.path.abspath(__file__),
+                                      "--checkout-child", case, str(n_iter)], env=env,
+                                     capture_output=True, text=True, check=True)
+                r = json.loads(res.stdout.strip().splitlines()[-1])
+                for key, value in r.items():
+                    keep = max if key in ("evaluations", "iterations", "elbo_start") else min
+                    best[p][key] = keep(best[p].get(key, value), value)
+        for p in paths:
+            r = {"case": case, "checkout": p, "one_thread": one_thread, **best[p]}
+            rows.append(r)
+            vi = (f" | {r['evaluations']} evaluations of {r['fit_eval_s'] * 1e3:.1f} ms "
+                  f"({r['fit_eval_cpu_s'] * 1e3:.1f} ms CPU), {r['eval_cpu_s'] * 1e3:.1f} ms CPU "
+                  f"at the start (ELBO {r['elbo_start']:.6f})" if "evaluations" in r else "")
+            print(f"{case:9s} {p}: per iteration {r['iter_s'] * 1e3:.1f} ms "
+                  f"({r['iter_cpu_s'] * 1e3:.1f} ms CPU), fit {r['fit_s']:.3f} s "
+                  f"({r['fit_cpu_s']:.3f} s CPU), {r['iterations']} iterations{vi}",
+                  flush=True)
+    return rows
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true")
@@ -265,8 +375,26 @@ def main(argv=None):
                         help="GFITC's cost per hyper-parameter iteration against SEP's at "
                              "N = 3000, C = 4, M = 50 (100 iterations each)")
     parser.add_argument("--json", default=None, help="write all results to this file")
+    parser.add_argument("--checkouts", default="",
+                        help="OLD,NEW: the bench_threads multi-class cases under two checkouts")
+    parser.add_argument("--cases", default=",".join(CHECKOUT_CASES),
+                        help="with --checkouts: which of " + ", ".join(CHECKOUT_CASES))
+    parser.add_argument("--rounds", type=int, default=5, help="with --checkouts")
+    parser.add_argument("--iterations", type=int, default=10, help="with --checkouts")
+    parser.add_argument("--one-thread", action="store_true", help="with --checkouts")
     parser.add_argument("--child", nargs=5, help=argparse.SUPPRESS)
+    parser.add_argument("--checkout-child", nargs=2, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.checkout_child:
+        checkout_child(args.checkout_child[0], int(args.checkout_child[1]))
+        return
+    if args.checkouts:
+        rows = compare_checkouts(args.checkouts.split(","), args.cases.split(","), args.rounds,
+                                 args.iterations, args.one_thread)
+        if args.json:
+            with open(args.json, "w") as fh:
+                json.dump(rows, fh, indent=1)
+        return
     if args.child:
         N, M, C, B = map(int, args.child[:4])
         child_memory(N, M, C, B, args.child[4])

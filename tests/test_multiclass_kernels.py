@@ -386,3 +386,44 @@ def test_dask_fit_with_a_matern_kernel_equals_the_in_memory_fit(method):
     np.testing.assert_allclose(est.lengthscale_, ref.lengthscale_, rtol=1e-10)
     np.testing.assert_allclose(est.predict_proba(X), ref.predict_proba(X), atol=1e-10)
     assert all(isinstance(k, K.Matern) for k in est.kernel_)
+
+
+# ------------------------------------------------------------------------------------------
+# K_c factorisation: the library's one jitter ladder (sparsegp._linalg.cholesky_jitter)
+# ------------------------------------------------------------------------------------------
+def _coincident_hyper(C=2, M=4, D=2):
+    """Noise-free K_c of M coincident inducing inputs per class: rank one at jitter 0."""
+    rng = np.random.default_rng(5)
+    Z = np.repeat(rng.normal(size=(C, 1, D)), M, axis=1)
+    return mce.Hyper(np.log([1.3, 0.7][:C]), np.log([0.2, 0.4][:C]), np.zeros((C, D)), Z)
+
+
+def test_chol_kuu_leaves_a_factorable_k_alone():
+    rng = np.random.default_rng(6)
+    A = rng.normal(size=(5, 5))
+    Kc = A @ A.T + 5 * np.eye(5)
+    before = Kc.copy()
+    L = mck.chol_kuu(Kc)
+    assert np.array_equal(Kc, before)
+    np.testing.assert_allclose(L @ L.T, Kc, rtol=1e-13, atol=1e-13)
+    # Fortran order keeps SciPy's triangular solves on the path (and rounding) they always had
+    assert L.flags.f_contiguous
+
+
+def test_prior_and_class_kernel_factor_a_singular_k_with_the_jitter_added_to_k():
+    # both engines' K_c go through the ladder: a singular K_c gains a jitter relative to its
+    # mean diagonal, is factored, and K holds that jitter too (the plain Cholesky of
+    # engine.Prior raised here before)
+    hyp = _coincident_hyper()
+    C, M, _ = hyp.shape
+    prior = mce.Prior(hyp, False, 0.0)
+    box = mck.BoxHyper(hyp.log_variance, hyp.log_noise, hyp.log_lengthscale, hyp.Z)
+    for c in range(C):
+        kc = mck.ClassKernel(None, box, c, 0.0, False)
+        with pytest.raises(np.linalg.LinAlgError):
+            np.linalg.cholesky(prior.K_se[c])
+        for K_c, L in ((prior.K[c], prior.L[c]), (kc.K, kc.LK)):
+            added = K_c[0, 0] - prior.K_se[c][0, 0]
+            assert 1e-10 * prior.variance[c] <= added <= 1e-6 * prior.variance[c]
+            np.testing.assert_allclose(np.diag(K_c) - np.diag(prior.K_se[c]), added, rtol=1e-12)
+            np.testing.assert_allclose(L @ L.T, K_c, rtol=1e-12, atol=1e-15)

@@ -155,7 +155,11 @@ class Hyper:
 
 
 class Prior:
-    """K_c, its Cholesky factor and inverse for every class (notes §1.1)."""
+    """K_c, its Cholesky factor and inverse for every class (notes §1.1).
+
+    K_c is factored by :func:`.kernel.chol_kuu` (the library's jitter ladder): a jitter it had
+    to add is in ``K`` too.
+    """
 
     def __init__(self, hyp, noise_in_kuu, jitter):
         C, M, _ = hyp.shape
@@ -173,7 +177,7 @@ class Prior:
             self.K[c], self.K_se[c] = _k.kernel_kuu(hyp.Z[c], self.variance[c],
                                                      self.lengthscale[c], self.noise[c],
                                                      noise_in_kuu, jitter, hyp.family)
-            self.L[c] = sla.cholesky(self.K[c], lower=True, check_finite=False)
+            self.L[c] = _k.chol_kuu(self.K[c], f"K_c of class {c}")
             # LAPACK potrs/trtrs are slow here (see tri_solve); two BLAS trsm products instead
             Li = _k.tri_solve(self.L[c], eye)
             self.A[c] = Li.T @ Li
