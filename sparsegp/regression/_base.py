@@ -129,9 +129,9 @@ class Workspace:
 def cross_cov(X, Z, variance, lengthscale, out=None, family=SE, g_out=None):
     """k(X, Z) as a C-contiguous (N, M) array through the compiled distance pass.
 
-    The compiled pass writes the exponent log s² − ½‖(x − z)/ℓ‖²; for SE numpy's vectorised
-    ``exp`` finishes in place. Other families turn the squared distance into K (and, into
-    ``g_out`` when given, the derivative factor s² G(r²)) in one more compiled loop. Small
+    For SE the compiled pass writes exp(log s² − ½‖(x − z)/ℓ‖²) row by row; for the other
+    families it writes the exponent, and one more compiled loop turns the squared distance
+    into K (and, into ``g_out`` when given, the derivative factor s² G(r²)). Small
     blocks (PITC blocks, K_uu) use a single-threaded pass: starting threads costs more than
     the work there, badly so on a loaded machine.
     """
@@ -142,11 +142,10 @@ def cross_cov(X, Z, variance, lengthscale, out=None, family=SE, g_out=None):
     ZsT = np.ascontiguousarray((Z / lengthscale).T)
     logvar = math.log(variance) if family == SE else 0.0
     if out.size * D >= _PARALLEL_SIZE:
-        _nr.se_exponent_parallel(Xs, ZsT, logvar, out, _n_chunks())
+        _nr.se_exponent_parallel(Xs, ZsT, logvar, out, _n_chunks(), family == SE)
     else:
-        _nr.se_exponent_rows(Xs, ZsT, logvar, out, 0, N)
+        _nr.se_exponent_rows(Xs, ZsT, logvar, out, 0, N, family == SE)
     if family == SE:
-        np.exp(out, out=out)
         if g_out is not None:
             np.copyto(g_out, out)
         return out
@@ -411,7 +410,6 @@ def _fitc_lml(X, y, Z, s2, lengthscale, sn2, Lu, Li, used, Kzz, A, eval_gradient
     H = LSi.T @ LSi                                          # S⁻¹
     alpha = np.empty(N)
     Xs, ZsT = _scaled_inputs(X, Z, lengthscale)
-    # The pass overwrites Vt with diag(α² + h)^½ Vt (see the kernel)
     trg, C, gz, gq, cs = _nr.fitc_backward(Xs, ZsT, A, G, Vt, H, Li, y, Lam, gamma, wt, alpha,
                                            _n_parts(), ROW_BLOCK)
     trG = float(np.sum(trg))                                 # in range order, any thread count
