@@ -83,21 +83,30 @@ def fitc_scale_rows(Vt, y, s2, sn2, lam, U, ys, r, lo, hi):
 
 
 @jit
-def _whiten_rows(K, V, Li, lo, hi):
-    """Rows lo..hi-1 of ``V = K L_u⁻ᵀ`` (K kept), with Li = L_u⁻¹ lower triangular."""
+def _whiten_rows(Xs, ZsT, logvar, fill_k, K, V, Li, lo, hi):
+    """Rows lo..hi-1 of ``V = K L_u⁻ᵀ`` (K kept), with Li = L_u⁻¹ lower triangular.
+
+    With ``fill_k`` the rows of K are first written here as the SE covariance
+    (:func:`se_exponent_rows` with ``logvar`` = log s²): computed while the block is in
+    cache, K_fu costs one pass over N×M memory (its write) instead of a write and a read.
+    """
+    if fill_k:
+        se_exponent_rows(Xs, ZsT, logvar, K, lo, hi, True)
     V[lo:hi] = K[lo:hi]
     trmm_rows(V, Li, lo, hi, True)
 
 
 @jit(parallel=True)
-def fitc_forward(K, V, Li, y, s2, sn2, lam, ys, n_parts, block):
+def fitc_forward(Xs, ZsT, logvar, fill_k, K, V, Li, y, s2, sn2, lam, ys, n_parts, block):
     """The O(N M²) forward pass of the FITC evidence, rows split among ``n_parts`` threads.
 
     Each thread walks its rows in blocks of ``block`` and, while a block is in cache, forms
-    ``V = K L_u⁻ᵀ`` (trmm), Λ, ``ys = Λ^-½ y`` and, in a block-sized scratch array,
-    ``U = Λ^-½ V`` (:func:`fitc_scale_rows`), whose Gram matrix it adds to its own (syrk).
+    K (SE, with ``fill_k``: :func:`_whiten_rows`), ``V = K L_u⁻ᵀ`` (trmm), Λ,
+    ``ys = Λ^-½ y`` and, in a block-sized scratch array, ``U = Λ^-½ V``
+    (:func:`fitc_scale_rows`), whose Gram matrix it adds to its own (syrk).
 
-    K, V: (N, M), V written; y, lam, ys: (N,); Li (M, M) = L_u⁻¹. Returns ``(G, r)``:
+    Xs (N, D), ZsT (D, M): inputs over the length-scales; K, V: (N, M), V written (K too
+    with ``fill_k``, else read); y, lam, ys: (N,); Li (M, M) = L_u⁻¹. Returns ``(G, r)``:
     G (M, M) = Vᵀ Λ⁻¹ V (symmetric) and r (M,) = Vᵀ Λ⁻¹ y.
     """
     N, M = K.shape
@@ -109,7 +118,7 @@ def fitc_forward(K, V, Li, y, s2, sn2, lam, ys, n_parts, block):
         for lo in range(edges[t], edges[t + 1], block):
             hi = min(lo + block, edges[t + 1])
             nb = hi - lo
-            _whiten_rows(K, V, Li, lo, hi)
+            _whiten_rows(Xs, ZsT, logvar, fill_k, K, V, Li, lo, hi)
             fitc_scale_rows(V[lo:hi], y[lo:hi], s2, sn2, lam[lo:hi], Ub, ys[lo:hi], r[t], 0, nb)
             syrk_rows(Ub, 0, nb, G[t])
     return sum_lower_parts(G), r.sum(axis=0)
@@ -192,11 +201,13 @@ def fitc_backward(Xs, ZsT, K, G, V, H, Li, y, lam, gamma, wt, alpha, n_parts, bl
 
 
 @jit(parallel=True)
-def dtc_forward(K, V, Li, y, n_parts, block):
+def dtc_forward(Xs, ZsT, logvar, fill_k, K, V, Li, y, n_parts, block):
     """The O(N M²) forward pass of SoR/DTC/VFE: ``V = K L_u⁻ᵀ`` and its Gram matrix.
 
-    Rows are split among ``n_parts`` threads, each walking its rows in blocks of ``block``.
-    K, V: (N, M). Returns ``(G, b)``: G (M, M) = Vᵀ V (symmetric) and b (M,) = Vᵀ y.
+    Rows are split among ``n_parts`` threads, each walking its rows in blocks of ``block``
+    (K written there first with ``fill_k``, as in :func:`fitc_forward`). Xs (N, D),
+    ZsT (D, M); K, V: (N, M). Returns ``(G, b)``: G (M, M) = Vᵀ V (symmetric) and
+    b (M,) = Vᵀ y.
     """
     N, M = K.shape
     edges = thread_ranges(N, n_parts)
@@ -205,7 +216,7 @@ def dtc_forward(K, V, Li, y, n_parts, block):
     for t in numba.prange(n_parts):
         for lo in range(edges[t], edges[t + 1], block):
             hi = min(lo + block, edges[t + 1])
-            _whiten_rows(K, V, Li, lo, hi)
+            _whiten_rows(Xs, ZsT, logvar, fill_k, K, V, Li, lo, hi)
             syrk_rows(V, lo, hi, G[t])
             for n in range(lo, hi):
                 for m in range(M):
