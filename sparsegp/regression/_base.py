@@ -53,11 +53,14 @@ So what is left to win is the cores: the row split runs the six units on every c
 (measured on 2 cores at N = 100 000, D = 5, M = 100: 0.13 s with two threads, 0.23 s with
 one, against 0.037 s for one ``A.T @ A``).
 
-Besides these, one O(N M D) pass computes K_fu and one contracts ∂ℒ/∂K_fu with the kernel's
-derivatives, each reading its operands once (``sparsegp._numba.regression``). Every function
-takes the stationary ``family`` code of :mod:`sparsegp._numba.covfuncs` (default SE); for SE
-the derivative factor G of the contraction is K_fu itself, for the Matérn family one more N×M
-pass writes it beside K_fu.
+Besides these, K_fu is computed (O(N M D) and N M exponentials) and ∂ℒ/∂K_fu is contracted
+with the kernel's derivatives (O(N M D)), both inside the two phases while the rows are in
+cache (``sparsegp._numba.regression``). So an evaluation sweeps N×M memory four times: K_fu
+and Vt written by the forward phase, both read by the gradient phase (one more K_fu read, the
+forward phase's, for the Matérn families, whose K_fu and derivative factor G come from one
+separate pass; PITC computes K_fu in a pass of its own too). Every function takes the
+stationary ``family`` code of :mod:`sparsegp._numba.covfuncs` (default SE); for SE the
+derivative factor G of the contraction is K_fu itself.
 """
 import math
 import warnings
@@ -129,9 +132,9 @@ class Workspace:
 def cross_cov(X, Z, variance, lengthscale, out=None, family=SE, g_out=None):
     """k(X, Z) as a C-contiguous (N, M) array through the compiled distance pass.
 
-    The compiled pass writes the exponent log s² − ½‖(x − z)/ℓ‖²; for SE numpy's vectorised
-    ``exp`` finishes in place. Other families turn the squared distance into K (and, into
-    ``g_out`` when given, the derivative factor s² G(r²)) in one more compiled loop. Small
+    For SE the compiled pass writes exp(log s² − ½‖(x − z)/ℓ‖²) row by row; for the other
+    families it writes the exponent, and one more compiled loop turns the squared distance
+    into K (and, into ``g_out`` when given, the derivative factor s² G(r²)). Small
     blocks (PITC blocks, K_uu) use a single-threaded pass: starting threads costs more than
     the work there, badly so on a loaded machine.
     """
@@ -142,11 +145,10 @@ def cross_cov(X, Z, variance, lengthscale, out=None, family=SE, g_out=None):
     ZsT = np.ascontiguousarray((Z / lengthscale).T)
     logvar = math.log(variance) if family == SE else 0.0
     if out.size * D >= _PARALLEL_SIZE:
-        _nr.se_exponent_parallel(Xs, ZsT, logvar, out, _n_chunks())
+        _nr.se_exponent_parallel(Xs, ZsT, logvar, out, _n_chunks(), family == SE)
     else:
-        _nr.se_exponent_rows(Xs, ZsT, logvar, out, 0, N)
+        _nr.se_exponent_rows(Xs, ZsT, logvar, out, 0, N, family == SE)
     if family == SE:
-        np.exp(out, out=out)
         if g_out is not None:
             np.copyto(g_out, out)
         return out
@@ -333,14 +335,16 @@ def sparse_lml(X, y, Z, variance, lengthscale, noise_variance, method, blocks=No
         return _pitc_lml(X, y, Z, s2, lengthscale, sn2, Lu, Li, used, Kzz, A, eval_gradient,
                          blocks, G, family)
     with blas_pin(method):
-        A, G = kfu()
+        # SE: the forward pass writes K_fu itself, block by block while it is in cache
+        fill_k = family == SE
+        A, G = (ws.array("K_fu", shape),) * 2 if fill_k else kfu()
         args = (X, y, Z, s2, lengthscale, sn2, Lu, Li, used, Kzz, A, eval_gradient, method, ws,
-                G, family)
+                G, family, fill_k)
         return (_fitc_lml if method in ("fitc", "fic") else _dtc_lml)(*args)
 
 
 def _dtc_lml(X, y, Z, s2, lengthscale, sn2, Lu, Li, used, Kzz, A, eval_gradient, method, ws,
-             G, family):
+             G, family, fill_k):
     """SoR/DTC/VFE (Λ = σ² I) in the whitened basis Vt = K_fu L_u⁻ᵀ.
 
     Forming S from K_ufK_fu instead would skip the trmm, but squares the conditioning of K_uu:
@@ -350,7 +354,9 @@ def _dtc_lml(X, y, Z, s2, lengthscale, sn2, Lu, Li, used, Kzz, A, eval_gradient,
     M = Z.shape[0]
     eye = np.eye(M)
     Vt = ws.array("Vt", A.shape)
-    Sm, b = _nr.dtc_forward(A, Vt, Li, y, _n_parts(), ROW_BLOCK)     # Vtᵀ Vt, Vtᵀ y
+    Xs, ZsT = _scaled_inputs(X, Z, lengthscale)
+    Sm, b = _nr.dtc_forward(Xs, ZsT, math.log(s2), fill_k, A, Vt, Li, y, _n_parts(),
+                            ROW_BLOCK)                       # Vtᵀ Vt, Vtᵀ y
     S = Sm / sn2 + eye
     LS = np.linalg.cholesky(S)
     c = solve_triangular(LS, b / sn2, lower=True, check_finite=False)
@@ -371,7 +377,6 @@ def _dtc_lml(X, y, Z, s2, lengthscale, sn2, Lu, Li, used, Kzz, A, eval_gradient,
     # ∂ℒ/∂K_fu = α (L_u⁻ᵀ p)ᵀ − Vt (H/σ² + 2 dconst I) L_u⁻¹, with p = Vtᵀ α = γ
     P = -((H / sn2 + 2.0 * dconst * eye) @ Li)
     alpha = np.empty(N)                                      # (Q + σ² I)⁻¹ y = (y − Vt γ)/σ²
-    Xs, ZsT = _scaled_inputs(X, Z, lengthscale)
     gz, gq, cs = _nr.dtc_backward(Xs, ZsT, A, G, Vt, P, y, gamma, sn2, wt, alpha, _n_parts(),
                                   ROW_BLOCK)
     # tr (Q + σ² I)⁻¹ = (N − tr(Vtᵀ Vt H)/σ²)/σ² = (N − M + tr H)/σ², since (S − I) H = I − H
@@ -385,7 +390,7 @@ def _dtc_lml(X, y, Z, s2, lengthscale, sn2, Lu, Li, used, Kzz, A, eval_gradient,
 
 
 def _fitc_lml(X, y, Z, s2, lengthscale, sn2, Lu, Li, used, Kzz, A, eval_gradient, method, ws,
-              G, family):
+              G, family, fill_k):
     """FITC/FIC: Λ = diag(K_ff − Q_ff) + σ² I, in the whitened basis Vt = K_fu L_u⁻ᵀ."""
     N = X.shape[0]
     M = Z.shape[0]
@@ -393,7 +398,9 @@ def _fitc_lml(X, y, Z, s2, lengthscale, sn2, Lu, Li, used, Kzz, A, eval_gradient
     Vt = ws.array("Vt", A.shape)
     Lam = np.empty(N)
     ys = np.empty(N)                                         # Λ^-½ y
-    S, r = _nr.fitc_forward(A, Vt, Li, y, s2, sn2, Lam, ys, _n_parts(), ROW_BLOCK)
+    Xs, ZsT = _scaled_inputs(X, Z, lengthscale)
+    S, r = _nr.fitc_forward(Xs, ZsT, math.log(s2), fill_k, A, Vt, Li, y, s2, sn2, Lam, ys,
+                            _n_parts(), ROW_BLOCK)
     if not np.all(Lam > 0):
         raise np.linalg.LinAlgError("FITC diagonal Λ is not positive")
     S[np.diag_indices(M)] += 1.0                             # I + Vtᵀ Λ⁻¹ Vt
@@ -410,8 +417,6 @@ def _fitc_lml(X, y, Z, s2, lengthscale, sn2, Lu, Li, used, Kzz, A, eval_gradient
     LSi = tri_inv(LS)
     H = LSi.T @ LSi                                          # S⁻¹
     alpha = np.empty(N)
-    Xs, ZsT = _scaled_inputs(X, Z, lengthscale)
-    # The pass overwrites Vt with diag(α² + h)^½ Vt (see the kernel)
     trg, C, gz, gq, cs = _nr.fitc_backward(Xs, ZsT, A, G, Vt, H, Li, y, Lam, gamma, wt, alpha,
                                            _n_parts(), ROW_BLOCK)
     trG = float(np.sum(trg))                                 # in range order, any thread count
@@ -617,7 +622,7 @@ def exact_lml(X, y, variance, lengthscale, noise_variance, eval_gradient=True, f
     lml = -0.5 * (y @ alpha) - np.sum(np.log(np.diag(L))) - 0.5 * N * _LOG_2PI
     if not eval_gradient:
         return lml, None, (L, alpha)
-    Ci = cho_solve((L, True), np.eye(N), check_finite=False)
+    Ci = _inverse_from_factor(L)
     G = 0.5 * (np.outer(alpha, alpha) - Ci)
     grad_ls = np.zeros(X.shape[1])
     gX = np.zeros_like(X)
@@ -626,6 +631,22 @@ def exact_lml(X, y, variance, lengthscale, noise_variance, eval_gradient=True, f
     grad = {"variance": float(np.sum(G * K) / s2), "lengthscale": grad_ls,
             "noise_variance": float(np.trace(G)), "inducing_points": None}
     return lml, grad, (L, alpha)
+
+
+def _inverse_from_factor(L):
+    """(L Lᵀ)⁻¹ (N, N) from its lower Cholesky factor L (LAPACK ``potri``).
+
+    A third of the flops of two triangular solves against the identity (⅔ N³ against 2 N³),
+    which set the time of an exact evidence gradient: at N = 1 500 they were two thirds of it.
+    """
+    # C-ordered lower L is Fortran-ordered upper Lᵀ: potri reads it in place, no copy
+    Ci, info = _lapack.dpotri(L.T, lower=0)
+    if info != 0:
+        raise np.linalg.LinAlgError(f"Cholesky factor is singular (potri info {info})")
+    # potri writes one triangle, Fortran's upper = C's lower; mirror it
+    Ci = np.tril(Ci.T)
+    Ci += np.tril(Ci, -1).T
+    return Ci
 
 
 def exact_predict(X_train, factors, Xs, variance, lengthscale, full_cov=False, family=SE):
