@@ -184,7 +184,7 @@ def table_dense(N, M, repeats):
 # passes per evaluation (table 0)
 
 #: Phases of one evaluation as ``GFITCClassifier.fit`` runs it, in the order printed.
-PHASES = ("prior", "EP refresh", "EP targets+step", "EP step+refresh", "EP other", "evidence",
+PHASES = ("prior", "EP refresh", "EP targets", "EP step+refresh", "EP other", "evidence",
           "  of which marginals", "gradient", "evaluation")
 
 
@@ -221,7 +221,7 @@ class _PhaseTimer:
     """Wraps the engine's module-level phases with timers while it is active."""
 
     def __init__(self):
-        self.t = dict.fromkeys(("refresh", "targets", "iteration", "apply", "marginals"), 0.0)
+        self.t = dict.fromkeys(("refresh", "targets", "apply", "marginals"), 0.0)
         self._depth = 0
 
     def wrap(self, owner, name, key, count_nested=True):
@@ -249,7 +249,6 @@ def _replay(rec, repeats):
         timer = _PhaseTimer()
         undo = [timer.wrap(G, "_refresh", "refresh"),
                 timer.wrap(G._ep, "parallel_targets_split", "targets", False),
-                timer.wrap(G._ep, "parallel_iteration_split", "iteration", False),
                 timer.wrap(G._ep, "parallel_apply_split", "apply", False),
                 timer.wrap(G, "_marginals", "marginals")]
         try:
@@ -268,12 +267,9 @@ def _replay(rec, repeats):
                 setattr(owner, name, inner)
         ep = t2 - t1
         tt = timer.t
-        # the one-pass iteration (targets, step and refresh rows), or with Anderson the two
-        # passes; "step+refresh" alone is then only the redone steps after a grown residual
-        row = {"prior": t1 - t0, "EP refresh": tt["refresh"],
-               "EP targets+step": tt["targets"] + tt["iteration"],
+        row = {"prior": t1 - t0, "EP refresh": tt["refresh"], "EP targets": tt["targets"],
                "EP step+refresh": tt["apply"],
-               "EP other": ep - tt["refresh"] - tt["targets"] - tt["iteration"] - tt["apply"],
+               "EP other": ep - tt["refresh"] - tt["targets"] - tt["apply"],
                "evidence": t3 - t2, "  of which marginals": tt["marginals"],
                "gradient": t4 - t3, "evaluation": t4 - t0}
         best = row if best is None else {k: min(v, row[k]) for k, v in best.items()}

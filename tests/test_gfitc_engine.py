@@ -106,47 +106,6 @@ def test_gradient_reuses_the_evidence_marginals_and_a_refresh_clears_them():
     assert res.post.c2 is None and res.post.vg is None
 
 
-def _two_phase_step(prior, y, bias, tau, nu, post, delta, prev_change, max_delta):
-    """The parallel iteration as separate target and step passes (the schedule's definition)."""
-    work = G._ParallelWork(*prior.Vt.shape)
-    with G.single_threaded_blas():
-        change = G._ep.parallel_targets_split(
-            prior.Vt, np.ascontiguousarray(post.R.T), post.t, post.d, post.nn, post.gamma, y,
-            tau, nu, bias, work.tau_target, work.nu_target, G._n_parts(), G.ROW_BLOCK)
-        delta = (max(0.5 * delta, G.PARALLEL_MIN_DAMPING) if change > prev_change
-                 else min(1.25 * delta, max_delta))
-        Gm, b = G._ep.parallel_apply_split(prior.Vt, prior.d0, tau, nu, work.tau_target,
-                                           work.nu_target, delta, post.t, post.omega,
-                                           post.btil, post.d, post.nn, G._n_parts(),
-                                           G.ROW_BLOCK)
-    G._finish_refresh(post, Gm, b)
-    return change, delta
-
-
-@pytest.mark.parametrize("prev_change", [np.inf, 0.0])   # residual shrank / grew
-def test_one_pass_parallel_step_is_the_two_phase_step_to_the_bit(prev_change):
-    # 3000 rows: several row blocks per thread; the sites of another length-scale, so that the
-    # step moves every site
-    prior, y = _prior(3000, 15, seed=5)
-    other = G._FITCPrior(prior.X, prior.Z, 1.3, np.full(2, 0.7), 1e-6)
-    start = G.run_ep(other, y, 0.2, tol=1e-8, schedule="parallel")
-    out = []
-    for step in (_two_phase_step, None):
-        tau, nu = start.tau.copy(), start.nu.copy()
-        post = G._refresh(prior, tau, nu, with_P=False)
-        if step is None:
-            work = G._ParallelWork(*prior.Vt.shape)
-            with G.single_threaded_blas():
-                change, delta = G._parallel_step(prior, y, 0.2, tau, nu, post, work, 0.8,
-                                                 prev_change, 1.0)
-        else:
-            change, delta = step(prior, y, 0.2, tau, nu, post, 0.8, prev_change, 1.0)
-        out.append((change, delta, tau, nu, post.R, post.gamma, post.t, post.d, post.nn))
-    assert out[1][1] == (0.4 if prev_change == 0.0 else 1.0)
-    for a, b in zip(*out):
-        assert np.array_equal(a, b)
-
-
 def test_relative_ep_tolerance_stops_at_a_fraction_of_the_first_residual():
     prior, y = _prior(800, 12, seed=3)
     other = G._FITCPrior(prior.X, prior.Z, 1.3, np.full(2, 0.8), 1e-6)

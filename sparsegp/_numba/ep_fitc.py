@@ -375,15 +375,6 @@ def _vt_rt_block(Cb, Vt, RT, lo, hi):
     return Cb[:nb]
 
 
-@jit
-def _targets_block(Cb, Vt, RT, t, d, nn, gamma, y, tau, nu, bias, tau_target, nu_target, lo,
-                   hi):
-    """Rows lo:hi of :func:`parallel_targets_split`, C formed in the thread's scratch ``Cb``."""
-    return parallel_targets(_vt_rt_block(Cb, Vt, RT, lo, hi), Vt[lo:hi], t[lo:hi], d[lo:hi],
-                            nn[lo:hi], gamma, y[lo:hi], tau[lo:hi], nu[lo:hi], bias,
-                            tau_target[lo:hi], nu_target[lo:hi])
-
-
 @jit(parallel=True)
 def parallel_targets_split(Vt, RT, t, d, nn, gamma, y, tau, nu, bias, tau_target, nu_target,
                            n_parts, block):
@@ -401,8 +392,9 @@ def parallel_targets_split(Vt, RT, t, d, nn, gamma, y, tau, nu, bias, tau_target
         Cb = np.empty((_scratch_rows(edges, p, block), M))
         for lo in range(edges[p], edges[p + 1], block):
             hi = min(lo + block, edges[p + 1])
-            c = _targets_block(Cb, Vt, RT, t, d, nn, gamma, y, tau, nu, bias, tau_target,
-                               nu_target, lo, hi)
+            c = parallel_targets(_vt_rt_block(Cb, Vt, RT, lo, hi), Vt[lo:hi], t[lo:hi],
+                                 d[lo:hi], nn[lo:hi], gamma, y[lo:hi], tau[lo:hi], nu[lo:hi],
+                                 bias, tau_target[lo:hi], nu_target[lo:hi])
             change[p] = max(change[p], c)
     return change.max()
 
@@ -427,66 +419,19 @@ def parallel_apply_split(Vt, d0, tau, nu, tau_target, nu_target, delta, t, omega
         Wb = np.empty((_scratch_rows(edges, p, block), M))
         bb = np.empty(M)
         for lo in range(edges[p], edges[p + 1], block):
-            _apply_block(Vt, d0, tau, nu, tau_target, nu_target, delta, t, omega, btil, d, nn,
-                         lo, min(lo + block, edges[p + 1]), Wb, bb, b[p], G[p])
-    return sum_upper_parts(G), b.sum(axis=0)
-
-
-@jit
-def _apply_block(Vt, d0, tau, nu, tau_target, nu_target, delta, t, omega, btil, d, nn, lo, hi,
-                 Wb, bb, b, G):
-    """Rows lo:hi of :func:`parallel_apply_split`: the step (none when ``delta`` < 0) and the
-    refresh rows, the block's b̃ sum added to ``b`` (M,) and its Gram to the upper triangle of
-    ``G`` (M, M); ``Wb``, ``bb`` are the thread's scratch."""
-    nb = hi - lo
-    if delta < 0.0:
-        refresh_rows(Vt[lo:hi], d0[lo:hi], tau[lo:hi], nu[lo:hi], t[lo:hi], omega[lo:hi],
-                     btil[lo:hi], d[lo:hi], nn[lo:hi], Wb[:nb], bb)
-    else:
-        parallel_apply(Vt[lo:hi], d0[lo:hi], tau[lo:hi], nu[lo:hi], tau_target[lo:hi],
-                       nu_target[lo:hi], delta, t[lo:hi], omega[lo:hi], btil[lo:hi], d[lo:hi],
-                       nn[lo:hi], Wb[:nb], bb)
-    for m in range(b.shape[0]):
-        b[m] += bb[m]
-    syrk_rows_upper(Wb, 0, nb, G)
-
-
-@jit(parallel=True)
-def parallel_iteration_split(Vt, RT, d0, t, d, nn, gamma, y, tau, nu, bias, tau_target,
-                             nu_target, tau_prev, nu_prev, delta, omega, btil, n_parts, block):
-    """One parallel EP iteration in one pass over the rows: targets, damped step, refresh rows.
-
-    Each thread takes a block of rows at a time through :func:`parallel_targets` (from the
-    current implicit posterior ``t, d, nn, gamma`` and ``RT`` = Rᵀ), copies the block's sites
-    to ``tau_prev``, ``nu_prev`` (N,), then :func:`parallel_apply` with step ``delta`` and adds
-    the block's Gram to its own, while the block is in cache. The same blocks, in the same
-    order, as :func:`parallel_targets_split` followed by :func:`parallel_apply_split`, so the
-    results are the same to the last bit; one read of Vt instead of two. Returns
-    ``(change, S − I, b)``: the largest undamped residual before the step, and the refresh's
-    Wsᵀ Ws (M, M) and b = Vtᵀ b̃ (M,). A caller that wanted another step after seeing
-    ``change`` restores the sites from ``tau_prev``, ``nu_prev`` and calls
-    :func:`parallel_apply_split`.
-    """
-    N, M = Vt.shape
-    edges = thread_ranges(N, n_parts)
-    change = np.zeros(n_parts)
-    G = np.zeros((n_parts, M, M))
-    b = np.zeros((n_parts, M))
-    for p in numba.prange(n_parts):
-        rows = _scratch_rows(edges, p, block)
-        Cb = np.empty((rows, M))
-        Wb = np.empty((rows, M))
-        bb = np.empty(M)
-        for lo in range(edges[p], edges[p + 1], block):
             hi = min(lo + block, edges[p + 1])
-            c = _targets_block(Cb, Vt, RT, t, d, nn, gamma, y, tau, nu, bias, tau_target,
-                               nu_target, lo, hi)
-            change[p] = max(change[p], c)
-            tau_prev[lo:hi] = tau[lo:hi]
-            nu_prev[lo:hi] = nu[lo:hi]
-            _apply_block(Vt, d0, tau, nu, tau_target, nu_target, delta, t, omega, btil, d, nn,
-                         lo, hi, Wb, bb, b[p], G[p])
-    return change.max(), sum_upper_parts(G), b.sum(axis=0)
+            nb = hi - lo
+            if delta < 0.0:
+                refresh_rows(Vt[lo:hi], d0[lo:hi], tau[lo:hi], nu[lo:hi], t[lo:hi],
+                             omega[lo:hi], btil[lo:hi], d[lo:hi], nn[lo:hi], Wb[:nb], bb)
+            else:
+                parallel_apply(Vt[lo:hi], d0[lo:hi], tau[lo:hi], nu[lo:hi], tau_target[lo:hi],
+                               nu_target[lo:hi], delta, t[lo:hi], omega[lo:hi], btil[lo:hi],
+                               d[lo:hi], nn[lo:hi], Wb[:nb], bb)
+            for m in range(M):
+                b[p, m] += bb[m]
+            syrk_rows_upper(Wb, 0, nb, G[p])
+    return sum_upper_parts(G), b.sum(axis=0)
 
 
 @jit(parallel=True)

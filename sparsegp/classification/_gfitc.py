@@ -232,13 +232,11 @@ def _site_targets(y, tau, nu, diag_a, h, bias):
 class _ParallelWork:
     """Buffers of the parallel schedule, allocated once per EP run."""
 
-    __slots__ = ("tau_target", "nu_target", "tau_prev", "nu_prev")
+    __slots__ = ("tau_target", "nu_target")
 
     def __init__(self, N, M):
         self.tau_target = np.empty(N)
         self.nu_target = np.empty(N)
-        self.tau_prev = np.empty(N)
-        self.nu_prev = np.empty(N)
 
 
 def _n_parts():
@@ -302,11 +300,10 @@ def _parallel_step(prior, y, bias, tau, nu, post, work, delta, prev_change, max_
     ``post`` must be an implicit (``with_P=False``) refresh; its site arrays, R, log|S| and
     gamma are overwritten, as are ``tau`` and ``nu``.
 
-    Work: one TRMM and one SYRK of (N x M) by (M x M) and two O(NM) passes, in one compiled
-    pass whose rows are split among the Numba threads (each thread keeps its block of C and
-    Ws in cache; neither is ever stored whole; a second pass for the step when the residual
-    grew), and the O(M^3) factor. Call it with OpenBLAS held to one thread (:func:`run_ep`
-    does).
+    Work: one TRMM and one SYRK of (N x M) by (M x M) and two O(NM) passes, in two compiled
+    phases whose rows are split among the Numba threads (each thread keeps its block of C and
+    Ws in cache; neither is ever stored whole), and the O(M^3) factor. Call it with OpenBLAS
+    held to one thread (:func:`run_ep` does).
 
     Returns
     -------
@@ -315,28 +312,8 @@ def _parallel_step(prior, y, bias, tau, nu, post, work, delta, prev_change, max_
     delta : float
         The step size used.
     """
-    RT = np.ascontiguousarray(post.R.T)
-    if accel is None:
-        # one pass: targets and the step the residual will most likely allow (it shrank),
-        # redone with the halved step when it grew (the same result as the two phases)
-        step = min(1.25 * delta, float(max_delta))
-        change, G, b = _ep.parallel_iteration_split(
-            prior.Vt, RT, prior.d0, post.t, post.d, post.nn, post.gamma, y, tau, nu,
-            float(bias), work.tau_target, work.nu_target, work.tau_prev, work.nu_prev, step,
-            post.omega, post.btil, _n_parts(), ROW_BLOCK)
-        if change > prev_change:
-            delta = max(0.5 * delta, PARALLEL_MIN_DAMPING)
-            tau[:] = work.tau_prev
-            nu[:] = work.nu_prev
-            G, b = _ep.parallel_apply_split(prior.Vt, prior.d0, tau, nu, work.tau_target,
-                                            work.nu_target, delta, post.t, post.omega,
-                                            post.btil, post.d, post.nn, _n_parts(), ROW_BLOCK)
-        else:
-            delta = step
-        _finish_refresh(post, G, b)
-        return change, delta
     change = _ep.parallel_targets_split(
-        post.Vt, RT, post.t, post.d, post.nn, post.gamma, y, tau,
+        post.Vt, np.ascontiguousarray(post.R.T), post.t, post.d, post.nn, post.gamma, y, tau,
         nu, float(bias), work.tau_target, work.nu_target, _n_parts(), ROW_BLOCK)
     if change > prev_change:
         delta = max(0.5 * delta, PARALLEL_MIN_DAMPING)
