@@ -104,3 +104,28 @@ def test_gradient_reuses_the_evidence_marginals_and_a_refresh_clears_them():
     G._parallel_step(prior, y, 0.3, res.tau.copy(), res.nu.copy(), res.post, work, 1.0,
                      np.inf, 1.0)
     assert res.post.c2 is None and res.post.vg is None
+
+
+def test_relative_ep_tolerance_stops_at_a_fraction_of_the_first_residual():
+    prior, y = _prior(800, 12, seed=3)
+    other = G._FITCPrior(prior.X, prior.Z, 1.3, np.full(2, 0.8), 1e-6)
+    start = G.run_ep(other, y, 0.1, tol=1e-9, schedule="parallel")
+    kw = dict(schedule="parallel", max_sweeps=500)
+    exact = G.run_ep(prior, y, 0.1, start.tau, start.nu, tol=1e-9, **kw)
+    first = G.run_ep(prior, y, 0.1, start.tau, start.nu, tol=1e-9, max_sweeps=1,
+                     schedule="parallel").max_change
+    loose = G.run_ep(prior, y, 0.1, start.tau, start.nu, tol=1e-9, rtol=0.01, **kw)
+    assert loose.converged and 1 < loose.n_sweeps < exact.n_sweeps
+    assert loose.max_change < 0.01 * first
+    # the cap: no looser than tol_max; and a warm start already within tol stops at once
+    capped = G.run_ep(prior, y, 0.1, start.tau, start.nu, tol=1e-9, rtol=0.5,
+                      tol_max=0.1 * first, **kw)
+    assert capped.max_change < 0.1 * first
+    again = G.run_ep(prior, y, 0.1, exact.tau, exact.nu, tol=1e-9, rtol=0.1, **kw)
+    assert again.n_sweeps == 1
+    # sequential schedule: the same rule on its sweeps
+    seq = G.run_ep(prior, y, 0.1, start.tau, start.nu, tol=1e-9, rtol=0.01,
+                   schedule="sequential", max_sweeps=500, rng=np.random.default_rng(0))
+    seq_exact = G.run_ep(prior, y, 0.1, start.tau, start.nu, tol=1e-9, schedule="sequential",
+                         max_sweeps=500, rng=np.random.default_rng(0))
+    assert seq.converged and seq.n_sweeps < seq_exact.n_sweeps

@@ -118,6 +118,32 @@ def test_failed_points_are_backed_away_from(method, failure):
     assert res.value == pytest.approx(-np.sum((res.theta - centre) ** 2))
 
 
+@pytest.mark.parametrize("method", ["lbfgs", "cg"])
+def test_warm_run_reuses_the_start_only_when_asked(method):
+    # the state counts the evaluations of the warm chain; scipy's first call is at the start
+    calls = {}
+
+    def run(reuse):
+        seen = []
+
+        def evaluate(theta, state):
+            seen.append(theta.copy())
+            return _quadratic(np.array([1.0, -2.0]))(theta, state)
+
+        res = maximize(evaluate, np.zeros(2), method=method, max_iter=10, warm=True,
+                       reuse_start=reuse, warn_at_cap=False)
+        calls[reuse] = seen
+        return res
+
+    plain, reused = run(False), run(True)
+    assert np.array_equal(calls[False][0], calls[False][1])      # the start, twice
+    assert not np.array_equal(calls[True][0], calls[True][1])
+    assert len(calls[True]) == len(calls[False]) - 1
+    assert reused.n_evals == plain.n_evals - 1
+    assert reused.state == plain.state - 1
+    np.testing.assert_allclose(reused.theta, plain.theta, rtol=0, atol=1e-12)
+
+
 def test_every_point_failing_gives_minus_inf():
     def evaluate(theta, state):
         raise FloatingPointError("overflow")

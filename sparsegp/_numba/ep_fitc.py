@@ -24,7 +24,7 @@ import numba
 import numpy as np
 
 from ._jit import jit
-from .blas import gemm_tn_rows, sum_upper_parts, syrk_rows_upper, thread_ranges, trmm_rows
+from .blas import sum_upper_parts, syrk_rows_upper, thread_ranges, trmm_rows
 from .covfuncs import stationary_grad
 from .ep import TAU_MIN, cavity, damp_site, marginal_step, site_residual, site_target
 from .probit import probit_tilted, probit_tilted_moments
@@ -475,7 +475,7 @@ def whiten_split(K, Linv, variance, Vt, d0, n_parts, block):
 
 
 @jit(parallel=True)
-def evidence_gradient_split(Vt, RT, Linv, alpha, omega, g, a, K, Gd, X, Z, lengthscale,
+def evidence_gradient_split(Vt, RT, Linv, alpha, omega, g, wg, a, K, Gd, X, Z, lengthscale,
                             n_parts, block):
     """The row passes of the evidence gradient (notes §1.9, whitened; see ``_gfitc``).
 
@@ -490,6 +490,9 @@ def evidence_gradient_split(Vt, RT, Linv, alpha, omega, g, a, K, Gd, X, Z, lengt
         Rᵀ and L⁻¹, lower triangular, C-contiguous.
     alpha, omega, g : ndarray of shape (N,)
         (K̃ + S̃)⁻¹ μ̃, the refresh's ω and g = ½ (α² − diag (K̃ + S̃)⁻¹).
+    wg : ndarray of shape (N,)
+        Row weights of the returned Gram, ≥ 0 (the caller's split of Vᵀ diag(g) V into
+        Grams that a symmetric rank-k update can form: half the work of a general product).
     a : ndarray of shape (M,)
         Vtᵀ α.
     K, Gd : ndarray of shape (N, M)
@@ -508,7 +511,7 @@ def evidence_gradient_split(Vt, RT, Linv, alpha, omega, g, a, K, Gd, X, Z, lengt
     grad_Z : ndarray of shape (M, D)
         The K_fu contraction of :func:`sparsegp._numba.covfuncs.stationary_grad`.
     gram : ndarray of shape (M, M)
-        Vtᵀ diag(g) Vt, for the adjoint of K_uu.
+        Vtᵀ diag(wg²) Vt, for the adjoint of K_uu.
     """
     N, M = Vt.shape
     D = X.shape[1]
@@ -527,12 +530,12 @@ def evidence_gradient_split(Vt, RT, Linv, alpha, omega, g, a, K, Gd, X, Z, lengt
             trmm_rows(_vt_rt_block(Hb, Vt, RT, lo, hi), RT, 0, nb, True)   # Vt Rᵀ R = Vt S⁻¹
             for i in range(nb):
                 n = lo + i
-                an, om, gn = alpha[n], omega[n], g[n]
+                an, om, gn, wn = alpha[n], omega[n], g[n], wg[n]
                 for m in range(M):
                     v = Vt[n, m]
-                    Ub[i, m] = gn * v
+                    Ub[i, m] = wn * v
                     Hb[i, m] = an * a[m] - om * Hb[i, m] - 2.0 * gn * v
-            gemm_tn_rows(Vt[lo:hi], Ub[:nb], gram[p], 0, nb, 1.0)
+            syrk_rows_upper(Ub, 0, nb, gram[p])
             trmm_rows(Hb, Linv, 0, nb, False)        # Hᵀ L⁻¹ = dL/dK_fu
             s = 0.0
             for i in range(nb):
@@ -541,7 +544,7 @@ def evidence_gradient_split(Vt, RT, Linv, alpha, omega, g, a, K, Gd, X, Z, lengt
             wk[p] += s
             stationary_grad(X[lo:hi], Z, Gd[lo:hi], Hb[:nb], lengthscale, gl[p], gz[p], no_x,
                             False)
-    return wk.sum(), gl.sum(axis=0), gz.sum(axis=0), gram.sum(axis=0)
+    return wk.sum(), gl.sum(axis=0), gz.sum(axis=0), sum_upper_parts(gram)
 
 
 #: Ridge of the Anderson normal equations, relative to the largest squared residual change.
