@@ -327,6 +327,22 @@ def test_optimisation_increases_evidence_and_is_reproducible():
     assert lb.log_evidence_ > fixed.log_evidence_
 
 
+def test_inexact_search_reports_the_evidence_at_ep_tol():
+    # ep_search_rtol loosens EP only inside the optimiser's evaluations: the fitted state is
+    # EP to ep_tol, so the reported evidence is the evidence at theta_ (EP from zero sites)
+    X, y = _xor(300, seed=21)
+    kw = dict(n_inducing=6, optimizer="lbfgs", max_iter=8, random_state=2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        fast = GFITCClassifier(ep_search_rtol=0.1, **kw).fit(X, y)
+        exact = GFITCClassifier(**kw).fit(X, y)
+    np.testing.assert_allclose(fast.log_marginal_likelihood(fast.theta_), fast.log_evidence_,
+                               rtol=1e-6)
+    fixed = GFITCClassifier(optimizer=None, n_inducing=6, random_state=2).fit(X, y)
+    assert fast.log_evidence_ > fixed.log_evidence_ + 1.0
+    assert fast.log_evidence_ != exact.log_evidence_        # the option is live
+
+
 def test_schedules_reach_the_same_posterior():
     X, y = _xor(70, seed=16)
     kw = dict(n_inducing=6, optimizer=None, ep_tol=1e-10, ep_max_sweeps=3000, random_state=0)
@@ -378,6 +394,8 @@ def test_does_not_modify_inputs():
     ({"ep_schedule": "random"}, None, "ep_schedule"),
     ({"init": "grid"}, None, "init"),
     ({"ep_damping": 0.0}, None, "ep_damping"),
+    ({"ep_search_rtol": 1.0}, None, "ep_search_rtol"),
+    ({"ep_search_rtol": -0.1}, None, "ep_search_rtol"),
 ])
 def test_bad_input_raises_clear_value_error(kwargs, X_y, match):
     X, y = _xor(40, seed=19)

@@ -49,18 +49,7 @@ PARALLEL_MIN_DAMPING = 0.05
 #: the plain damped steps. Off by default: it reaches the same fixed point in fewer
 #: iterations, but stops at a different point within the tolerance, so a seeded fit moves.
 PARALLEL_ANDERSON_MEMORY = 0
-#: EP inside the optimiser as an inexact inner solve (:func:`run_ep`'s ``rtol``), off at 0:
-#: each evaluation stops once its undamped residual is below ``SEARCH_EP_RTOL`` times that
-#: of its first iteration (never looser than ``SEARCH_EP_TOL_MAX`` nor tighter than
-#: ``ep_tol``), so the tolerance follows how far the warm start was from its fixed point and
-#: tightens to ``ep_tol`` as the optimiser's steps shrink; the fit's final EP runs at
-#: ``ep_tol``. At 0.1 on T1 of ``benchmarks/bench_peers.py`` (xor, N = 16 000, M = 50), 20
-#: L-BFGS iterations take 22 evaluations of 3 EP iterations instead of 25 of 11 and end at a
-#: higher evidence (-4697.36 against -4697.42; 20 CG steps: -4697.79); on small problems
-#: (Rätsch splits, N of a few hundred, and xor N = 2 000) 20-step fits end lower on 7 of 10
-#: (by 0.07-0.7 nats), and the 15-step separable fit of ``test_gfitc.py`` short of its
-#: bound, hence off by default.
-SEARCH_EP_RTOL = 0.0
+#: Loosest EP tolerance of an optimiser evaluation when ``ep_search_rtol`` > 0.
 SEARCH_EP_TOL_MAX = 1e-2
 
 
@@ -362,7 +351,7 @@ def run_ep(prior, y, bias, tau=None, nu=None, tol=EP_TOL, max_sweeps=EP_MAX_SWEE
     rtol, tol_max : float
         With ``rtol`` > 0 the stopping threshold is ``max(tol, min(rtol * r_1, tol_max))``,
         r_1 the residual of the first sweep: an inexact solve for an optimiser's evaluations
-        (:data:`SEARCH_EP_RTOL`), loose while a warm start is far from its fixed point and
+        (``GFITCClassifier(ep_search_rtol=...)``), loose while a warm start is far from its fixed point and
         ``tol`` once it is close. Default 0: ``tol``.
     max_sweeps : int
     damping : float in (0, 1]
@@ -606,6 +595,18 @@ class GFITCClassifier(_BinaryGPClassifierMixin, ClassifierMixin, InducingPointEs
     ep_schedule : {"sequential", "parallel"}, default="parallel"
         Sequential: compiled sweep over a random permutation with O(M^2) rank-one updates and a
         refresh after each sweep. Parallel: all sites from one posterior, then one BLAS refresh.
+    ep_search_rtol : float, default=0.0
+        EP inside the optimiser as an inexact inner solve, in [0, 1): each evaluation stops once
+        its undamped residual is below ``ep_search_rtol`` times that of its first iteration
+        (never looser than 1e-2 nor tighter than ``ep_tol``), so the tolerance follows how far
+        the warm start was from its fixed point and tightens to ``ep_tol`` as the steps shrink;
+        the final EP run, and so ``log_evidence_``, is always at ``ep_tol``. 0 (the default)
+        solves every evaluation to ``ep_tol``. Pays off on large N with
+        ``optimizer="lbfgs"``: at 0.1 on xor (N = 16 000, M = 50; ``benchmarks/bench_peers.py``
+        T1) 20 L-BFGS iterations took 22 evaluations of about 3 EP iterations instead of 25 of
+        11, and ended at a higher evidence (-4697.36 against -4697.47; 20 CG steps -4697.79);
+        on small problems (Rätsch splits of a few hundred rows, xor N = 2 000) 20-step fits
+        ended lower on 7 of 10, by 0.07-0.7 nats, hence off by default.
     random_state : None, int or numpy.random.Generator
         Seeds the pseudo-input initialisation, the restarts and the EP site orders.
     verbose : bool, default=False
@@ -662,7 +663,7 @@ class GFITCClassifier(_BinaryGPClassifierMixin, ClassifierMixin, InducingPointEs
     def __init__(self, n_inducing="auto", inducing_points=None, init="kmeans", kernel=None,
                  bias=0.0, jitter=JITTER, optimizer="cg", max_iter=30, n_restarts=0,
                  ep_tol=EP_TOL, ep_max_sweeps=EP_MAX_SWEEPS, ep_damping=1.0,
-                 ep_schedule="parallel", random_state=None, verbose=False):
+                 ep_schedule="parallel", ep_search_rtol=0.0, random_state=None, verbose=False):
         self.n_inducing = n_inducing
         self.inducing_points = inducing_points
         self.init = init
@@ -676,6 +677,7 @@ class GFITCClassifier(_BinaryGPClassifierMixin, ClassifierMixin, InducingPointEs
         self.ep_max_sweeps = ep_max_sweeps
         self.ep_damping = ep_damping
         self.ep_schedule = ep_schedule
+        self.ep_search_rtol = ep_search_rtol
         self.random_state = random_state
         self.verbose = verbose
 
@@ -684,6 +686,10 @@ class GFITCClassifier(_BinaryGPClassifierMixin, ClassifierMixin, InducingPointEs
         X, y_pm, hyper = self._validate_binary_fit(X, y)
         Z0 = self._check_inducing_points(*X.shape)
         check_option(self.ep_schedule, "ep_schedule", _SCHEDULES)
+        rtol = self.ep_search_rtol
+        if isinstance(rtol, (bool, np.bool_)) or not np.isscalar(rtol) \
+                or not (0.0 <= float(rtol) < 1.0):
+            raise ValueError(f"ep_search_rtol must be a number in [0, 1); got {rtol!r}")
         self._check_jitter(positive=True)
         return X, y_pm, hyper, Z0
 
@@ -722,6 +728,7 @@ class GFITCClassifier(_BinaryGPClassifierMixin, ClassifierMixin, InducingPointEs
         family = spec.family
         variance, ls, bias, Z = hp.variance, hp.lengthscale, hp.bias, Z0
         tau0 = nu0 = None
+        search_rtol = float(self.ep_search_rtol)
         if hp.optimizer is not None and hp.max_iter > 0:
             def evaluate(theta, warm):
                 v, l, b, z = unpack_theta(theta, D, hp.ard, spec)
@@ -730,7 +737,7 @@ class GFITCClassifier(_BinaryGPClassifierMixin, ClassifierMixin, InducingPointEs
                 t0, n0 = (None, None) if warm is None else warm
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore", ConvergenceWarning)
-                    res, lz, db = fit_ep(prior, y_pm, b, t0, n0, rtol=SEARCH_EP_RTOL,
+                    res, lz, db = fit_ep(prior, y_pm, b, t0, n0, rtol=search_rtol,
                                          tol_max=SEARCH_EP_TOL_MAX, **ep_kw)
                 dv, dl, dz = log_evidence_gradient(prior, res.tau, res.nu, res.post)
                 grad = theta_gradient(dv, dl, db, v, l, hp.ard, dz, spec)
@@ -758,7 +765,7 @@ class GFITCClassifier(_BinaryGPClassifierMixin, ClassifierMixin, InducingPointEs
                 restart=restart, warm=True, progress=bool(self.verbose), label="GFITC",
                 # the exact search keeps its chain (the start evaluated twice): a seeded fit
                 # is then the same as before
-                reuse_start=SEARCH_EP_RTOL > 0.0,
+                reuse_start=search_rtol > 0.0,
                 value_name="log evidence", advice=", or try optimizer='lbfgs'")
             if not np.isfinite(opt.value):
                 raise ValueError("the EP evidence could not be evaluated at any start; check "
