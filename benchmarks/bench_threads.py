@@ -72,8 +72,9 @@ def _problem(kind, N, D, C, seed=0):
     return X, np.sin(X @ w) + 0.1 * rng.standard_normal(N)
 
 
-def run_child(case, quick):
-    """Time one fit of ``case`` in this process; print a JSON line."""
+def warmed_up(case, quick=False):
+    """``(estimator class, constructor arguments, X, y)`` of ``case``, after one small fit in
+    this process has loaded the compiled kernels (warnings of that fit are ignored)."""
     import warnings
 
     import sparsegp
@@ -89,7 +90,18 @@ def run_child(case, quick):
             small[key] = min(small[key], 10)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        cls(**{**small, "max_iter": 2} if "max_iter" in small else small).fit(Xw, yw)  # load
+        cls(**{**small, "max_iter": 2} if "max_iter" in small else small).fit(Xw, yw)
+    return cls, kwargs, X, y
+
+
+def run_child(case, quick):
+    """Time one fit of ``case`` in this process; print a JSON line."""
+    import warnings
+
+    cls, kwargs, X, y = warmed_up(case, quick)
+    N = X.shape[0]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
         est = cls(random_state=0, **kwargs)
         with _numba_count_set_in() as counts:
             t0 = time.perf_counter()
