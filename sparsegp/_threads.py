@@ -48,6 +48,15 @@ evaluations. The load estimate comes from the counters read at the last two mana
 they are :data:`PROBE_SECONDS` to :data:`PROBE_MAX_AGE` seconds apart (free: a fit after a
 fit, predict after fit, cross-validation); otherwise the call waits out a
 :data:`PROBE_SECONDS` window.
+
+Why the CPU-time counters and not a cheaper signal: the load average is a minute-long
+exponential mean that counts this process's own threads and tasks blocked on disk, so it
+still reports a finished job a minute later and misses one that started a second ago; the
+instantaneous count of runnable tasks (``procs_running``) is one sample, which a job that
+computes in bursts escapes. ``os.sched_getaffinity`` says which cores the process may use,
+not which are busy. The counters give the busy share over a window at the cost of one file
+read per managed call, and a work size under :data:`PARALLEL_MIN_ROWS` skips the wait
+altogether.
 """
 import contextlib
 import functools
