@@ -191,6 +191,17 @@ class SparseGPEstimator(LogMarginalLikelihoodMixin, BaseEstimator):
         """
         return self._thread_pool
 
+    def _parallel_rows(self, method, X=None):
+        """Rows of data that ``method`` (a name in :data:`sparsegp._threads.MANAGED_METHODS`),
+        called with ``X``, splits among threads; None where unknown (then large work).
+
+        Below :data:`sparsegp._config.PARALLEL_MIN_ROWS` the call runs on one Numba thread
+        without a load probe (:func:`sparsegp._threads.load_aware_threads`). By default the
+        rows of a 2-D ``X``; an estimator whose passes stay serial below a size of its own
+        says so here. Must not raise.
+        """
+        return _threads.rows_of(X)
+
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.input_tags.allow_nan = False

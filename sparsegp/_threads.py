@@ -27,8 +27,12 @@ things keep that from happening:
   regions each) took 6-14 s that way against 0.3-1.2 s on one thread, tens of milliseconds
   a region; with sleeping workers it took 0.3-1.0 s. The variable only acts on an OpenMP
   runtime loaded after it is set (Numba loads its own at its first parallel call).
-* Work on fewer than :data:`PARALLEL_MIN_ROWS` rows runs on one Numba thread
-  (:func:`managed`): a hand-off to a second thread costs more than such regions gain.
+* Work on fewer than :data:`PARALLEL_MIN_ROWS` rows runs on one Numba thread, without a load
+  probe (:func:`managed`): a hand-off to a second thread costs more than such regions gain.
+  The rows are those the method splits among threads, which the estimator states
+  (``_parallel_rows``): by default the rows of ``X``; the IVM's full-greedy fit on fewer than
+  ``SCORING_PARALLEL_MIN_CANDIDATES`` rows runs its selection passes serially whatever the
+  thread count, and splits only kernel blocks over its d active rows.
 * Larger work counts the cores other programs keep busy (:func:`busy_cores`, from the kernel's
   CPU-time counters) and, while the method runs, uses only the free ones
   (:func:`free_threads`): Numba's thread count and, for ``"blas"`` work, BLAS's are lowered to
@@ -44,6 +48,15 @@ evaluations. The load estimate comes from the counters read at the last two mana
 they are :data:`PROBE_SECONDS` to :data:`PROBE_MAX_AGE` seconds apart (free: a fit after a
 fit, predict after fit, cross-validation); otherwise the call waits out a
 :data:`PROBE_SECONDS` window.
+
+Why the CPU-time counters and not a cheaper signal: the load average is a minute-long
+exponential mean that counts this process's own threads and tasks blocked on disk, so it
+still reports a finished job a minute later and misses one that started a second ago; the
+instantaneous count of runnable tasks (``procs_running``) is one sample, which a job that
+computes in bursts escapes. ``os.sched_getaffinity`` says which cores the process may use,
+not which are busy. The counters give the busy share over a window at the cost of one file
+read per managed call, and a work size under :data:`PARALLEL_MIN_ROWS` skips the wait
+altogether.
 """
 import contextlib
 import functools
@@ -308,22 +321,25 @@ def managed(method):
     """Run an estimator method under ``self._parallel_pool(X)``'s thread policy.
 
     ``X`` is the method's first argument (None if it has none), so that the choice can depend
-    on the size of the problem: a 2-D ``X`` (n_samples, n_features) gives the rows of the
-    work; anything else (``log_marginal_likelihood``'s theta, which acts on the training
-    data) leaves the size unknown, and the method runs as large work.
+    on the size of the problem: ``self._parallel_rows(name, X)`` gives the rows of the work
+    the method splits among threads (by default those of a 2-D ``X``, :func:`rows_of`; None,
+    as for ``log_marginal_likelihood``'s theta, leaves the size unknown, and the method runs
+    as large work).
     """
+    name = method.__name__
+
     @functools.wraps(method)
     def wrapper(self, *args, **kwargs):
         X = args[0] if args else kwargs.get("X")
         pool = self._parallel_pool(X)
-        with load_aware_threads(pool, _rows_of(X)), thread_policy(pool):
+        with load_aware_threads(pool, self._parallel_rows(name, X)), thread_policy(pool):
             return method(self, *args, **kwargs)
 
     wrapper._thread_managed = True
     return wrapper
 
 
-def _rows_of(X):
+def rows_of(X):
     """Rows of a 2-D array-like ``X``; None for anything else."""
     shape = getattr(X, "shape", None)
     if shape is None and isinstance(X, (list, tuple)) and X and isinstance(X[0], (list, tuple)):

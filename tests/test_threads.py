@@ -244,3 +244,55 @@ def test_map_threads_keeps_order_and_honours_numbas_count():
         assert set(seen) == {threading.current_thread().name}  # no pool at one thread
     finally:
         numba.set_num_threads(previous)
+
+
+def test_ivm_parallel_rows_are_those_its_passes_split():
+    from sparsegp.classification._ivm import _fit_parallel_rows
+    from sparsegp._numba import adf, scoring
+    big = min(scoring.PARALLEL_MIN_CANDIDATES, -(-adf.PARALLEL_MIN_WORK // adf.APPEND_WORK))
+    # full greedy below the passes' thresholds: only the kernel blocks over the d active rows
+    assert _fit_parallel_rows(5000, 200, "entropy", None) == 200
+    assert _fit_parallel_rows(big - 1, "auto", "infogain", False) == 100
+    assert _fit_parallel_rows(50, "auto", "random", True) == 50        # d <= n
+    assert _fit_parallel_rows(5000, 1500, "random", {"size": 10}) == 1500
+    # the selection passes go parallel: all n rows
+    assert _fit_parallel_rows(big, 200, "entropy", None) == big
+    assert _fit_parallel_rows(5000, 200, "entropy", True) == 5000
+    assert _fit_parallel_rows(5000, 200, "infogain", {"size": 100}) == 5000
+    # parameters the fit will refuse say nothing of the work
+    for bad in ("many", 2.5, True, None):
+        assert _fit_parallel_rows(5000, bad, "entropy", None) == 5000
+    est = sparsegp.IVMClassifier(n_active=200)
+    assert est._parallel_rows("fit", np.empty((5000, 2))) == 200
+    assert est._parallel_rows("predict", np.empty((5000, 2))) == 5000   # test rows
+    assert est._parallel_rows("fit", np.empty(3)) is None
+
+
+@pytest.mark.skipif(numba.config.NUMBA_DEFAULT_NUM_THREADS < 2, reason="one core")
+def test_an_ivm_fit_with_serial_passes_runs_one_thread_without_a_probe(monkeypatch):
+    """The IVM at the default full greedy on a few thousand rows: its selection passes are
+    serial, so the fit runs its few kernel blocks on one thread and never waits for a probe
+    (bench_threads' ivm case was slower at the default threads than at one)."""
+    from sparsegp.classification import _ivm
+    default = numba.config.NUMBA_DEFAULT_NUM_THREADS
+    monkeypatch.delenv("NUMBA_NUM_THREADS", raising=False)
+
+    def no_probe():
+        raise AssertionError("the fit waited for a load probe")
+    monkeypatch.setattr(_threads, "_recent_busy_cores", no_probe)
+    seen = []
+    select = _ivm.select_active_set
+
+    def spy(*args, **kwargs):
+        seen.append(numba.get_num_threads())
+        return select(*args, **kwargs)
+    monkeypatch.setattr(_ivm, "select_active_set", spy)
+    n = _threads.PARALLEL_MIN_ROWS + 200
+    X, y = sparsegp.datasets.make_xor(n, random_state=0)
+    sparsegp.IVMClassifier(n_active=20, optimizer=None, random_state=0).fit(X, y)
+    assert seen == [1] and numba.get_num_threads() == default
+    # the randomized scheme's catch-up passes split the rows: large work, which asks for the
+    # load
+    with pytest.raises(AssertionError, match="waited for a load probe"):
+        sparsegp.IVMClassifier(n_active=20, optimizer=None, randomized=True,
+                               random_state=0).fit(X, y)

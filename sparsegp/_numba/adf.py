@@ -97,6 +97,9 @@ from .ep import marginal_step, site_target
 from .probit import probit_tilted
 from .._config import ADF_PARALLEL_MIN_WORK as PARALLEL_MIN_WORK
 
+#: flops :func:`_column_pass` counts per column of an inclusion's append pass
+APPEND_WORK = 8
+
 
 class ADFState(NamedTuple):
     """The in-place state of the ADF core (see the module docstring for every field)."""
@@ -357,7 +360,7 @@ def _column_pass(op, cols, X, family, variance, inv_ls, bias_variance, Mt, L, di
                  count, active, sqrt_p, g, kk, i, vec, s_eta, g_k):
     """Apply ``op`` to every column in ``cols`` (unique indices), threaded if large."""
     if op == _OP_APPEND:
-        work = 8 * cols.shape[0]
+        work = APPEND_WORK * cols.shape[0]
     else:
         # catch-up rows cost k + D each; the covariance entry one more such row
         rows = 0

@@ -678,6 +678,30 @@ def _validation_search(X, y, spec, bias_variance, bias, fit_bias, opts, rng, lab
     return best[1], best[2], count
 
 
+def _fit_parallel_rows(n, n_active, selection, randomized):
+    """Rows a fit on ``n`` training rows splits among threads (the thread policy's size,
+    :meth:`IVMClassifier._parallel_rows`); parameters as given to the estimator.
+
+    Its selection passes go parallel over the n rows only in the randomized scheme (the
+    catch-up of J, at any n) or from :data:`~sparsegp._config.SCORING_PARALLEL_MIN_CANDIDATES`
+    rows on (full-greedy scoring; the inclusion's append pass follows from
+    :data:`~sparsegp._config.ADF_PARALLEL_MIN_WORK` / ``APPEND_WORK`` rows). Below that, a
+    fit's only parallel regions are the kernel blocks against its d active rows (the
+    validation grid's held-out predictions, the evidence), split over those d rows: returns
+    d, so that an active set under the policy's ``PARALLEL_MIN_ROWS`` runs on one thread
+    without a load probe. Unvalidated parameters give ``n`` (the fit raises on them).
+    """
+    randomized_scheme = selection != "random" and randomized not in (None, False)
+    if (randomized_scheme or n >= _scoring.PARALLEL_MIN_CANDIDATES
+            or _adf.APPEND_WORK * n >= _adf.PARALLEL_MIN_WORK):
+        return n
+    if isinstance(n_active, str):
+        return min(AUTO_ACTIVE, n) if n_active == "auto" else n
+    if isinstance(n_active, (int, np.integer)) and not isinstance(n_active, (bool, np.bool_)):
+        return min(max(int(n_active), 1), n)
+    return n
+
+
 def _split_bias_variance(kernel):
     """``(stationary kernel, bias term)`` of the IVM's ``kernel``: one stationary summand and
     ``ConstantKernel(v_b, bounds)`` of its ``ConstantKernel`` summands (None when it has none;
@@ -862,6 +886,14 @@ class IVMClassifier(_BinaryGPClassifierMixin, ClassifierMixin, SparseGPEstimator
         self.validation_grid = validation_grid
         self.random_state = random_state
         self.verbose = verbose
+
+    # -- thread policy ---------------------------------------------------------------------
+
+    def _parallel_rows(self, method, X=None):
+        rows = super()._parallel_rows(method, X)
+        if method != "fit" or rows is None:
+            return rows
+        return _fit_parallel_rows(rows, self.n_active, self.selection, self.randomized)
 
     # -- validation ------------------------------------------------------------------------
 
