@@ -19,10 +19,18 @@ T2  Regression, N = 100 000 (10 000 test points), M = 100, D = 5, ARD, 100 L-BFG
     unit-ish variance, so that every library fits the same model) against GPflow's
     ``GPRFITC`` and ``SGPR``, all from unit variance, length-scales and noise variance.
     Reported: fit time, the objective (log marginal likelihood, VFE/SGPR: the collapsed bound)
-    at the start and at the end (compare times at equal objective: both are printed), test
-    RMSE, and the time of one objective + gradient evaluation (sparsegp: the median of three
-    fits with ``optimizer=None``, which also builds the predictive caches, so an upper bound;
-    GPflow: optimisation time / function evaluations).
+    at the start and at the end, test RMSE, and the time of one objective + gradient
+    evaluation (sparsegp: the median of three fits with ``optimizer=None``, which also builds
+    the predictive caches, so an upper bound; GPflow: optimisation time / function
+    evaluations). Every evaluation's objective is traced with its time (a by-product of the
+    search, so no time is taken out), and a second table compares the libraries at equal
+    objective: the time each first reaches the worse of the two finals, and the peer's time
+    over sparsegp's there. The 100 iterations are far from converged (the objective still
+    climbs by tens of nats every ten iterations) and the paths differ: GPflow optimises
+    softplus-transformed parameters, sparsegp their logs, and with
+    ``GPFLOW_POSITIVE_BIJECTOR=exp`` GPflow's path follows sparsegp's, so the finals at equal
+    iterations are no measure of speed. ``--t2-n`` and ``--t2-max-iter`` change the size
+    and the iterations (development runs).
 T3  Multi-class, Satellite (6 435 rows, D = 36, C = 6) when ``SPARSEGP_DATA`` holds it, as
     ``bench_gpflow_satellite`` loads it: seed 002's split 0, 1 287 training and 5 148 test rows,
     features standardised with the training statistics; otherwise a synthetic stand-in of the
@@ -76,6 +84,7 @@ Run from the repository root with the main environment::
 A peer whose interpreter or package is missing is skipped with the reason printed.
 """
 import argparse
+import contextlib
 import json
 import os
 import subprocess
@@ -365,6 +374,64 @@ def child_t1_gpytorch(d, cfg, variant):
         dict(proba=proba)
 
 
+class _Trace(list):
+    """(perf_counter, objective) of every successful evaluation, in the order they ran."""
+
+    def add(self, value):
+        self.append((time.perf_counter(), float(value)))
+
+
+def _since(trace, t0):
+    """The trace with times counted from ``t0`` (the start of the timed fit)."""
+    return [(t - t0, v) for t, v in trace]
+
+
+@contextlib.contextmanager
+def _traced_sparsegp_search():
+    """Record the objective of every evaluation of ``SparseGPRegressor``'s search.
+
+    The value is what the optimiser computed anyway, so recording costs one clock read an
+    evaluation and the trace needs no time taken out (T3 evaluates test NLPs and must).
+    """
+    from sparsegp.regression import _sparse
+    trace, maximize = _Trace(), _sparse.maximize
+
+    def traced(evaluate, *args, **kwargs):
+        def evaluate_and_record(x, warm):
+            out = evaluate(x, warm)
+            trace.add(out[0])
+            return out
+        return maximize(evaluate_and_record, *args, **kwargs)
+
+    _sparse.maximize = traced
+    try:
+        yield trace
+    finally:
+        _sparse.maximize = maximize
+
+
+def _tracing_scipy():
+    """A ``gpflow.optimizers.Scipy`` that records (time, -loss) of every evaluation."""
+    import gpflow
+
+    class TracingScipy(gpflow.optimizers.Scipy):
+        def __init__(self):
+            super().__init__()
+            self.trace = _Trace()
+
+        def eval_func(self, *args, **kwargs):
+            func = super().eval_func(*args, **kwargs)     # compiled and cached as usual
+
+            def recorded(x):
+                loss, grad = func(x)
+                if np.isfinite(loss):
+                    self.trace.add(-loss)
+                return loss, grad
+            return recorded
+
+    return TracingScipy()
+
+
 def child_t2_sparsegp(d, cfg, variant):
     import warnings
 
@@ -394,14 +461,17 @@ def child_t2_sparsegp(d, cfg, variant):
             start.fit(d["Xtr"], d["ytr"])
         evals.append(t.seconds)
     est = estimator(max_iter=cfg["max_iter"])
-    with Timer() as t:
+    with _traced_sparsegp_search() as trace, Timer() as t:
         est.fit(d["Xtr"], d["ytr"])
     mean = est.predict(d["Xte"])
     return dict(seconds=t.seconds, iterations=int(est.n_iter_),
                 start_objective=float(start.log_marginal_likelihood_),
                 objective=float(est.log_marginal_likelihood_),
                 objective_name="ELBO" if variant == "vfe" else "log ML",
-                eval_seconds=float(np.median(evals))), dict(mean=mean)
+                eval_seconds=float(np.median(evals)), trace=_since(trace, t.t0),
+                hypers=dict(variance=float(est.variance_),
+                            lengthscale=np.atleast_1d(est.lengthscale_).tolist(),
+                            noise_variance=float(est.noise_variance_))), dict(mean=mean)
 
 
 def child_t2_gpflow(d, cfg, variant):
@@ -413,9 +483,10 @@ def child_t2_gpflow(d, cfg, variant):
     Model = gpflow.models.GPRFITC if variant == "fitc" else gpflow.models.SGPR
     model = Model((tf.constant(X), tf.constant(Y)), kernel, d["Z"].copy(), noise_variance=1.0)
     start_objective = float(model.maximum_log_likelihood_objective())
-    optimizer = gpflow.optimizers.Scipy()
+    optimizer = _tracing_scipy()
     loss = model.training_loss_closure()
     _warm_up_gpflow(optimizer, model, loss)
+    optimizer.trace.clear()
     # a check on the warm-up: the timed run must start from the shared start
     restored_objective = float(model.maximum_log_likelihood_objective())
     with Timer() as t:
@@ -426,7 +497,13 @@ def child_t2_gpflow(d, cfg, variant):
                 start_objective=start_objective, restored_objective=restored_objective,
                 objective=float(model.maximum_log_likelihood_objective()),
                 objective_name="ELBO" if variant == "vfe" else "log ML",
-                eval_seconds=t.seconds / max(int(result.nfev), 1)), dict(mean=mean)
+                eval_seconds=t.seconds / max(int(result.nfev), 1),
+                trace=_since(optimizer.trace, t.t0),
+                hypers=dict(variance=float(model.kernel.variance.numpy()),
+                            lengthscale=np.atleast_1d(model.kernel.lengthscales.numpy())
+                            .tolist(),
+                            noise_variance=float(model.likelihood.variance.numpy()))), \
+        dict(mean=mean)
 
 
 def _class_index(d):
@@ -548,6 +625,46 @@ def time_to_reach(trace, target):
     return reach(trace, target)
 
 
+#: How far below a target objective still counts as reaching it, relative to its size: the
+#: finals are recomputed after the search (sparsegp) or read back from the model (GPflow), so
+#: they can differ from the traced value of the same point in the last digits.
+REACH_RTOL = 1e-9
+
+
+def time_to_objective(trace, target):
+    """Seconds until the traced objective (maximised) first reaches ``target``; None if never.
+
+    Parameters
+    ----------
+    trace : list of (seconds, objective)
+        Every evaluation of a T2 search, in order (times from the start of the fit).
+    target : float
+    """
+    floor = target - REACH_RTOL * max(1.0, abs(target))
+    return next((t for t, value in trace if value >= floor), None)
+
+
+def t2_equal_objective(sparse, peer):
+    """Times to a common objective of a sparsegp and a peer T2 row (same variant, threads).
+
+    The common objective is the worse of the two finals, which both searches reach; the ratio
+    at it is the peer's time over sparsegp's. Each row also gets the time to the other's final
+    (None when its own search ended below it).
+
+    Returns
+    -------
+    dict
+        ``target``, ``sparsegp_seconds``, ``peer_seconds`` and ``ratio``.
+    """
+    target = min(sparse["objective"], peer["objective"])
+    times = [time_to_objective(row["trace"], target) for row in (sparse, peer)]
+    for row, other in ((sparse, peer), (peer, sparse)):
+        row["reach_other_final"] = other["objective"]
+        row["time_to_reach"] = time_to_objective(row["trace"], other["objective"])
+    ratio = times[1] / times[0] if None not in times and times[0] > 0 else None
+    return dict(target=target, sparsegp_seconds=times[0], peer_seconds=times[1], ratio=ratio)
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tasks", default="T1,T2,T3", help="comma-separated: T1, T2, T3")
@@ -560,6 +677,10 @@ def main(argv=None):
     parser.add_argument("--adam-lr", type=float, default=0.1, help="GPyTorch's Adam step")
     parser.add_argument("--gpflow-python", default=DEFAULT_PYTHON["gpflow"])
     parser.add_argument("--gpytorch-python", default=DEFAULT_PYTHON["gpytorch"])
+    parser.add_argument("--t2-n", type=int, default=0,
+                        help="T2's training size instead of the config's (development runs)")
+    parser.add_argument("--t2-max-iter", type=int, default=0,
+                        help="T2's L-BFGS iterations instead of the config's")
     parser.add_argument("--timeout", type=float, default=3600.0, help="seconds per child")
     parser.add_argument("--json", default="", help="also write every row to this file")
     # child mode (internal)
@@ -591,6 +712,9 @@ def main(argv=None):
     with tempfile.TemporaryDirectory(prefix="bench_peers_") as tmp:
         for task in tasks:
             cfg = dict(config[task], adam_lr=args.adam_lr)
+            if task == "T2":
+                cfg.update({k: v for k, v in (("N", args.t2_n), ("max_iter", args.t2_max_iter))
+                            if v})
             if task == "T1":
                 problems_ = [(f"N={N}", make_t1(N, cfg, args.seed)) for N in cfg["sizes"]]
             elif task == "T2":
@@ -660,6 +784,11 @@ def run_cells(task, size, data, data_path, threads, cfg, libs, problems, pythons
             mine, other = (sep, svgp_final) if row["lib"] == "sparsegp" else (svgp, sep_final)
             row["reach_other_final_nlp"] = other
             row["time_to_reach"] = time_to_reach(mine["trace"], other)
+    if task == "T2":
+        ours = {row["variant"]: row for row in rows if row["lib"] == "sparsegp"}
+        for row in rows:
+            if row["lib"] != "sparsegp" and row["variant"] in ours:
+                row["equal_objective"] = t2_equal_objective(ours[row["variant"]], row)
     return rows
 
 
@@ -667,6 +796,12 @@ def _fmt(x, spec):
     """``format(x, spec)``, or a dash as wide as the spec's width when x is missing."""
     width = int("".join(c for c in spec.split(".")[0] if c.isdigit()) or 0)
     return "-".rjust(width) if x is None else format(x, spec)
+
+
+def _reach(value, seconds, spec):
+    """The table's "reaches other's final" note."""
+    return (f"  reaches other's final {format(value, spec)}: "
+            + (f"{seconds:.1f} s" if seconds is not None else "never"))
 
 
 def print_table(rows):
@@ -683,15 +818,35 @@ def print_table(rows):
             quality = (f"RMSE {r['test_rmse']:.4f}  {r['objective_name']} "
                        f"{r['start_objective']:.1f} -> {r['objective']:.1f}  "
                        f"eval {_fmt(r.get('eval_seconds'), '.3f')} s")
+            if "reach_other_final" in r:
+                quality += _reach(r["reach_other_final"], r["time_to_reach"], ".1f")
         else:
             quality = f"error {r['test_error']:.4f}  NLP {r['test_nlp']:.4f}"
             if "reach_other_final_nlp" in r:
-                quality += (f"  reaches other's final NLP {r['reach_other_final_nlp']:.4f}: "
-                            + (f"{r['time_to_reach']:.1f} s" if r["time_to_reach"]
-                               is not None else "never"))
+                quality += _reach(r["reach_other_final_nlp"], r["time_to_reach"], ".4f")
         print(f"{r['task']:4s} {r['size']:8s} {r['lib'] + '/' + r['variant']:16s} "
               f"{r['threads']:7s} {r['seconds']:8.2f} {_fmt(r['ratio'], '9.2f')} "
               f"{r['iterations']:5d}  {quality}")
+    print_equal_objective(rows)
+
+
+def print_equal_objective(rows):
+    """T2's second table: the time each library first reaches the worse of the two finals."""
+    pairs = [r for r in rows if "equal_objective" in r]
+    if not pairs:
+        return
+    print()
+    print("T2 at equal objective: the worse final of each pair, and the fit time of the first "
+          "evaluation reaching it")
+    header = (f"{'size':8s} {'variant':7s} {'threads':7s} {'peer':8s} {'objective':>10s} "
+              f"{'sparsegp s':>10s} {'peer s':>8s} {'peer/sparsegp':>13s}")
+    print(header)
+    print("-" * len(header))
+    for r in pairs:
+        e = r["equal_objective"]
+        print(f"{r['size']:8s} {r['variant']:7s} {r['threads']:7s} {r['lib']:8s} "
+              f"{e['target']:10.1f} {_fmt(e['sparsegp_seconds'], '10.2f')} "
+              f"{_fmt(e['peer_seconds'], '8.2f')} {_fmt(e['ratio'], '13.2f')}")
 
 
 if __name__ == "__main__":

@@ -46,3 +46,22 @@ def test_thread_settings_reach_the_child_environment(monkeypatch):
     # sparsegp's child imports this checkout first
     assert bench_peers._child_env("sparsegp", "default")["PYTHONPATH"].startswith(
         bench_peers.ROOT)
+
+
+def test_t2_time_to_objective_takes_the_first_evaluation_at_or_above_the_target():
+    trace = [(0.5, -100.0), (1.0, -40.0), (1.5, -60.0), (2.0, -30.0)]
+    assert bench_peers.time_to_objective(trace, -50.0) == 1.0
+    assert bench_peers.time_to_objective(trace, -30.0) == 2.0
+    assert bench_peers.time_to_objective(trace, -29.0) is None
+    # a final recomputed after the search may differ from its traced value in the last digits
+    assert bench_peers.time_to_objective(trace, -30.0 + 1e-12) == 2.0
+
+
+def test_t2_equal_objective_compares_at_the_worse_final():
+    ours = dict(objective=-40.0, trace=[(1.0, -90.0), (2.0, -50.0), (3.0, -40.0)])
+    peer = dict(objective=-20.0, trace=[(2.0, -80.0), (6.0, -40.0), (9.0, -20.0)])
+    e = bench_peers.t2_equal_objective(ours, peer)
+    assert e["target"] == -40.0
+    assert (e["sparsegp_seconds"], e["peer_seconds"], e["ratio"]) == (3.0, 6.0, 2.0)
+    # each row learns when it reached the other's final: the peer did, sparsegp did not
+    assert ours["time_to_reach"] is None and peer["time_to_reach"] == 6.0
