@@ -45,9 +45,9 @@ Numba's alone when ``NUMBA_NUM_THREADS`` is set or ``numba.set_num_threads`` cho
 than the default; a caller's ``threadpoolctl`` limit or ``OPENBLAS_NUM_THREADS`` still caps
 what runs. The switch costs about 10 us, so it wraps whole fits rather than single
 evaluations. The load estimate comes from the counters read at the last two managed calls when
-they are :data:`PROBE_SECONDS` to :data:`PROBE_MAX_AGE` seconds apart (free: a fit after a
-fit, predict after fit, cross-validation); otherwise the call waits out a
-:data:`PROBE_SECONDS` window.
+they are :data:`PROBE_SECONDS` to :data:`PROBE_MAX_AGE` seconds apart, or at the entry and
+return of the last call however long it ran (free: a fit after a fit, predict after fit,
+cross-validation); otherwise the call waits out a :data:`PROBE_SECONDS` window.
 
 Why the CPU-time counters and not a cheaper signal: the load average is a minute-long
 exponential mean that counts this process's own threads and tasks blocked on disk, so it
@@ -203,18 +203,21 @@ def busy_cores(window=PROBE_SECONDS):
     return _busy_between(start, _reading())
 
 
-def _observe_load():
+def _observe_load(closing=False):
     """Read the counters; close the open window into an estimate if it is long enough.
 
     Cheap (one read of /proc/stat), so every managed call makes it: the next call that needs
-    an estimate then usually finds one. Call with ``_PROBE_LOCK`` held; returns the reading.
+    an estimate then usually finds one. ``closing``: the reading is taken as a managed call
+    returns, so the window spans that call (opened at its entry, or at most
+    :data:`PROBE_MAX_AGE` before) and says what other programs did meanwhile however long
+    the call ran. Call with ``_PROBE_LOCK`` held; returns the reading.
     """
     now = _reading()
     if now is None:
         return None
     start = _PROBE["start"]
     age = now[0] - start[0] if start is not None else float("inf")
-    if PROBE_SECONDS <= age <= PROBE_MAX_AGE:
+    if PROBE_SECONDS <= age <= PROBE_MAX_AGE or (closing and PROBE_SECONDS <= age < float("inf")):
         _PROBE.update(busy=_busy_between(start, now), time=now[0], start=now)
     elif age > PROBE_MAX_AGE:
         _PROBE["start"] = now          # too old to say anything about the load now
@@ -332,8 +335,14 @@ def managed(method):
     def wrapper(self, *args, **kwargs):
         X = args[0] if args else kwargs.get("X")
         pool = self._parallel_pool(X)
-        with load_aware_threads(pool, self._parallel_rows(name, X)), thread_policy(pool):
-            return method(self, *args, **kwargs)
+        try:
+            with load_aware_threads(pool, self._parallel_rows(name, X)), thread_policy(pool):
+                return method(self, *args, **kwargs)
+        finally:
+            # a fit right after a fit (a benchmark's warm-up, a search over settings) then
+            # finds an estimate instead of waiting out a window when this call ran long
+            with _PROBE_LOCK:
+                _observe_load(closing=True)
 
     wrapper._thread_managed = True
     return wrapper

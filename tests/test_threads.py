@@ -183,6 +183,60 @@ def test_the_load_estimate_comes_from_two_calls_without_waiting(monkeypatch):
     assert slept == [pytest.approx(_threads.PROBE_SECONDS)]
 
 
+def test_a_long_call_leaves_an_estimate_for_the_next_one(monkeypatch):
+    """A managed call that ran longer than PROBE_MAX_AGE closes its own window as it returns,
+    so the fit that follows it (a benchmark's timed fit after its warm-up) does not wait."""
+    monkeypatch.setattr(_threads.os, "cpu_count", lambda: 2)
+    monkeypatch.setattr(_threads, "_PROBE", {"start": None, "time": -1e9, "busy": 0.0})
+    # entry at 10.0 (no estimate: waits out the window to 10.05), return at 13.0 after a call
+    # in which others kept half a core busy (150 of 600 ticks), the next entry at 13.01
+    readings = iter([(10.0, 0, 0, 0), (10.05, 10, 10, 0), (13.0, 160, 610, 0),
+                     (13.01, 161, 612, 0)])
+    monkeypatch.setattr(_threads, "_reading", lambda: next(readings))
+    slept = []
+    monkeypatch.setattr(_threads.time, "sleep", slept.append)
+    assert _threads._recent_busy_cores() == pytest.approx(2.0)      # the first call waits
+    assert slept == [pytest.approx(_threads.PROBE_SECONDS)]
+    with _threads._PROBE_LOCK:
+        _threads._observe_load(closing=True)   # the call returns 2.95 s later
+    assert _threads._recent_busy_cores() == pytest.approx(0.5)
+    assert len(slept) == 1
+    # without closing, the same 2.95 s window would be too old to count: it waits again
+    readings2 = iter([(10.0, 0, 0, 0), (10.05, 10, 10, 0), (13.0, 160, 610, 0),
+                      (13.01, 161, 612, 0), (13.06, 170, 622, 0)])
+    monkeypatch.setattr(_threads, "_reading", lambda: next(readings2))
+    monkeypatch.setattr(_threads, "_PROBE", {"start": None, "time": -1e9, "busy": 0.0})
+    _threads._recent_busy_cores()
+    with _threads._PROBE_LOCK:
+        _threads._observe_load()
+    _threads._recent_busy_cores()
+    assert len(slept) == 3
+
+
+def test_managed_calls_close_their_window_on_return(monkeypatch):
+    """The wrapper reads the counters as the method returns, also when it raises."""
+    closed = []
+    monkeypatch.setattr(_threads, "_observe_load", lambda closing=False: closed.append(closing))
+
+    class Est:
+        def _parallel_pool(self, X):
+            return "numba"
+
+        def _parallel_rows(self, name, X):
+            return 10              # small work: no probe at entry
+
+        @_threads.managed
+        def fit(self, X):
+            if X is None:
+                raise ValueError("X")
+            return self
+
+    Est().fit(np.zeros((10, 1)))
+    with pytest.raises(ValueError):
+        Est().fit(None)
+    assert closed.count(True) == 2
+
+
 def test_openmp_workers_sleep_between_regions_unless_the_user_chose():
     import subprocess
     import sys
