@@ -55,10 +55,11 @@ one, against 0.037 s for one ``A.T @ A``).
 
 Besides these, K_fu is computed (O(N M D) and N M exponentials) and ∂ℒ/∂K_fu is contracted
 with the kernel's derivatives (O(N M D)), both inside the two phases while the rows are in
-cache (``sparsegp._numba.regression``). So an evaluation sweeps N×M memory four times: K_fu
-and Vt written by the forward phase, both read by the gradient phase (one more K_fu read, the
-forward phase's, for the Matérn families, whose K_fu and derivative factor G come from one
-separate pass; PITC computes K_fu in a pass of its own too). Every function takes the
+cache (``sparsegp._numba.regression``, which takes the covariance rows from
+:func:`sparsegp._numba.covfuncs.stationary_rows`). So an evaluation sweeps N×M memory four
+times: K_fu and Vt written by the forward phase, both read by the gradient phase (for the
+Matérn families the forward phase also writes the derivative factor G of K_fu, which the
+gradient phase reads; PITC computes K_fu in a pass of its own). Every function takes the
 stationary ``family`` code of :mod:`sparsegp._numba.covfuncs` (default SE); for SE the
 derivative factor G of the contraction is K_fu itself.
 """
@@ -130,33 +131,26 @@ class Workspace:
 
 
 def cross_cov(X, Z, variance, lengthscale, out=None, family=SE, g_out=None):
-    """k(X, Z) as a C-contiguous (N, M) array through the compiled distance pass.
+    """k(X, Z) as a C-contiguous (N, M) array through the compiled row pass
+    (:func:`sparsegp._numba.covfuncs.stationary_rows`).
 
-    For SE the compiled pass writes exp(log s² − ½‖(x − z)/ℓ‖²) row by row; for the other
-    families it writes the exponent, and one more compiled loop turns the squared distance
-    into K (and, into ``g_out`` when given, the derivative factor s² G(r²)). Small
-    blocks (PITC blocks, K_uu) use a single-threaded pass: starting threads costs more than
-    the work there, badly so on a loaded machine.
+    With ``g_out`` (N, M) the derivative factor s² G(r²) is written there too (for SE a copy
+    of K). Small blocks (PITC blocks, K_uu) use a single-threaded pass: starting threads
+    costs more than the work there, badly so on a loaded machine.
     """
     N, D = X.shape
     if out is None:
         out = np.empty((N, Z.shape[0]))
-    Xs = np.ascontiguousarray(X / lengthscale)
-    ZsT = np.ascontiguousarray((Z / lengthscale).T)
-    logvar = math.log(variance) if family == SE else 0.0
+    Xs, ZsT = _scaled_inputs(X, Z, lengthscale)
+    want_g = g_out is not None and family != SE
+    G = g_out if want_g else out
     if out.size * D >= _PARALLEL_SIZE:
-        _nr.se_exponent_parallel(Xs, ZsT, logvar, out, _n_chunks(), family == SE)
+        _cf.stationary_rows_parallel(Xs, ZsT, family, float(variance), out, G, want_g,
+                                     _n_chunks())
     else:
-        _nr.se_exponent_rows(Xs, ZsT, logvar, out, 0, N, family == SE)
-    if family == SE:
-        if g_out is not None:
-            np.copyto(g_out, out)
-        return out
-    out *= -2.0                                               # r²
-    if g_out is None:
-        _cf.stationary_k_inplace(out, family, float(variance))
-    else:
-        _cf.stationary_from_sqdist(out, family, float(variance), out, g_out)
+        _cf.stationary_rows(Xs, ZsT, family, float(variance), out, G, want_g, 0, N)
+    if g_out is not None and family == SE:
+        np.copyto(g_out, out)
     return out
 
 
@@ -321,30 +315,22 @@ def sparse_lml(X, y, Z, variance, lengthscale, noise_variance, method, blocks=No
     Li = tri_inv(Lu)
     ws = Workspace() if workspace is None else workspace
     shape = (X.shape[0], Z.shape[0])
-
-    def kfu():
-        # K_fu and its derivative factor G (K_fu itself for SE, computed only with a gradient)
-        A = ws.array("K_fu", shape)
-        if family == SE or not eval_gradient:
-            return cross_cov(X, Z, s2, lengthscale, out=A, family=family), A
-        G = ws.array("G_fu", shape)
-        return cross_cov(X, Z, s2, lengthscale, out=A, family=family, g_out=G), G
-
+    A = ws.array("K_fu", shape)
+    # the derivative factor G of K_fu: K_fu itself for SE, needed only with a gradient
+    G = ws.array("G_fu", shape) if family != SE and eval_gradient else A
     if method == "pitc":
-        A, G = kfu()
+        cross_cov(X, Z, s2, lengthscale, out=A, family=family, g_out=None if G is A else G)
         return _pitc_lml(X, y, Z, s2, lengthscale, sn2, Lu, Li, used, Kzz, A, eval_gradient,
                          blocks, G, family)
     with blas_pin(method):
-        # SE: the forward pass writes K_fu itself, block by block while it is in cache
-        fill_k = family == SE
-        A, G = (ws.array("K_fu", shape),) * 2 if fill_k else kfu()
+        # the forward pass writes K_fu (and G) itself, block by block while it is in cache
         args = (X, y, Z, s2, lengthscale, sn2, Lu, Li, used, Kzz, A, eval_gradient, method, ws,
-                G, family, fill_k)
+                G, family)
         return (_fitc_lml if method in ("fitc", "fic") else _dtc_lml)(*args)
 
 
 def _dtc_lml(X, y, Z, s2, lengthscale, sn2, Lu, Li, used, Kzz, A, eval_gradient, method, ws,
-             G, family, fill_k):
+             G, family):
     """SoR/DTC/VFE (Λ = σ² I) in the whitened basis Vt = K_fu L_u⁻ᵀ.
 
     Forming S from K_ufK_fu instead would skip the trmm, but squares the conditioning of K_uu:
@@ -355,7 +341,7 @@ def _dtc_lml(X, y, Z, s2, lengthscale, sn2, Lu, Li, used, Kzz, A, eval_gradient,
     eye = np.eye(M)
     Vt = ws.array("Vt", A.shape)
     Xs, ZsT = _scaled_inputs(X, Z, lengthscale)
-    Sm, b = _nr.dtc_forward(Xs, ZsT, math.log(s2), fill_k, A, Vt, Li, y, _n_parts(),
+    Sm, b = _nr.dtc_forward(Xs, ZsT, family, s2, A, G, G is not A, Vt, Li, y, _n_parts(),
                             ROW_BLOCK)                       # Vtᵀ Vt, Vtᵀ y
     S = Sm / sn2 + eye
     LS = np.linalg.cholesky(S)
@@ -390,7 +376,7 @@ def _dtc_lml(X, y, Z, s2, lengthscale, sn2, Lu, Li, used, Kzz, A, eval_gradient,
 
 
 def _fitc_lml(X, y, Z, s2, lengthscale, sn2, Lu, Li, used, Kzz, A, eval_gradient, method, ws,
-              G, family, fill_k):
+              G, family):
     """FITC/FIC: Λ = diag(K_ff − Q_ff) + σ² I, in the whitened basis Vt = K_fu L_u⁻ᵀ."""
     N = X.shape[0]
     M = Z.shape[0]
@@ -399,7 +385,7 @@ def _fitc_lml(X, y, Z, s2, lengthscale, sn2, Lu, Li, used, Kzz, A, eval_gradient
     Lam = np.empty(N)
     ys = np.empty(N)                                         # Λ^-½ y
     Xs, ZsT = _scaled_inputs(X, Z, lengthscale)
-    S, r = _nr.fitc_forward(Xs, ZsT, math.log(s2), fill_k, A, Vt, Li, y, s2, sn2, Lam, ys,
+    S, r = _nr.fitc_forward(Xs, ZsT, family, s2, A, G, G is not A, Vt, Li, y, sn2, Lam, ys,
                             _n_parts(), ROW_BLOCK)
     if not np.all(Lam > 0):
         raise np.linalg.LinAlgError("FITC diagonal Λ is not positive")
@@ -430,7 +416,7 @@ def _fitc_lml(X, y, Z, s2, lengthscale, sn2, Lu, Li, used, Kzz, A, eval_gradient
 
 
 def _scaled_inputs(X, Z, lengthscale):
-    """X/ℓ (N, D) and (Z/ℓ)ᵀ (D, M), C-contiguous, as the compiled SE passes take them."""
+    """X/ℓ (N, D) and (Z/ℓ)ᵀ (D, M), C-contiguous, as the compiled row passes take them."""
     return (np.ascontiguousarray(X / lengthscale),
             np.ascontiguousarray((Z / lengthscale).T))
 
@@ -598,10 +584,10 @@ def _block_cov(X, idx, sizes, family, s2, lengthscale, deriv):
     nb, B = idx.shape
     out = np.empty((nb, B, B))
     if out.size * X.shape[1] >= _PARALLEL_SIZE:
-        _nr.block_se_parallel(X, idx, sizes, family, s2, lengthscale, deriv, out,
-                              4 * numba.get_num_threads())
+        _cf.stationary_blocks_parallel(X, idx, sizes, family, s2, lengthscale, deriv, out,
+                                       _n_chunks())
     else:
-        _nr.block_se_rows(X, idx, sizes, family, s2, lengthscale, deriv, out, 0, nb)
+        _cf.stationary_blocks_rows(X, idx, sizes, family, s2, lengthscale, deriv, out, 0, nb)
     return out
 
 
