@@ -99,14 +99,23 @@ class Posterior:
         Weights of the predictive mean, μ* = k*ᵀ w (notes §4.4).
     jitter : float
         The jitter multiple actually used on K_uu.
+    trace_gap : float or None
+        SoR/DTC/VFE: tr(K_ff − Q_ff), the prior variance the inducing inputs leave
+        unexplained at the training inputs (what separates DTC's evidence from the VFE
+        bound); None for the other methods.
+    fitted_mean : ndarray of shape (N,) or None
+        K_fu w, the predictive mean at the training inputs, when :func:`sparse_lml` was asked
+        for it (``fitted_mean=True``); not needed for prediction.
     """
 
-    def __init__(self, method, Lu, LS, w, jitter):
+    def __init__(self, method, Lu, LS, w, jitter, trace_gap=None):
         self.method = method
         self.Lu = Lu
         self.LS = LS
         self.w = w
         self.jitter = jitter
+        self.trace_gap = trace_gap
+        self.fitted_mean = None
 
 
 class Workspace:
@@ -272,7 +281,7 @@ def blas_pin(method):
 
 
 def sparse_lml(X, y, Z, variance, lengthscale, noise_variance, method, blocks=None,
-               jitter=1e-6, eval_gradient=True, workspace=None, family=SE):
+               jitter=1e-6, eval_gradient=True, workspace=None, family=SE, fitted_mean=False):
     """Log marginal likelihood (VFE: the bound) of a sparse method and its gradient.
 
     Parameters
@@ -294,6 +303,10 @@ def sparse_lml(X, y, Z, variance, lengthscale, noise_variance, method, blocks=No
         Buffers to reuse between calls (an optimiser's loop); fresh arrays when omitted.
     family : int, default SE
         Stationary family code (:mod:`sparsegp._numba.covfuncs`).
+    fitted_mean : bool, default False
+        Also set ``post.fitted_mean`` = K_fu w, the mean at the training inputs: one
+        N×M product with the K_fu this evaluation formed, where predicting at X would
+        compute K_fu again.
 
     Returns
     -------
@@ -320,13 +333,17 @@ def sparse_lml(X, y, Z, variance, lengthscale, noise_variance, method, blocks=No
     G = ws.array("G_fu", shape) if family != SE and eval_gradient else A
     if method == "pitc":
         cross_cov(X, Z, s2, lengthscale, out=A, family=family, g_out=None if G is A else G)
-        return _pitc_lml(X, y, Z, s2, lengthscale, sn2, Lu, Li, used, Kzz, A, eval_gradient,
-                         blocks, G, family)
-    with blas_pin(method):
-        # the forward pass writes K_fu (and G) itself, block by block while it is in cache
-        args = (X, y, Z, s2, lengthscale, sn2, Lu, Li, used, Kzz, A, eval_gradient, method, ws,
-                G, family)
-        return (_fitc_lml if method in ("fitc", "fic") else _dtc_lml)(*args)
+        lml, grad, post = _pitc_lml(X, y, Z, s2, lengthscale, sn2, Lu, Li, used, Kzz, A,
+                                    eval_gradient, blocks, G, family)
+    else:
+        with blas_pin(method):
+            # the forward pass writes K_fu (and G) itself, block by block while it is in cache
+            args = (X, y, Z, s2, lengthscale, sn2, Lu, Li, used, Kzz, A, eval_gradient, method,
+                    ws, G, family)
+            lml, grad, post = (_fitc_lml if method in ("fitc", "fic") else _dtc_lml)(*args)
+    if fitted_mean:
+        post.fitted_mean = A @ post.w
+    return lml, grad, post
 
 
 def _dtc_lml(X, y, Z, s2, lengthscale, sn2, Lu, Li, used, Kzz, A, eval_gradient, method, ws,
@@ -353,7 +370,7 @@ def _dtc_lml(X, y, Z, s2, lengthscale, sn2, Lu, Li, used, Kzz, A, eval_gradient,
         lml -= trace_gap / (2.0 * sn2)                       # §4.8
     gamma = solve_triangular(LS, c, lower=True, trans=1, check_finite=False)   # S⁻¹ r
     wt = Li.T @ gamma
-    post = Posterior(method, Lu, LS, wt, used)
+    post = Posterior(method, Lu, LS, wt, used, trace_gap=float(trace_gap))
     if not eval_gradient:
         return lml, None, post
 
