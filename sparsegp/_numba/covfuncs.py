@@ -45,38 +45,35 @@ _SQRT5 = math.sqrt(5.0)
 
 
 @jit
-def unit_k(q, family):
-    """g(q) of the table above: the covariance over s2 at squared scaled distance q."""
+def unit_kg(q, family):
+    """``(g(q), G(q))`` of the table above, sharing one exponential (G = 0 for Matérn 1/2
+    at q = 0)."""
     if family == SE:
-        return math.exp(-0.5 * q)
+        e = math.exp(-0.5 * q)
+        return e, e
     r = math.sqrt(q)
     if family == MATERN12:
-        return math.exp(-r)
+        e = math.exp(-r)
+        return e, (e / r if r > 0.0 else 0.0)
     if family == MATERN32:
         a = _SQRT3 * r
-        return (1.0 + a) * math.exp(-a)
+        e = math.exp(-a)
+        return (1.0 + a) * e, 3.0 * e
     a = _SQRT5 * r
-    return (1.0 + a + a * a / 3.0) * math.exp(-a)
+    e = math.exp(-a)
+    return (1.0 + a + a * a / 3.0) * e, (5.0 / 3.0) * (1.0 + a) * e
 
 
 @jit
-def unit_g(q, family):
-    """G(q) = -2 dg/dq of the table above (0 for Matérn 1/2 at q = 0)."""
-    if family == SE:
-        return math.exp(-0.5 * q)
-    r = math.sqrt(q)
-    if family == MATERN12:
-        return math.exp(-r) / r if r > 0.0 else 0.0
-    if family == MATERN32:
-        return 3.0 * math.exp(-_SQRT3 * r)
-    a = _SQRT5 * r
-    return (5.0 / 3.0) * (1.0 + a) * math.exp(-a)
+def unit_k(q, family):
+    """g(q) of the table above: the covariance over s2 at squared scaled distance q."""
+    return unit_kg(q, family)[0]
 
 
 @jit
 def stationary_value(q, family, variance, deriv):
     """s2 g(q), or with ``deriv`` the derivative factor s2 G(q), at squared scaled distance q."""
-    return variance * (unit_g(q, family) if deriv else unit_k(q, family))
+    return variance * unit_kg(q, family)[1 if deriv else 0]
 
 
 @jit
@@ -127,10 +124,10 @@ def stationary_rows(Xs, ZsT, family, variance, K, G, want_g, lo, hi):
                 K[n, m] = math.exp(logvar - 0.5 * K[n, m])
         else:
             for m in range(M):
-                q = K[n, m]
+                k, g = unit_kg(K[n, m], family)
+                K[n, m] = variance * k
                 if want_g:
-                    G[n, m] = variance * unit_g(q, family)
-                K[n, m] = variance * unit_k(q, family)
+                    G[n, m] = variance * g
 
 
 @jit(parallel=True)

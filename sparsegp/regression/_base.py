@@ -361,14 +361,11 @@ def _dtc_lml(X, y, Z, s2, lengthscale, sn2, Lu, Li, used, Kzz, A, eval_gradient,
     Sm, b = _nr.dtc_forward(Xs, ZsT, family, s2, A, G, G is not A, Vt, Li, y, _n_parts(),
                             ROW_BLOCK)                       # Vtᵀ Vt, Vtᵀ y
     S = Sm / sn2 + eye
-    LS = np.linalg.cholesky(S)
-    c = solve_triangular(LS, b / sn2, lower=True, check_finite=False)
-    lml = -0.5 * (N * math.log(sn2) + 2.0 * np.sum(np.log(np.diag(LS))) + (y @ y) / sn2
-                  - c @ c + N * _LOG_2PI)
+    LS, logdet_S, rSr, gamma = _solve_s(S, b / sn2)
+    lml = -0.5 * (N * math.log(sn2) + logdet_S + (y @ y) / sn2 - rSr + N * _LOG_2PI)
     trace_gap = N * s2 - np.trace(Sm)                        # tr(K_ff − Q_ff)
     if method == "vfe":
         lml -= trace_gap / (2.0 * sn2)                       # §4.8
-    gamma = solve_triangular(LS, c, lower=True, trans=1, check_finite=False)   # S⁻¹ r
     wt = Li.T @ gamma
     post = Posterior(method, Lu, LS, wt, used, trace_gap=float(trace_gap))
     if not eval_gradient:
@@ -407,11 +404,8 @@ def _fitc_lml(X, y, Z, s2, lengthscale, sn2, Lu, Li, used, Kzz, A, eval_gradient
     if not np.all(Lam > 0):
         raise np.linalg.LinAlgError("FITC diagonal Λ is not positive")
     S[np.diag_indices(M)] += 1.0                             # I + Vtᵀ Λ⁻¹ Vt
-    LS = np.linalg.cholesky(S)
-    c = solve_triangular(LS, r, lower=True, check_finite=False)
-    lml = -0.5 * (np.sum(np.log(Lam)) + 2.0 * np.sum(np.log(np.diag(LS))) + ys @ ys - c @ c
-                  + N * _LOG_2PI)
-    gamma = solve_triangular(LS, c, lower=True, trans=1, check_finite=False)   # S⁻¹ r
+    LS, logdet_S, rSr, gamma = _solve_s(S, r)
+    lml = -0.5 * (np.sum(np.log(Lam)) + logdet_S + ys @ ys - rSr + N * _LOG_2PI)
     wt = Li.T @ gamma
     post = Posterior(method, Lu, LS, wt, used)
     if not eval_gradient:
@@ -430,6 +424,17 @@ def _fitc_lml(X, y, Z, s2, lengthscale, sn2, Lu, Li, used, Kzz, A, eval_gradient
     grad["variance"] += trG                                  # ∂ℒ/∂diag K_ff = g, ∂K_nn/∂s² = 1
     grad["noise_variance"] = float(trG)
     return lml, grad, post
+
+
+def _solve_s(S, r):
+    """Factor S = I + Vtᵀ Λ⁻¹ Vt (M, M) and solve it against r = Vtᵀ Λ⁻¹ y (M,).
+
+    Returns ``(L_S, log|S|, rᵀ S⁻¹ r, γ = S⁻¹ r)``, the pieces of every sparse evidence.
+    """
+    LS = np.linalg.cholesky(S)
+    c = solve_triangular(LS, r, lower=True, check_finite=False)
+    gamma = solve_triangular(LS, c, lower=True, trans=1, check_finite=False)
+    return LS, 2.0 * np.sum(np.log(np.diag(LS))), c @ c, gamma
 
 
 def _scaled_inputs(X, Z, lengthscale):
@@ -554,12 +559,8 @@ def _pitc_lml(X, y, Z, s2, lengthscale, sn2, Lu, Li, used, Kzz, A, eval_gradient
     oy[rows] = np.einsum("bij,bj->bi", Lami, yb)[mask]
     S = Vt.T @ U
     S[np.diag_indices(M)] += 1.0
-    LS = np.linalg.cholesky(S)
-    r = U.T @ y
-    c = solve_triangular(LS, r, lower=True, check_finite=False)
-    lml = -0.5 * (logdet + 2.0 * np.sum(np.log(np.diag(LS))) + y @ oy - c @ c
-                  + N * _LOG_2PI)
-    gamma = solve_triangular(LS, c, lower=True, trans=1, check_finite=False)
+    LS, logdet_S, rSr, gamma = _solve_s(S, U.T @ y)
+    lml = -0.5 * (logdet + logdet_S + y @ oy - rSr + N * _LOG_2PI)
     post = Posterior("pitc", Lu, LS, Li.T @ gamma, used)
     if not eval_gradient:
         return lml, None, post
