@@ -16,8 +16,8 @@ dL/dz_mj = Σ_n W s2 G (x_nj - z_mj) / l_j², dL/dl_j = Σ W s2 G (x_nj - z_mj)�
 dL/dx = minus the first, summed over m. For SE, s2 G is K itself, so callers pass K. Matérn 1/2
 is not differentiable where two points coincide; its G is set to 0 there (a subgradient).
 
-Every compiled evaluation of these covariances is here, in two forms that differ only in
-rounding:
+The kernel objects (and every engine that calls them) and the regression family evaluate these
+covariances here, in two forms that differ only in rounding:
 
 * **pairwise** (:func:`stationary_cross`, :func:`stationary_blocks_rows`): q from
   ((a − b) / l)² per pair, then s2 g(q) (:func:`stationary_value`); the kernel objects and the
@@ -31,7 +31,9 @@ The two round differently in the last bit. Each form's rounding is what its esti
 always been fitted with, and fits that stop at an iteration limit follow it: switching
 the regression to the pairwise form moved the objective of a DTC fit that stops at
 ``max_iter`` by 0.7 (and converged fits by ~1e-12); switching the kernel objects to the row
-form moved a GFITC fit by 5e-3.
+form moved a GFITC fit by 5e-3. (Still outside: the IVM's ``adf.kernel_value`` and BLAS
+column, and the multi-class ``multiclass.se_from_cross``, distance-from-Gram forms with a
+rounding of their own.)
 """
 import math
 
