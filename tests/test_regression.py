@@ -470,6 +470,55 @@ def test_workspace_reuse_changes_nothing(method):
         np.testing.assert_array_equal(first[1][key], val)
 
 
+@pytest.mark.parametrize("method, family", [("fitc", 0), ("dtc", 0), ("vfe", 2),
+                                            ("pitc", 0), ("pitc", 3), ("sor", 1)])
+def test_fitted_mean_is_k_fu_w(method, family):
+    """``fitted_mean=True`` returns the mean at the training inputs, K_fu w, bit for bit."""
+    X, y, Z, ls, blocks = _problem(N=60)
+    _, _, post = _base.sparse_lml(X, y, Z, S2, ls, SN2, method, blocks, family=family,
+                                  fitted_mean=True)
+    np.testing.assert_array_equal(post.fitted_mean,
+                                  _base.cross_cov(X, Z, S2, ls, family=family) @ post.w)
+    assert _base.sparse_lml(X, y, Z, S2, ls, SN2, method, blocks)[2].fitted_mean is None
+
+
+@pytest.mark.parametrize("method, warning", [
+    ("fitc", "no better than their mean"), ("pitc", "no better than their mean"),
+    ("vfe", "no better than their mean"), ("dtc", "far more certain than its kernel"),
+    ("sor", "far more certain than its kernel")])
+def test_fit_checks_reuse_the_final_evaluation(method, warning, monkeypatch):
+    """Targets independent of X trip the training-fit checks, which read K_fu w and
+    tr(K_ff − Q_ff) off the final evaluation: outside ``sparse_lml`` the fit forms no
+    covariance over the training rows, and SoR/DTC evaluate no VFE bound after it."""
+    rng = np.random.default_rng(0)
+    X, y = rng.normal(size=(200, 2)), rng.normal(size=200)
+    rows, methods, inside = [], [], [0]
+    cross_cov, sparse_lml = _base.cross_cov, _base.sparse_lml
+
+    def counted_cross_cov(A, B, *args, **kwargs):
+        if not inside[0]:
+            rows.append(A.shape[0])
+        return cross_cov(A, B, *args, **kwargs)
+
+    def counted_lml(*args, **kwargs):
+        methods.append(args[6])
+        inside[0] += 1
+        try:
+            return sparse_lml(*args, **kwargs)
+        finally:
+            inside[0] -= 1
+
+    monkeypatch.setattr(_base, "cross_cov", counted_cross_cov)
+    monkeypatch.setattr(_base, "sparse_lml", counted_lml)
+    Z = X[:10].copy()
+    with pytest.warns(ConvergenceWarning) as record:
+        gp = SparseGPRegressor(method, inducing_points=Z, random_state=0).fit(X, y)
+    assert any(warning in str(w.message) for w in record)
+    assert methods[-1] == method                       # the final evaluation is the last
+    assert X.shape[0] not in rows
+    assert gp._post.fitted_mean is None                 # not kept in the fitted model
+
+
 def test_median_split_blocks_partition_and_balance():
     X = np.random.default_rng(12).normal(size=(1000, 3))
     blocks = _base.median_split_blocks(X, 64)

@@ -6,10 +6,10 @@ a thread walks its own rows in blocks of a thousand or so and, while a block is 
 takes it through every O(N M²) BLAS-3 call (trmm, syrk, gemm, through
 :mod:`sparsegp._numba.blas`) and every O(N M) or O(N M D) loop of that phase, keeping its own
 M×M and D×M sums. So two cores do twice the BLAS work of one, and no N×M array makes a round
-trip to memory between steps. The row kernels (``*_rows``) are the loops; the SE cross
-covariance and the contraction also have ``parallel`` drivers of their own for the kernel
-matrix and PITC. Inner loops run over the M inducing points (contiguous), so LLVM vectorises
-them.
+trip to memory between steps. The row kernels (``*_rows``) are the loops; the covariance
+rows themselves come from :func:`sparsegp._numba.covfuncs.stationary_rows`, the one compiled
+definition of the kernels, and the contraction also has a ``parallel`` driver of its own for
+PITC. Inner loops run over the M inducing points (contiguous), so LLVM vectorises them.
 """
 import math
 
@@ -17,45 +17,8 @@ import numba
 import numpy as np
 
 from ._jit import jit
-from .covfuncs import unit_g, unit_k
+from .covfuncs import stationary_rows
 from .blas import gemm_rows, sum_lower_parts, syrk_rows, thread_ranges, trmm_rows
-
-
-@jit
-def se_exponent_rows(Xs, ZsT, logvar, out, lo, hi, exponentiate):
-    """Rows lo..hi-1 of ``out[n, m] = logvar − ½ ‖Xs[n] − Zs[m]‖²``, or with
-    ``exponentiate`` its exponential, the SE covariance.
-
-    Xs (N, D) and ZsT (D, M) are the inputs divided by the length-scales, Zs transposed so the
-    inner loop runs over m. The exponential is taken while the row is in cache: a separate
-    numpy ``exp`` over the finished array would cost two more passes over N×M memory (and run
-    on one thread); without SVML numpy's and this loop's ``exp`` are the same libm function,
-    equally fast (2·10⁶ entries: 10 ms each, identical bits).
-    """
-    D, M = ZsT.shape
-    for n in range(lo, hi):
-        for m in range(M):
-            out[n, m] = 0.0
-        for j in range(D):
-            x = Xs[n, j]
-            for m in range(M):
-                t = x - ZsT[j, m]
-                out[n, m] += t * t
-        if exponentiate:
-            for m in range(M):
-                out[n, m] = math.exp(logvar - 0.5 * out[n, m])
-        else:
-            for m in range(M):
-                out[n, m] = logvar - 0.5 * out[n, m]
-
-
-@jit(parallel=True)
-def se_exponent_parallel(Xs, ZsT, logvar, out, n_chunks, exponentiate):
-    """:func:`se_exponent_rows` over all rows in ``n_chunks`` parallel chunks."""
-    N = Xs.shape[0]
-    step = (N + n_chunks - 1) // n_chunks
-    for c in numba.prange(n_chunks):
-        se_exponent_rows(Xs, ZsT, logvar, out, c * step, min(N, (c + 1) * step), exponentiate)
 
 
 @jit
@@ -83,45 +46,45 @@ def fitc_scale_rows(Vt, y, s2, sn2, lam, U, ys, r, lo, hi):
 
 
 @jit
-def _whiten_rows(Xs, ZsT, logvar, fill_k, K, V, Li, lo, hi):
-    """Rows lo..hi-1 of ``V = K L_u⁻ᵀ`` (K kept), with Li = L_u⁻¹ lower triangular.
+def _whiten_rows(Xs, ZsT, family, s2, K, G, want_g, V, Li, lo, hi):
+    """Rows lo..hi-1 of K = k(X, Z) (and with ``want_g`` its derivative factor G), then
+    ``V = K L_u⁻ᵀ`` (K kept), with Li = L_u⁻¹ lower triangular.
 
-    With ``fill_k`` the rows of K are first written here as the SE covariance
-    (:func:`se_exponent_rows` with ``logvar`` = log s²): computed while the block is in
-    cache, K_fu costs one pass over N×M memory (its write) instead of a write and a read.
+    K comes from :func:`sparsegp._numba.covfuncs.stationary_rows` while the block is in
+    cache, so K_fu costs one pass over N×M memory (its write) instead of a write and a read.
     """
-    if fill_k:
-        se_exponent_rows(Xs, ZsT, logvar, K, lo, hi, True)
+    stationary_rows(Xs, ZsT, family, s2, K, G, want_g, lo, hi)
     V[lo:hi] = K[lo:hi]
     trmm_rows(V, Li, lo, hi, True)
 
 
 @jit(parallel=True)
-def fitc_forward(Xs, ZsT, logvar, fill_k, K, V, Li, y, s2, sn2, lam, ys, n_parts, block):
+def fitc_forward(Xs, ZsT, family, s2, K, G, want_g, V, Li, y, sn2, lam, ys, n_parts, block):
     """The O(N M²) forward pass of the FITC evidence, rows split among ``n_parts`` threads.
 
     Each thread walks its rows in blocks of ``block`` and, while a block is in cache, forms
-    K (SE, with ``fill_k``: :func:`_whiten_rows`), ``V = K L_u⁻ᵀ`` (trmm), Λ,
+    K (and G with ``want_g``) and ``V = K L_u⁻ᵀ`` (trmm, :func:`_whiten_rows`), Λ,
     ``ys = Λ^-½ y`` and, in a block-sized scratch array, ``U = Λ^-½ V``
     (:func:`fitc_scale_rows`), whose Gram matrix it adds to its own (syrk).
 
-    Xs (N, D), ZsT (D, M): inputs over the length-scales; K, V: (N, M), V written (K too
-    with ``fill_k``, else read); y, lam, ys: (N,); Li (M, M) = L_u⁻¹. Returns ``(G, r)``:
-    G (M, M) = Vᵀ Λ⁻¹ V (symmetric) and r (M,) = Vᵀ Λ⁻¹ y.
+    Xs (N, D), ZsT (D, M): inputs over the length-scales; ``family``, ``s2``: the stationary
+    family code and signal variance; K, G, V: (N, M), written (G only with ``want_g``);
+    y, lam, ys: (N,); Li (M, M) = L_u⁻¹. Returns ``(S, r)``: S (M, M) = Vᵀ Λ⁻¹ V
+    (symmetric) and r (M,) = Vᵀ Λ⁻¹ y.
     """
     N, M = K.shape
     edges = thread_ranges(N, n_parts)
-    G = np.zeros((n_parts, M, M))
+    S = np.zeros((n_parts, M, M))
     r = np.zeros((n_parts, M))
     for t in numba.prange(n_parts):
         Ub = np.empty((block, M))
         for lo in range(edges[t], edges[t + 1], block):
             hi = min(lo + block, edges[t + 1])
             nb = hi - lo
-            _whiten_rows(Xs, ZsT, logvar, fill_k, K, V, Li, lo, hi)
+            _whiten_rows(Xs, ZsT, family, s2, K, G, want_g, V, Li, lo, hi)
             fitc_scale_rows(V[lo:hi], y[lo:hi], s2, sn2, lam[lo:hi], Ub, ys[lo:hi], r[t], 0, nb)
-            syrk_rows(Ub, 0, nb, G[t])
-    return sum_lower_parts(G), r.sum(axis=0)
+            syrk_rows(Ub, 0, nb, S[t])
+    return sum_lower_parts(S), r.sum(axis=0)
 
 
 @jit
@@ -201,27 +164,27 @@ def fitc_backward(Xs, ZsT, K, G, V, H, Li, y, lam, gamma, wt, alpha, n_parts, bl
 
 
 @jit(parallel=True)
-def dtc_forward(Xs, ZsT, logvar, fill_k, K, V, Li, y, n_parts, block):
-    """The O(N M²) forward pass of SoR/DTC/VFE: ``V = K L_u⁻ᵀ`` and its Gram matrix.
+def dtc_forward(Xs, ZsT, family, s2, K, G, want_g, V, Li, y, n_parts, block):
+    """The O(N M²) forward pass of SoR/DTC/VFE: K, ``V = K L_u⁻ᵀ`` and its Gram matrix.
 
     Rows are split among ``n_parts`` threads, each walking its rows in blocks of ``block``
-    (K written there first with ``fill_k``, as in :func:`fitc_forward`). Xs (N, D),
-    ZsT (D, M); K, V: (N, M). Returns ``(G, b)``: G (M, M) = Vᵀ V (symmetric) and
-    b (M,) = Vᵀ y.
+    (K, and G with ``want_g``, written there first, as in :func:`fitc_forward`).
+    Xs (N, D), ZsT (D, M); K, G, V: (N, M). Returns ``(S, b)``: S (M, M) = Vᵀ V (symmetric)
+    and b (M,) = Vᵀ y.
     """
     N, M = K.shape
     edges = thread_ranges(N, n_parts)
-    G = np.zeros((n_parts, M, M))
+    S = np.zeros((n_parts, M, M))
     b = np.zeros((n_parts, M))
     for t in numba.prange(n_parts):
         for lo in range(edges[t], edges[t + 1], block):
             hi = min(lo + block, edges[t + 1])
-            _whiten_rows(Xs, ZsT, logvar, fill_k, K, V, Li, lo, hi)
-            syrk_rows(V, lo, hi, G[t])
+            _whiten_rows(Xs, ZsT, family, s2, K, G, want_g, V, Li, lo, hi)
+            syrk_rows(V, lo, hi, S[t])
             for n in range(lo, hi):
                 for m in range(M):
                     b[t, m] += V[n, m] * y[n]
-    return sum_lower_parts(G), b.sum(axis=0)
+    return sum_lower_parts(S), b.sum(axis=0)
 
 
 @jit
@@ -307,46 +270,6 @@ def se_contract_parallel(Xs, ZsT, K, G, W, alpha, wt, n_chunks):
         se_contract_rows(Xs, ZsT, K, G, W, alpha, wt, gz[c], gq[c], cs[c], c * step,
                          min(N, (c + 1) * step))
     return gz.sum(axis=0), gq.sum(axis=0), cs.sum(axis=0)
-
-
-@jit
-def block_se_rows(X, idx, sizes, family, variance, lengthscale, deriv, out, lo, hi):
-    """Blocks lo..hi-1 of the padded block covariances: ``out[b, i, j] = k(x_idx[b,i], x_idx[b,j])``.
-
-    ``idx`` (nb, B) holds the training rows of each block, ``sizes`` (nb,) how many are real;
-    padding entries of ``out`` (nb, B, B) are set to 0. ``family`` is a stationary family code
-    of :mod:`sparsegp._numba.covfuncs`; with ``deriv`` the blocks hold its derivative factor
-    s² G(r²) instead.
-    """
-    B = idx.shape[1]
-    D = X.shape[1]
-    for b in range(lo, hi):
-        nbs = sizes[b]
-        for i in range(B):
-            for j in range(B):
-                if i >= nbs or j >= nbs:
-                    out[b, i, j] = 0.0
-                elif j < i:
-                    out[b, i, j] = out[b, j, i]
-                else:
-                    s = 0.0
-                    xi = idx[b, i]
-                    xj = idx[b, j]
-                    for d in range(D):
-                        t = (X[xi, d] - X[xj, d]) / lengthscale[d]
-                        s += t * t
-                    out[b, i, j] = variance * (unit_g(s, family) if deriv
-                                               else unit_k(s, family))
-
-
-@jit(parallel=True)
-def block_se_parallel(X, idx, sizes, family, variance, lengthscale, deriv, out, n_chunks):
-    """:func:`block_se_rows` over all blocks in ``n_chunks`` parallel chunks."""
-    nb = idx.shape[0]
-    step = (nb + n_chunks - 1) // n_chunks
-    for c in numba.prange(n_chunks):
-        block_se_rows(X, idx, sizes, family, variance, lengthscale, deriv, out, c * step,
-                      min(nb, (c + 1) * step))
 
 
 @jit

@@ -55,10 +55,11 @@ one, against 0.037 s for one ``A.T @ A``).
 
 Besides these, K_fu is computed (O(N M D) and N M exponentials) and ∂ℒ/∂K_fu is contracted
 with the kernel's derivatives (O(N M D)), both inside the two phases while the rows are in
-cache (``sparsegp._numba.regression``). So an evaluation sweeps N×M memory four times: K_fu
-and Vt written by the forward phase, both read by the gradient phase (one more K_fu read, the
-forward phase's, for the Matérn families, whose K_fu and derivative factor G come from one
-separate pass; PITC computes K_fu in a pass of its own too). Every function takes the
+cache (``sparsegp._numba.regression``, which takes the covariance rows from
+:func:`sparsegp._numba.covfuncs.stationary_rows`). So an evaluation sweeps N×M memory four
+times: K_fu and Vt written by the forward phase, both read by the gradient phase (for the
+Matérn families the forward phase also writes the derivative factor G of K_fu, which the
+gradient phase reads; PITC computes K_fu in a pass of its own). Every function takes the
 stationary ``family`` code of :mod:`sparsegp._numba.covfuncs` (default SE); for SE the
 derivative factor G of the contraction is K_fu itself.
 """
@@ -98,14 +99,23 @@ class Posterior:
         Weights of the predictive mean, μ* = k*ᵀ w (notes §4.4).
     jitter : float
         The jitter multiple actually used on K_uu.
+    trace_gap : float or None
+        SoR/DTC/VFE: tr(K_ff − Q_ff), the prior variance the inducing inputs leave
+        unexplained at the training inputs (what separates DTC's evidence from the VFE
+        bound); None for the other methods.
+    fitted_mean : ndarray of shape (N,) or None
+        K_fu w, the predictive mean at the training inputs, when :func:`sparse_lml` was asked
+        for it (``fitted_mean=True``); not needed for prediction.
     """
 
-    def __init__(self, method, Lu, LS, w, jitter):
+    def __init__(self, method, Lu, LS, w, jitter, trace_gap=None):
         self.method = method
         self.Lu = Lu
         self.LS = LS
         self.w = w
         self.jitter = jitter
+        self.trace_gap = trace_gap
+        self.fitted_mean = None
 
 
 class Workspace:
@@ -130,33 +140,26 @@ class Workspace:
 
 
 def cross_cov(X, Z, variance, lengthscale, out=None, family=SE, g_out=None):
-    """k(X, Z) as a C-contiguous (N, M) array through the compiled distance pass.
+    """k(X, Z) as a C-contiguous (N, M) array through the compiled row pass
+    (:func:`sparsegp._numba.covfuncs.stationary_rows`).
 
-    For SE the compiled pass writes exp(log s² − ½‖(x − z)/ℓ‖²) row by row; for the other
-    families it writes the exponent, and one more compiled loop turns the squared distance
-    into K (and, into ``g_out`` when given, the derivative factor s² G(r²)). Small
-    blocks (PITC blocks, K_uu) use a single-threaded pass: starting threads costs more than
-    the work there, badly so on a loaded machine.
+    With ``g_out`` (N, M) the derivative factor s² G(r²) is written there too (for SE a copy
+    of K). Small blocks (PITC blocks, K_uu) use a single-threaded pass: starting threads
+    costs more than the work there, badly so on a loaded machine.
     """
     N, D = X.shape
     if out is None:
         out = np.empty((N, Z.shape[0]))
-    Xs = np.ascontiguousarray(X / lengthscale)
-    ZsT = np.ascontiguousarray((Z / lengthscale).T)
-    logvar = math.log(variance) if family == SE else 0.0
+    Xs, ZsT = _scaled_inputs(X, Z, lengthscale)
+    want_g = g_out is not None and family != SE
+    G = g_out if want_g else out
     if out.size * D >= _PARALLEL_SIZE:
-        _nr.se_exponent_parallel(Xs, ZsT, logvar, out, _n_chunks(), family == SE)
+        _cf.stationary_rows_parallel(Xs, ZsT, family, float(variance), out, G, want_g,
+                                     _n_chunks())
     else:
-        _nr.se_exponent_rows(Xs, ZsT, logvar, out, 0, N, family == SE)
-    if family == SE:
-        if g_out is not None:
-            np.copyto(g_out, out)
-        return out
-    out *= -2.0                                               # r²
-    if g_out is None:
-        _cf.stationary_k_inplace(out, family, float(variance))
-    else:
-        _cf.stationary_from_sqdist(out, family, float(variance), out, g_out)
+        _cf.stationary_rows(Xs, ZsT, family, float(variance), out, G, want_g, 0, N)
+    if g_out is not None and family == SE:
+        np.copyto(g_out, out)
     return out
 
 
@@ -278,7 +281,7 @@ def blas_pin(method):
 
 
 def sparse_lml(X, y, Z, variance, lengthscale, noise_variance, method, blocks=None,
-               jitter=1e-6, eval_gradient=True, workspace=None, family=SE):
+               jitter=1e-6, eval_gradient=True, workspace=None, family=SE, fitted_mean=False):
     """Log marginal likelihood (VFE: the bound) of a sparse method and its gradient.
 
     Parameters
@@ -300,6 +303,10 @@ def sparse_lml(X, y, Z, variance, lengthscale, noise_variance, method, blocks=No
         Buffers to reuse between calls (an optimiser's loop); fresh arrays when omitted.
     family : int, default SE
         Stationary family code (:mod:`sparsegp._numba.covfuncs`).
+    fitted_mean : bool, default False
+        Also set ``post.fitted_mean`` = K_fu w, the mean at the training inputs: one
+        N×M product with the K_fu this evaluation formed, where predicting at X would
+        compute K_fu again.
 
     Returns
     -------
@@ -321,30 +328,26 @@ def sparse_lml(X, y, Z, variance, lengthscale, noise_variance, method, blocks=No
     Li = tri_inv(Lu)
     ws = Workspace() if workspace is None else workspace
     shape = (X.shape[0], Z.shape[0])
-
-    def kfu():
-        # K_fu and its derivative factor G (K_fu itself for SE, computed only with a gradient)
-        A = ws.array("K_fu", shape)
-        if family == SE or not eval_gradient:
-            return cross_cov(X, Z, s2, lengthscale, out=A, family=family), A
-        G = ws.array("G_fu", shape)
-        return cross_cov(X, Z, s2, lengthscale, out=A, family=family, g_out=G), G
-
+    A = ws.array("K_fu", shape)
+    # the derivative factor G of K_fu: K_fu itself for SE, needed only with a gradient
+    G = ws.array("G_fu", shape) if family != SE and eval_gradient else A
     if method == "pitc":
-        A, G = kfu()
-        return _pitc_lml(X, y, Z, s2, lengthscale, sn2, Lu, Li, used, Kzz, A, eval_gradient,
-                         blocks, G, family)
-    with blas_pin(method):
-        # SE: the forward pass writes K_fu itself, block by block while it is in cache
-        fill_k = family == SE
-        A, G = (ws.array("K_fu", shape),) * 2 if fill_k else kfu()
-        args = (X, y, Z, s2, lengthscale, sn2, Lu, Li, used, Kzz, A, eval_gradient, method, ws,
-                G, family, fill_k)
-        return (_fitc_lml if method in ("fitc", "fic") else _dtc_lml)(*args)
+        cross_cov(X, Z, s2, lengthscale, out=A, family=family, g_out=None if G is A else G)
+        lml, grad, post = _pitc_lml(X, y, Z, s2, lengthscale, sn2, Lu, Li, used, Kzz, A,
+                                    eval_gradient, blocks, G, family)
+    else:
+        with blas_pin(method):
+            # the forward pass writes K_fu (and G) itself, block by block while it is in cache
+            args = (X, y, Z, s2, lengthscale, sn2, Lu, Li, used, Kzz, A, eval_gradient, method,
+                    ws, G, family)
+            lml, grad, post = (_fitc_lml if method in ("fitc", "fic") else _dtc_lml)(*args)
+    if fitted_mean:
+        post.fitted_mean = A @ post.w
+    return lml, grad, post
 
 
 def _dtc_lml(X, y, Z, s2, lengthscale, sn2, Lu, Li, used, Kzz, A, eval_gradient, method, ws,
-             G, family, fill_k):
+             G, family):
     """SoR/DTC/VFE (Λ = σ² I) in the whitened basis Vt = K_fu L_u⁻ᵀ.
 
     Forming S from K_ufK_fu instead would skip the trmm, but squares the conditioning of K_uu:
@@ -355,19 +358,16 @@ def _dtc_lml(X, y, Z, s2, lengthscale, sn2, Lu, Li, used, Kzz, A, eval_gradient,
     eye = np.eye(M)
     Vt = ws.array("Vt", A.shape)
     Xs, ZsT = _scaled_inputs(X, Z, lengthscale)
-    Sm, b = _nr.dtc_forward(Xs, ZsT, math.log(s2), fill_k, A, Vt, Li, y, _n_parts(),
+    Sm, b = _nr.dtc_forward(Xs, ZsT, family, s2, A, G, G is not A, Vt, Li, y, _n_parts(),
                             ROW_BLOCK)                       # Vtᵀ Vt, Vtᵀ y
     S = Sm / sn2 + eye
-    LS = np.linalg.cholesky(S)
-    c = solve_triangular(LS, b / sn2, lower=True, check_finite=False)
-    lml = -0.5 * (N * math.log(sn2) + 2.0 * np.sum(np.log(np.diag(LS))) + (y @ y) / sn2
-                  - c @ c + N * _LOG_2PI)
+    LS, logdet_S, rSr, gamma = _solve_s(S, b / sn2)
+    lml = -0.5 * (N * math.log(sn2) + logdet_S + (y @ y) / sn2 - rSr + N * _LOG_2PI)
     trace_gap = N * s2 - np.trace(Sm)                        # tr(K_ff − Q_ff)
     if method == "vfe":
         lml -= trace_gap / (2.0 * sn2)                       # §4.8
-    gamma = solve_triangular(LS, c, lower=True, trans=1, check_finite=False)   # S⁻¹ r
     wt = Li.T @ gamma
-    post = Posterior(method, Lu, LS, wt, used)
+    post = Posterior(method, Lu, LS, wt, used, trace_gap=float(trace_gap))
     if not eval_gradient:
         return lml, None, post
 
@@ -390,7 +390,7 @@ def _dtc_lml(X, y, Z, s2, lengthscale, sn2, Lu, Li, used, Kzz, A, eval_gradient,
 
 
 def _fitc_lml(X, y, Z, s2, lengthscale, sn2, Lu, Li, used, Kzz, A, eval_gradient, method, ws,
-              G, family, fill_k):
+              G, family):
     """FITC/FIC: Λ = diag(K_ff − Q_ff) + σ² I, in the whitened basis Vt = K_fu L_u⁻ᵀ."""
     N = X.shape[0]
     M = Z.shape[0]
@@ -399,16 +399,13 @@ def _fitc_lml(X, y, Z, s2, lengthscale, sn2, Lu, Li, used, Kzz, A, eval_gradient
     Lam = np.empty(N)
     ys = np.empty(N)                                         # Λ^-½ y
     Xs, ZsT = _scaled_inputs(X, Z, lengthscale)
-    S, r = _nr.fitc_forward(Xs, ZsT, math.log(s2), fill_k, A, Vt, Li, y, s2, sn2, Lam, ys,
+    S, r = _nr.fitc_forward(Xs, ZsT, family, s2, A, G, G is not A, Vt, Li, y, sn2, Lam, ys,
                             _n_parts(), ROW_BLOCK)
     if not np.all(Lam > 0):
         raise np.linalg.LinAlgError("FITC diagonal Λ is not positive")
     S[np.diag_indices(M)] += 1.0                             # I + Vtᵀ Λ⁻¹ Vt
-    LS = np.linalg.cholesky(S)
-    c = solve_triangular(LS, r, lower=True, check_finite=False)
-    lml = -0.5 * (np.sum(np.log(Lam)) + 2.0 * np.sum(np.log(np.diag(LS))) + ys @ ys - c @ c
-                  + N * _LOG_2PI)
-    gamma = solve_triangular(LS, c, lower=True, trans=1, check_finite=False)   # S⁻¹ r
+    LS, logdet_S, rSr, gamma = _solve_s(S, r)
+    lml = -0.5 * (np.sum(np.log(Lam)) + logdet_S + ys @ ys - rSr + N * _LOG_2PI)
     wt = Li.T @ gamma
     post = Posterior(method, Lu, LS, wt, used)
     if not eval_gradient:
@@ -429,8 +426,19 @@ def _fitc_lml(X, y, Z, s2, lengthscale, sn2, Lu, Li, used, Kzz, A, eval_gradient
     return lml, grad, post
 
 
+def _solve_s(S, r):
+    """Factor S = I + Vtᵀ Λ⁻¹ Vt (M, M) and solve it against r = Vtᵀ Λ⁻¹ y (M,).
+
+    Returns ``(L_S, log|S|, rᵀ S⁻¹ r, γ = S⁻¹ r)``, the pieces of every sparse evidence.
+    """
+    LS = np.linalg.cholesky(S)
+    c = solve_triangular(LS, r, lower=True, check_finite=False)
+    gamma = solve_triangular(LS, c, lower=True, trans=1, check_finite=False)
+    return LS, 2.0 * np.sum(np.log(np.diag(LS))), c @ c, gamma
+
+
 def _scaled_inputs(X, Z, lengthscale):
-    """X/ℓ (N, D) and (Z/ℓ)ᵀ (D, M), C-contiguous, as the compiled SE passes take them."""
+    """X/ℓ (N, D) and (Z/ℓ)ᵀ (D, M), C-contiguous, as the compiled row passes take them."""
     return (np.ascontiguousarray(X / lengthscale),
             np.ascontiguousarray((Z / lengthscale).T))
 
@@ -551,12 +559,8 @@ def _pitc_lml(X, y, Z, s2, lengthscale, sn2, Lu, Li, used, Kzz, A, eval_gradient
     oy[rows] = np.einsum("bij,bj->bi", Lami, yb)[mask]
     S = Vt.T @ U
     S[np.diag_indices(M)] += 1.0
-    LS = np.linalg.cholesky(S)
-    r = U.T @ y
-    c = solve_triangular(LS, r, lower=True, check_finite=False)
-    lml = -0.5 * (logdet + 2.0 * np.sum(np.log(np.diag(LS))) + y @ oy - c @ c
-                  + N * _LOG_2PI)
-    gamma = solve_triangular(LS, c, lower=True, trans=1, check_finite=False)
+    LS, logdet_S, rSr, gamma = _solve_s(S, U.T @ y)
+    lml = -0.5 * (logdet + logdet_S + y @ oy - rSr + N * _LOG_2PI)
     post = Posterior("pitc", Lu, LS, Li.T @ gamma, used)
     if not eval_gradient:
         return lml, None, post
@@ -598,10 +602,10 @@ def _block_cov(X, idx, sizes, family, s2, lengthscale, deriv):
     nb, B = idx.shape
     out = np.empty((nb, B, B))
     if out.size * X.shape[1] >= _PARALLEL_SIZE:
-        _nr.block_se_parallel(X, idx, sizes, family, s2, lengthscale, deriv, out,
-                              4 * numba.get_num_threads())
+        _cf.stationary_blocks_parallel(X, idx, sizes, family, s2, lengthscale, deriv, out,
+                                       _n_chunks())
     else:
-        _nr.block_se_rows(X, idx, sizes, family, s2, lengthscale, deriv, out, 0, nb)
+        _cf.stationary_blocks_rows(X, idx, sizes, family, s2, lengthscale, deriv, out, 0, nb)
     return out
 
 

@@ -418,10 +418,12 @@ class SparseGPRegressor(RegressorMixin, InducingPointEstimator):
         elif method == "sod":
             self.inducing_points_ = self.X_train_[self.subset_indices_].copy()
         lml, grad, post = self._evidence(Xfit, yfit, s2, ls, sn2, Z, jitter, blocks, True,
-                                         warn=True)
+                                         warn=True, fitted_mean=optimised)
         self._post = post
         if optimised:
-            self._warn_if_degenerate(X, lml, getattr(post, "jitter", jitter))
+            self._warn_if_degenerate(X)
+        if method in _base.SPARSE_METHODS:
+            post.fitted_mean = None             # the check's alone, not the fitted model's
         self.jitter_ = post.jitter if method in _base.SPARSE_METHODS else 0.0
         # the density of y in its own units: y = y_std * y_model + y_mean
         self.log_marginal_likelihood_ = float(lml) - yfit.size * math.log(y_std)
@@ -431,7 +433,7 @@ class SparseGPRegressor(RegressorMixin, InducingPointEstimator):
             print(f"[SparseGPRegressor] {method}: log marginal likelihood {lml:.6g}")
         return self
 
-    def _warn_if_degenerate(self, X, lml, jitter):
+    def _warn_if_degenerate(self, X):
         """ConvergenceWarnings for a fitted model that should not be trusted silently.
 
         * **No better than the mean of y**: the coefficient of determination of the fitted
@@ -446,19 +448,19 @@ class SparseGPRegressor(RegressorMixin, InducingPointEstimator):
           twice that of y, while the mean fits them), the training fit rests on a prior the
           kernel does not support, and predictions away from the training inputs are
           typically far worse than the training fit (diabetes: training R² 0.96, test
-          R² −6.6). The mean is read off the evidence: DTC's exceeds the VFE bound at the
-          same parameters by exactly tr(K_ff − Q_ff) / (2σ²).
+          R² −6.6). The mean is tr(K_ff − Q_ff) / N, which the final evaluation computed
+          (DTC's evidence exceeds the VFE bound at the same parameters by exactly
+          tr(K_ff − Q_ff) / (2σ²)).
 
-        Run after an optimised fit only: fixed hyper-parameters are the user's model.
+        Run after an optimised fit only: fixed hyper-parameters are the user's model. Both
+        checks read what the final evidence evaluation left in ``self._post``; neither
+        evaluates the kernel again (except for ``"sod"``, whose mean at the rows outside the
+        subset is new).
 
         Parameters
         ----------
         X : ndarray of shape (N, D)
             The training inputs in model units.
-        lml : float
-            The fitted evidence (model units).
-        jitter : float
-            The K_uu jitter the fit used.
         """
         method = self.approximation
         label = f"SparseGPRegressor ({method})"
@@ -476,10 +478,7 @@ class SparseGPRegressor(RegressorMixin, InducingPointEstimator):
                     "n_restarts > 0 or other initial hyper-parameters, and check that y "
                     "depends on X", ConvergenceWarning, stacklevel=3)
         if method in ("sor", "dtc"):
-            vfe, _, _ = _base.sparse_lml(X, y_model, self._Z, self._s2, self._ls, self._sn2,
-                                         "vfe", jitter=jitter, eval_gradient=False,
-                                         family=self._spec.family)
-            unexplained = 2.0 * self._sn2 * (float(lml) - float(vfe)) / y_model.size
+            unexplained = self._post.trace_gap / y_model.size
             ratio = unexplained / max(ss / y_model.size, np.finfo(float).tiny)
             if ratio > DEGENERATE_RATIO:
                 warnings.warn(
@@ -499,7 +498,7 @@ class SparseGPRegressor(RegressorMixin, InducingPointEstimator):
         if method == "sod":
             Xs = X[self.subset_indices_]
             return _base.cross_cov(X, Xs, self._s2, self._ls, family=family) @ self._post[1]
-        return _base.cross_cov(X, self._Z, self._s2, self._ls, family=family) @ self._post.w
+        return self._post.fitted_mean                           # K_fu w, from the evaluation
 
     def _choose_subset(self, X, s2, ls, jitter, rng):
         N = X.shape[0]
@@ -576,17 +575,17 @@ class SparseGPRegressor(RegressorMixin, InducingPointEstimator):
         return s2, np.ascontiguousarray(ls), sn2
 
     def _evidence(self, X, y, s2, ls, sn2, Z, jitter, blocks, eval_gradient, warn=True,
-                  workspace=None, method=None):
+                  workspace=None, method=None, fitted_mean=False):
         method = method or self.approximation
         family = self._spec.family
         if method in _base.SPARSE_METHODS:
+            args = (X, y, Z, s2, ls, sn2, method, blocks, jitter, eval_gradient, workspace,
+                    family, fitted_mean)
             if warn:
-                return _base.sparse_lml(X, y, Z, s2, ls, sn2, method, blocks, jitter,
-                                        eval_gradient, workspace, family)
+                return _base.sparse_lml(*args)
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", JitterWarning)
-                return _base.sparse_lml(X, y, Z, s2, ls, sn2, method, blocks, jitter,
-                                        eval_gradient, workspace, family)
+                return _base.sparse_lml(*args)
         return _base.exact_lml(X, y, s2, ls, sn2, eval_gradient, family)
 
     def _search(self, X_all, X, y, theta0, Z0, jitter, blocks, max_jitter, rng):
