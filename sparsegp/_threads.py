@@ -217,7 +217,7 @@ def _observe_load(closing=False):
         return None
     start = _PROBE["start"]
     age = now[0] - start[0] if start is not None else float("inf")
-    if PROBE_SECONDS <= age <= PROBE_MAX_AGE or (closing and PROBE_SECONDS <= age < float("inf")):
+    if start is not None and PROBE_SECONDS <= age and (closing or age <= PROBE_MAX_AGE):
         _PROBE.update(busy=_busy_between(start, now), time=now[0], start=now)
     elif age > PROBE_MAX_AGE:
         _PROBE["start"] = now          # too old to say anything about the load now

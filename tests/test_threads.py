@@ -322,7 +322,9 @@ def test_ivm_parallel_rows_are_those_its_passes_split():
     assert est._parallel_rows("fit", np.empty(3)) is None
 
 
-@pytest.mark.skipif(numba.config.NUMBA_DEFAULT_NUM_THREADS < 2, reason="one core")
+@pytest.mark.skipif(numba.config.NUMBA_DEFAULT_NUM_THREADS < 2,
+                    reason="one core: Numba has one thread already, so the policy has no "
+                           "thread to hold back and never probes the load")
 def test_an_ivm_fit_with_serial_passes_runs_one_thread_without_a_probe(monkeypatch):
     """The IVM at the default full greedy on a few thousand rows: its selection passes are
     serial, so the fit runs its few kernel blocks on one thread and never waits for a probe
