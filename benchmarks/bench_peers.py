@@ -34,7 +34,8 @@ T2  Regression, N = 100 000 (10 000 test points), M = 100, D = 5, ARD, 100 L-BFG
 T3  Multi-class, Satellite (6 435 rows, D = 36, C = 6) when ``SPARSEGP_DATA`` holds it, as
     ``bench_gpflow_satellite`` loads it: seed 002's split 0, 1 287 training and 5 148 test rows,
     features standardised with the training statistics; otherwise a synthetic stand-in of the
-    same shape drawn from the seed (``bench_multiclass.synthetic``); M = 50.
+    same shape drawn from the seed (``bench_multiclass.synthetic``); ``--t3-data synthetic``
+    trains on 6 435 synthetic rows (5 000 test rows), the size issue 25 timed; M = 50.
     ``MultiClassEPClassifier(method="sep")``, 250 iterations, against GPflow's SVGP with the
     robust-max likelihood, 200 L-BFGS iterations, from SEP's own starting point (its initial
     length-scales and amplitudes, not unit ones: this task reuses
@@ -118,6 +119,8 @@ QUICK = {
     "T2": dict(N=3000, n_test=1000, D=5, M=20, max_iter=15),
     "T3": dict(M=10, sep_iter=20, lbfgs_iter=20, every=5, n_train=600),
 }
+# T3 with --t3-data synthetic: the training and test sizes
+T3_SYNTHETIC_N, T3_SYNTHETIC_TEST = 6435, 5000
 # (library, variant) cells of each task; the first cell with library "sparsegp" and the same
 # variant is the reference of a peer's ratio (T2 compares FITC with FITC and VFE with VFE)
 CELLS = {
@@ -161,19 +164,37 @@ def make_t2(cfg, seed):
     return dict(Xtr=Xtr, ytr=ytr, Xte=X[N:], yte=y[N:], Z=_random_subset(Xtr, cfg["M"], seed + 2))
 
 
-def make_t3(cfg, seed):
-    """Satellite split 0 if ``SPARSEGP_DATA`` has it, else a synthetic stand-in of its shape."""
-    try:
-        from bench_multiclass import standardised_satellite
-        Xtr, ytr, Xte, yte = standardised_satellite(0)
-        source = "satellite split 0"
-    except Exception as exc:                   # DatasetNotFoundError, or an unreadable file
-        from bench_multiclass import synthetic
-        X, y = synthetic(6435, 6, D=36, seed=seed)
-        Xtr, ytr, Xte, yte = X[:1287], y[:1287], X[1287:], y[1287:]
-        mu, sd = Xtr.mean(0), Xtr.std(0)
-        Xtr, Xte = (Xtr - mu) / sd, (Xte - mu) / sd
-        source = f"synthetic stand-in ({type(exc).__name__})"
+def _standardised_split(X, y, n_train):
+    """The first ``n_train`` rows for training, both parts scaled by the training statistics."""
+    Xtr, Xte = X[:n_train], X[n_train:]
+    mu, sd = Xtr.mean(0), Xtr.std(0)
+    return (Xtr - mu) / sd, y[:n_train], (Xte - mu) / sd, y[n_train:]
+
+
+def make_t3(cfg, seed, data="auto"):
+    """T3's problem: satellite split 0, or the synthetic stand-in of the issue's N = 6 435.
+
+    ``data``: ``"satellite"`` (seed 002's split 0, 1 287 training rows), ``"synthetic"``
+    (``bench_multiclass.synthetic`` with 6 435 training and 5 000 test rows, D = 36, C = 6:
+    the size issue 25 timed) or ``"auto"`` (satellite when ``SPARSEGP_DATA`` has it, else
+    a synthetic set of satellite's shape, 1 287 of 6 435 rows for training).
+    """
+    from bench_multiclass import synthetic
+    if data == "synthetic":
+        X, y = synthetic(T3_SYNTHETIC_N + T3_SYNTHETIC_TEST, 6, D=36, seed=seed)
+        Xtr, ytr, Xte, yte = _standardised_split(X, y, T3_SYNTHETIC_N)
+        source = "synthetic (6 435 training rows)"
+    else:
+        try:
+            from bench_multiclass import standardised_satellite
+            Xtr, ytr, Xte, yte = standardised_satellite(0)
+            source = "satellite split 0"
+        except Exception as exc:               # DatasetNotFoundError, or an unreadable file
+            if data == "satellite":
+                raise
+            X, y = synthetic(6435, 6, D=36, seed=seed)
+            Xtr, ytr, Xte, yte = _standardised_split(X, y, 1287)
+            source = f"synthetic stand-in ({type(exc).__name__})"
     if cfg["n_train"]:
         keep = np.random.default_rng(seed).permutation(Xtr.shape[0])[:cfg["n_train"]]
         Xtr, ytr = Xtr[np.sort(keep)], ytr[np.sort(keep)]
@@ -681,6 +702,10 @@ def main(argv=None):
                         help="T2's training size instead of the config's (development runs)")
     parser.add_argument("--t2-max-iter", type=int, default=0,
                         help="T2's L-BFGS iterations instead of the config's")
+    parser.add_argument("--t3-data", default="auto", choices=("auto", "satellite", "synthetic"),
+                        help="T3's data: satellite split 0 (1 287 training rows), a synthetic "
+                             "set with 6 435 training rows (issue 25's size), or auto "
+                             "(satellite when SPARSEGP_DATA has it)")
     parser.add_argument("--timeout", type=float, default=3600.0, help="seconds per child")
     parser.add_argument("--json", default="", help="also write every row to this file")
     # child mode (internal)
@@ -720,7 +745,7 @@ def main(argv=None):
             elif task == "T2":
                 problems_ = [(f"N={cfg['N']}", make_t2(cfg, args.seed))]
             else:
-                data, source = make_t3(cfg, args.seed)
+                data, source = make_t3(cfg, args.seed, args.t3_data)
                 print(f"T3 data: {source}, N = {data['Xtr'].shape[0]}", flush=True)
                 problems_ = [(f"N={data['Xtr'].shape[0]}", data)]
             for size, data in problems_:
