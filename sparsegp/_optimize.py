@@ -298,8 +298,7 @@ def _key(theta):
 def maximize(evaluate, theta0, *, method="lbfgs", bounds=None, max_iter=100, n_restarts=0,
              random_state=None, restart_mask=None, restart=None, warm=False, initial=None,
              callback=None, progress=False, label="objective", value_name="objective",
-             warn_at_cap=True, advice="", names=None, warn_at_bound=None, reuse_start=False,
-             memory=None):
+             warn_at_cap=True, advice="", names=None, warn_at_bound=None, reuse_start=False):
     """Maximise ``evaluate`` over theta from theta0 and random restarts; keep the best point.
 
     Parameters
@@ -351,9 +350,6 @@ def maximize(evaluate, theta0, *, method="lbfgs", bounds=None, max_iter=100, n_r
     warn_at_bound : bool, optional
         Warn when the best point lies on a finite bound (module docstring); default
         ``warn_at_cap``.
-    memory : int, optional
-        L-BFGS-B's number of stored correction pairs (scipy's ``maxcor``; None keeps scipy's
-        10). CG ignores it.
 
     Returns
     -------
@@ -370,9 +366,6 @@ def maximize(evaluate, theta0, *, method="lbfgs", bounds=None, max_iter=100, n_r
     scipy_bounds = (optimize.Bounds(lo, hi) if bounded and scipy_method == "L-BFGS-B"
                     else None)
     clip = bounded and scipy_method == "CG"
-    options = {"maxiter": max_iter}
-    if memory is not None and scipy_method == "L-BFGS-B":
-        options["maxcor"] = int(memory)
     if progress:
         # imported here: tqdm is only needed when someone watches
         from tqdm.auto import tqdm
@@ -414,7 +407,7 @@ def maximize(evaluate, theta0, *, method="lbfgs", bounds=None, max_iter=100, n_r
                 warnings.simplefilter("ignore", RuntimeWarning)
                 res = optimize.minimize(run.fun, start, jac=True, method=scipy_method,
                                         bounds=scipy_bounds, callback=on_iteration,
-                                        options=options)
+                                        options={"maxiter": max_iter})
             n_iter, status, message = int(res.nit), int(res.status), str(res.message)
         except NUMERICAL_ERRORS + (ValueError,):
             n_iter, status, message = it[0], -1, "the optimiser stopped on a numerical error"

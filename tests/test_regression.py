@@ -544,24 +544,3 @@ def test_fit_holds_openblas_at_one_thread_and_restores_it(method, pinned,
         SparseGPRegressor(method, inducing_points=Z, max_iter=3,
                           blocks=blocks if method == "pitc" else None).fit(X, y)
     assert_pinned_during_optimisation(seen, pinned, openblas_at_two_threads())
-
-
-@pytest.mark.parametrize("M, maxcor", [(50, 30), (5, None)])
-def test_large_joint_search_keeps_more_lbfgs_pairs(monkeypatch, M, maxcor):
-    """A search over at least 100 unknowns (here 50 x 2 inducing coordinates and three
-    hyper-parameters) stores 30 L-BFGS-B correction pairs; a small one keeps scipy's default,
-    so its path is the one it always took."""
-    from sparsegp import _optimize
-    seen = []
-    minimize = _optimize.optimize.minimize
-
-    def recording(*args, **kwargs):
-        seen.append(kwargs["options"].get("maxcor"))
-        return minimize(*args, **kwargs)
-
-    monkeypatch.setattr(_optimize.optimize, "minimize", recording)
-    X, y, Z, ls, blocks = _problem(N=60, M=M)
-    with pytest.warns(ConvergenceWarning, match="max_iter="):
-        SparseGPRegressor("fitc", inducing_points=Z, inducing_objective="evidence",
-                          max_iter=1).fit(X, y)
-    assert seen == [maxcor]

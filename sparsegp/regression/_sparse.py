@@ -17,16 +17,6 @@ from ..kernels import kernel_spec
 from . import _base
 
 _LOG_BOUND = math.log(1e6)
-#: L-BFGS-B correction pairs of an evidence search with at least
-#: :data:`LBFGS_MEMORY_MIN_UNKNOWNS` unknowns (scipy's default of 10 below that). A joint
-#: search over hyper-parameters and M x D inducing coordinates has hundreds of unknowns, and
-#: ten pairs hold little of their curvature: on the peer benchmark's T2 problems (N = 5 000-
-#: 20 000, M = 100, D = 5, 507 unknowns) 30 pairs end 100 iterations 5-47 nats higher in 7 of
-#: 8 cases tried (0.2 lower in the eighth), for two-loop work that is nothing beside one N x M
-#: evaluation. On searches of a few dozen unknowns the extra pairs only move where the ftol
-#: test stops, a few 1e-5 either way, so those keep scipy's default.
-LBFGS_MEMORY = 30
-LBFGS_MEMORY_MIN_UNKNOWNS = 100
 #: A fitted model whose training R² is at most this predicts no better than the mean of y.
 MEAN_R2 = 1e-2
 #: Mean prior variance left unexplained by the inducing inputs at the training inputs,
@@ -142,10 +132,8 @@ class SparseGPRegressor(RegressorMixin, InducingPointEstimator):
         inducing inputs (not for ``"sod"``/``"exact"``, which have none to move): L-BFGS-B
         (log-parameters within the kernel's bounds, [1e-6, 1e6] by default, and σ² within
         [1e-6, 1e6]) or nonlinear conjugate gradients (evaluated at the point clipped into
-        those bounds), through :func:`sparsegp._optimize.maximize`; L-BFGS-B keeps 30
-        correction pairs instead of scipy's 10 when the search has 100 unknowns or more.
-        None holds every hyper-parameter and the inducing inputs fixed, as in
-        scikit-learn's GPs.
+        those bounds), through :func:`sparsegp._optimize.maximize`. None holds every
+        hyper-parameter and the inducing inputs fixed, as in scikit-learn's GPs.
     max_iter : int, default=200
         Optimiser iterations per start; stopping there before converging raises a
         :class:`~sparsegp.exceptions.ConvergenceWarning`.
@@ -655,9 +643,7 @@ class SparseGPRegressor(RegressorMixin, InducingPointEstimator):
                        names=self._theta_names(),
                        # constant targets identify no hyper-parameter and are predicted
                        # exactly: nothing to warn about
-                       warn_at_bound=stage is None and bool(np.ptp(y) > 0),
-                       memory=(LBFGS_MEMORY if x0.size >= LBFGS_MEMORY_MIN_UNKNOWNS
-                               else None))
+                       warn_at_bound=stage is None and bool(np.ptp(y) > 0))
         if not np.isfinite(res.value):
             raise ValueError(
                 "the evidence could not be evaluated at any start (failed factorisation or a "
