@@ -35,8 +35,8 @@ from ..exceptions import ConvergenceWarning
 from .._numba.covfuncs import SE, stationary_cross
 from ..kernels import grad_contract, kernel_matrix
 from ._binary import (
-    _BinaryGPClassifierMixin, pack_theta, search_box, theta_gradient, theta_to_model,
-    unpack_theta,
+    _BinaryGPClassifierMixin, optimizer_advice, pack_theta, search_box, theta_gradient,
+    theta_to_model, unpack_theta,
 )
 from .._config import ROW_BLOCK
 
@@ -766,7 +766,7 @@ class GFITCClassifier(_BinaryGPClassifierMixin, ClassifierMixin, InducingPointEs
                 # the exact search keeps its chain (the start evaluated twice): a seeded fit
                 # is then the same as before
                 reuse_start=search_rtol > 0.0,
-                value_name="log evidence", advice=", or try optimizer='lbfgs'")
+                value_name="log evidence", advice=optimizer_advice(hp.optimizer))
             if not np.isfinite(opt.value):
                 raise ValueError("the EP evidence could not be evaluated at any start; check "
                                  "the scale of X, the kernel's start values and jitter")
