@@ -327,6 +327,20 @@ def test_optimisation_increases_evidence_and_is_reproducible():
     assert lb.log_evidence_ > fixed.log_evidence_
 
 
+@pytest.mark.parametrize("estimator", [GFITCClassifier, EPClassifier])
+@pytest.mark.parametrize("chosen, other", [("cg", "lbfgs"), ("lbfgs", "cg"),
+                                           ("l-bfgs-b", "cg")])
+def test_max_iter_warning_advises_the_optimiser_not_chosen(estimator, chosen, other):
+    # the advice used to say "try optimizer='lbfgs'" to a fit that had just run L-BFGS-B
+    X, y = _xor(40, seed=15)
+    kw = dict(n_inducing=3) if estimator is GFITCClassifier else {}
+    with pytest.warns(ConvergenceWarning, match="max_iter=") as rec:
+        estimator(optimizer=chosen, max_iter=1, random_state=0, **kw).fit(X, y)
+    text = " ".join(str(w.message) for w in rec if "max_iter=" in str(w.message))
+    assert f"try optimizer='{other}'" in text
+    assert f"optimizer='{chosen}'" not in text
+
+
 def test_inexact_search_reports_the_evidence_at_ep_tol():
     # ep_search_rtol loosens EP only inside the optimiser's evaluations: the fitted state is
     # EP to ep_tol, so the reported evidence is the evidence at theta_ (EP from zero sites)

@@ -79,6 +79,7 @@ __all__ = [
     "theta_to_model",
     "probit_proba",
     "search_box",
+    "optimizer_advice",
 ]
 
 @dataclass
@@ -240,6 +241,14 @@ def search_box(spec, n_features, n_extra=0):
     restart_mask = np.zeros(bounds.shape[0], dtype=bool)
     restart_mask[:n_log] = True
     return bounds, restart_mask
+
+
+def optimizer_advice(optimizer):
+    """What the max_iter ``ConvergenceWarning`` suggests besides more iterations: the
+    optimiser the fit did not use (``optimizer`` a key of :data:`sparsegp._optimize.METHODS`),
+    never the one that just stopped."""
+    other = "cg" if METHODS[optimizer] == METHODS["lbfgs"] else "lbfgs"
+    return f", or try optimizer={other!r}"
 
 
 def _free_masks(spec):

@@ -22,6 +22,7 @@ from .._optimize import maximize
 from ..kernels import grad_contract, kernel_matrix
 from ._binary import (
     _BinaryGPClassifierMixin,
+    optimizer_advice,
     pack_theta,
     search_box,
     theta_gradient,
@@ -344,7 +345,7 @@ class EPClassifier(_BinaryGPClassifierMixin, ClassifierMixin, SparseGPEstimator)
                             random_state=hyper.rng, restart_mask=restart_mask, warm=True,
                             progress=bool(self.verbose), label="EPClassifier",
                             value_name="log evidence",
-                            advice=", or try optimizer='lbfgs'")
+                            advice=optimizer_advice(hyper.optimizer))
             if not np.isfinite(best.value):
                 raise ValueError(
                     "EP failed at every hyper-parameter value tried (Cholesky failure or "
