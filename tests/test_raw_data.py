@@ -36,7 +36,11 @@ from sparsegp import (EPClassifier, GFITCClassifier, IVMClassifier, MultiClassEP
                       StagewiseGPClassifier)
 from sparsegp import _threads
 from sparsegp._optimize import maximize
+from sparsegp.datasets import make_xor
 from sparsegp.exceptions import ConvergenceWarning
+from sparsegp.kernels import SquaredExponential
+
+from conftest import require_data
 
 #: per-column scales (1e-4 ... 1e4) and the offset of the units cases
 D = 5
@@ -427,3 +431,51 @@ def test_pitc_fit_is_the_same_with_one_and_two_blas_threads(monkeypatch,
         out.append(gp.predict(X, return_std=True))
     np.testing.assert_array_equal(out[0][0], out[1][0])
     np.testing.assert_array_equal(out[0][1], out[1][1])
+
+
+# -- many features: the default start, and the end-of-fit check for a constant predictor -------
+
+def test_default_start_grows_beyond_21_features():
+    from sparsegp._scaling import FLAT_START_FEATURES, start_lengthscale
+    assert FLAT_START_FEATURES == 21
+    assert start_lengthscale(1) == start_lengthscale(21) == 1.0
+    assert start_lengthscale(84) == pytest.approx(2.0, rel=1e-15)
+    X = np.random.default_rng(0).standard_normal((60, 84)) * 7.0 + 3.0
+    y = np.where(X[:, 0] > 3.0, 1, -1)
+    est = GFITCClassifier(n_inducing=5, optimizer=None, random_state=0).fit(X, y)
+    # the default isotropic kernel reports its length-scale in standard deviations
+    assert est.lengthscale_ == pytest.approx(2.0, rel=1e-12)
+
+
+def _mnist_3_vs_5(n):
+    require_data("mnist")
+    from sparsegp.datasets import load_dataset
+    X, y, _, _ = load_dataset("mnist", split="official")
+    keep = np.flatnonzero((y == 3) | (y == 5))
+    keep = keep[np.random.default_rng(0).permutation(keep.size)[:n]]
+    return X[keep].astype(np.float64) / 255.0, np.where(y[keep] == 3, 3, 5)
+
+
+@pytest.mark.parametrize("make", [lambda: GFITCClassifier(random_state=0),
+                                  lambda: EPClassifier(random_state=0)],
+                         ids=["gfitc", "ep"])
+def test_raw_pixels_at_the_defaults_are_not_a_constant(make):
+    """784 grey values: from l = 1 standard deviation the kernel vanished between any two
+    images and GFITC/EP stopped at the majority vote (accuracy ~0.54, constant p)."""
+    X, y = _mnist_3_vs_5(700)
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=".*max_iter", category=ConvergenceWarning)
+        est = make().fit(X[:400], y[:400])
+    assert np.mean(est.predict(X[400:]) == y[400:]) >= 0.9
+    assert np.std(est.predict_proba(X[400:])[:, 1]) > 0.2
+
+
+def test_binary_fit_at_a_constant_predictor_warns():
+    X, y = make_xor(300, random_state=0)
+    flat = SquaredExponential(1.0, 1e-4)          # k vanishes between the inducing inputs and X
+    with pytest.warns(ConvergenceWarning, match="constant predictor no better than the class"):
+        GFITCClassifier(n_inducing=10, kernel=flat, optimizer=None, random_state=0).fit(X, y)
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        GFITCClassifier(n_inducing=10, random_state=0).fit(X, y)
+    assert not [w for w in seen if "constant predictor" in str(w.message)]

@@ -181,8 +181,9 @@ class EPClassifier(_BinaryGPClassifierMixin, ClassifierMixin, SparseGPEstimator)
         ``optimizer="lbfgs"`` (``"cg"`` is unconstrained). Never modified; the fitted copy is
         ``kernel_``. None: the isotropic squared exponential with variance 1 on standardised
         inputs, searched without bounds from length-scale
-        ``sparsegp._scaling.LENGTHSCALE_START`` (1.0) standard deviations of each feature, so
-        that the fit does not depend on the units of any column (an ARD kernel from the
+        ``sparsegp._scaling.start_lengthscale(D)`` (1.0, or sqrt(D / 21) beyond 21
+        features) standard deviations of each feature, so that the fit does not depend on
+        the units of any column (an ARD kernel from the
         data: ``SquaredExponential(lengthscale=X.std(axis=0))``).
     bias : float, default=0.0
         Initial probit bias.
@@ -373,6 +374,7 @@ class EPClassifier(_BinaryGPClassifierMixin, ClassifierMixin, SparseGPEstimator)
         if self.verbose:
             print(f"[EPClassifier] final EP: {fit.n_sweeps} sweeps, log evidence "
                   f"{fit.log_evidence:.6f}")
+        self._warn_if_collapsed(X_user, y)
         return self
 
     def _store(self, fit, X, y, variance, lengthscale, bias, spec, n_iter):

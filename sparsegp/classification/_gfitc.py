@@ -561,8 +561,9 @@ class GFITCClassifier(_BinaryGPClassifierMixin, ClassifierMixin, InducingPointEs
         learnt, and its bounds box the search with ``optimizer="lbfgs"`` (``"cg"`` is
         unconstrained). Never modified; the fitted copy is ``kernel_``. None: the isotropic
         squared exponential with variance 1 on standardised inputs, searched without bounds
-        from length-scale ``sparsegp._scaling.LENGTHSCALE_START`` (1.0) standard deviations of
-        each feature, so that the fit does not depend on the units of any column (an ARD
+        from length-scale ``sparsegp._scaling.start_lengthscale(D)`` (1.0, or
+        sqrt(D / 21) beyond 21 features) standard deviations of each feature, so that the
+        fit does not depend on the units of any column (an ARD
         kernel from the data: ``SquaredExponential(lengthscale=X.std(axis=0))``).
     bias : float, default=0.0
         Initial probit bias beta.
@@ -719,6 +720,7 @@ class GFITCClassifier(_BinaryGPClassifierMixin, ClassifierMixin, InducingPointEs
         self : GFITCClassifier
         """
         X, y_pm, hp, Z0 = self._validate(X, y)
+        X_user = X
         N, D = X.shape
         rng = hp.rng
         # learn in model units (centred, scaled): the optimiser's steps in Z, and with them
@@ -813,6 +815,7 @@ class GFITCClassifier(_BinaryGPClassifierMixin, ClassifierMixin, InducingPointEs
         self._Lu = prior.Lu
         self._R = res.post.R
         self._c = res.post.R @ (prior.Vt.T @ res.post.btil)
+        self._warn_if_collapsed(X_user, y_pm)
         return self
 
     # ---------------------------------------------------------------- predict

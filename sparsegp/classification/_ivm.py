@@ -69,7 +69,7 @@ from .._scaling import data_lengthscale, scaling_for
 from ..exceptions import ConvergenceWarning
 from .. import kernels as _kernels
 from .._optimize import kernel_log_bounds, maximize
-from ._binary import _BinaryGPClassifierMixin
+from ._binary import FLAT_PROBA, _BinaryGPClassifierMixin
 from .._config import PREDICT_BLOCK as _PREDICT_BLOCK
 
 __all__ = ["IVMClassifier"]
@@ -405,11 +405,6 @@ def _fit_bias(f, A, y, bias0):
                                    method="bounded", options={"xatol": 1e-6})
     b = float(res.x)
     return b if objective(b) <= objective(bias0) else float(bias0)
-
-
-#: s.d. of the training probabilities below which a fit counts as flat (the collapse of
-#: seed 000 Table 1's IVM cells left them constant to 1e-15)
-FLAT_PROBA = 1e-3
 
 
 def _class_entropy(y):

@@ -108,8 +108,9 @@ class StagewiseGPClassifier(_BinaryGPClassifierMixin, ClassifierMixin, SparseGPE
         Its values are the initial hyper-parameters; parameters with "fixed" bounds are not
         optimised, and the others stay within their bounds (the CG of Algorithm 1 sees eq. 4
         at the clipped point). None: the isotropic SE kernel with variance 1 on standardised
-        inputs, from length-scale ``sparsegp._scaling.LENGTHSCALE_START`` (1.0) standard
-        deviations of each feature, so that the fit does not depend on the units of any
+        inputs, from length-scale ``sparsegp._scaling.start_lengthscale(D)`` (1.0, or
+        sqrt(D / 21) beyond 21 features) standard deviations of each feature, so that the
+        fit does not depend on the units of any
         column (an ARD kernel from the data: ``SquaredExponential(lengthscale=X.std(axis=0))``),
         variance and length-scale within ``DEFAULT_BOUNDS`` = (1e-3, 1e3) (standard
         deviations for the length-scale), since eq. 4 with the sites fixed may keep improving
@@ -311,6 +312,7 @@ class StagewiseGPClassifier(_BinaryGPClassifierMixin, ClassifierMixin, SparseGPE
         # eq. 4 at other hyper-parameters: the model-unit rows, labels, the full theta and
         # the model-unit spec (theta_to_model)
         self._nlp_problem = (X, y_pm, theta.copy(), free, ard, spec)
+        self._warn_if_collapsed(X_user, y_pm)
         return self
 
     @staticmethod

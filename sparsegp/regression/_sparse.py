@@ -114,7 +114,8 @@ class SparseGPRegressor(RegressorMixin, InducingPointEstimator):
         times a constant, or the same built from scikit-learn's ``ConstantKernel``, ``RBF``
         and ``Matern``. Its values are the start, its bounds (or "fixed") bound the search.
         None: an isotropic squared exponential on standardised features, starting at variance
-        1 and length-scale 1 (one standard deviation of each feature), with the search box
+        1 and length-scale 1 (one standard deviation of each feature; sqrt(D / 21) beyond
+        21 features, :func:`sparsegp._scaling.start_lengthscale`), with the search box
         [1e-6, 1e6] in those units; a kernel given is in the units of X.
     noise_variance : float, default=0.1
         Initial Gaussian noise variance σ² (> 0).
