@@ -11,7 +11,7 @@ import pytest
 from scipy import integrate, stats
 
 from sparsegp._numba import ep
-from sparsegp._numba.probit import pairwise_tilted, probit_tilted
+from sparsegp._numba.probit import pairwise_tilted, pairwise_tilted_moments, probit_tilted
 
 
 def _tilted_by_quadrature(loglik, mu, var):
@@ -96,6 +96,16 @@ def test_pairwise_tilted_moments_by_quadrature(a_p, s_p, d_p, a_m, s_m, d_m):
     assert nu == pytest.approx(-(lp - 2 * l0 + lm) / h**2, rel=1e-3)
     assert w == pytest.approx((log_z_of(a_p, h) - log_z_of(a_p, -h)) / (2 * h), rel=1e-5)
 
+
+
+@pytest.mark.parametrize("a_p, a_m, z_half",
+                         [(0.3, -0.1, 0.9), (-9.0, 4.0, 0.5), (40.0, -1.0, 0.2), (1.0, 1.0, 0.0),
+                          (0.5, 0.1, -0.3)])
+def test_pairwise_moments_are_those_of_the_full_tilted_normaliser(a_p, a_m, z_half):
+    """The moments-only form the EP site updates call returns pairwise_tilted's g, nu, w, z bit
+    for bit: far tails (the continued fraction, the clipped r (r + beta)) and z <= 0 too."""
+    full = pairwise_tilted(a_p, z_half, 0.0, a_m, z_half, 0.0)
+    assert pairwise_tilted_moments(a_p, z_half, 0.0, a_m, z_half, 0.0) == full[1:]
 
 def test_site_target_clamps_a_negative_precision_and_refuses_an_improper_match():
     # nu_hat < 0 is never produced by a log-concave likelihood: the clamp takes it to 0

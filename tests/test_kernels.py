@@ -43,6 +43,24 @@ def test_values_match_sklearn(name, nu, ard):
     np.testing.assert_allclose(as_kernel(theirs)(X, Z), theirs(X, Z), rtol=1e-12, atol=1e-14)
 
 
+
+@pytest.mark.parametrize("name,nu", FAMILIES)
+@pytest.mark.parametrize("n", [0, 1, 31, 32, 33, 97])
+def test_compiled_cross_fills_every_row_block(name, nu, n):
+    # the compiled pass hands rows to threads in blocks (covfuncs.CROSS_BLOCK_ROWS): every
+    # row of a partial last block, and no row past the end, must be written
+    from sparsegp._numba import covfuncs
+    rng = np.random.default_rng(5)
+    X, Z = rng.normal(size=(n, 3)), rng.normal(size=(5, 3))
+    ls = np.array([0.7, 1.3, 2.1])
+    family = _ours(name, nu, 1.7, ls).family
+    out = np.full((n + 1, 5), np.nan)          # one row beyond the matrix, to stay untouched
+    covfuncs.stationary_cross(X, Z, family, 1.7, ls, False, out[:n])
+    if n:
+        np.testing.assert_allclose(out[:n], _sklearns(name, nu, 1.7, ls)(X, Z), rtol=1e-12,
+                                   atol=1e-14)
+    assert np.all(np.isnan(out[n]))
+
 def _central(f, x, h=1e-6):
     g = np.zeros_like(x)
     for i in np.ndindex(x.shape):

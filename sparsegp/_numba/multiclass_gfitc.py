@@ -29,7 +29,7 @@ import numpy as np
 
 from ._jit import jit
 from .ep import cavity, damp_site, site_delta, site_residual, site_target
-from .probit import inv_mills, log_ndtr, pairwise_tilted
+from .probit import inv_mills, log_ndtr, pairwise_tilted, pairwise_tilted_moments
 
 _SQRT2 = math.sqrt(2.0)
 
@@ -130,14 +130,14 @@ def factor_sites(mu_p, v_p, mu_m, v_m, t_po, n_po, t_mo, n_mo):
     Returns ``(ok, tau+, nu+, tau-, nu-)``; ``ok`` is False (sites unchanged) when a cavity or
     matched Gaussian is not proper, i.e. the factor is skipped this time (the policy of
     :mod:`sparsegp._numba.ep`, whose cavity and target it uses; the tilted moments are
-    :func:`sparsegp._numba.probit.pairwise_tilted`).
+    :func:`sparsegp._numba.probit.pairwise_tilted_moments`).
     """
     mc_p, vc_p, ok_p = cavity(mu_p, v_p, t_po, n_po)
     mc_m, vc_m, ok_m = cavity(mu_m, v_m, t_mo, n_mo)
     if not (ok_p and ok_m):
         return False, t_po, n_po, t_mo, n_mo
     # the FITC variances are inside the marginals already: no extra variance in the factor
-    _, g, nu2, _, z = pairwise_tilted(mc_p, vc_p, 0.0, mc_m, vc_m, 0.0)
+    g, nu2, _, z = pairwise_tilted_moments(mc_p, vc_p, 0.0, mc_m, vc_m, 0.0)
     if not (z > 0.0):
         return False, t_po, n_po, t_mo, n_mo
     t_p, n_p, ok_p = site_target(mc_p, vc_p, g, nu2)
