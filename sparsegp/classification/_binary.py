@@ -74,8 +74,8 @@ from ..kernels import StationarySpec, kernel_spec
 #: seed 000 Table 1's IVM cells left them constant to 1e-15; the binary estimators' flat
 #: start on MNIST, to 0)
 FLAT_PROBA = 1e-3
-#: The end-of-fit comparison with the class frequencies judges sets of at least this many
-#: rows, on this many evenly spaced ones (predictions for them cost well under a fit's EP run)
+#: The end-of-fit comparisons with the class frequencies (binary and multi-class) judge sets
+#: of at least this many rows, on this many evenly spaced ones (:func:`judged_rows`)
 JUDGED_ROWS = 100
 JUDGED_SAMPLE = 300
 
@@ -252,6 +252,15 @@ def search_box(spec, n_features, n_extra=0):
     return bounds, restart_mask
 
 
+def judged_rows(n_samples):
+    """Indices of the training rows an end-of-fit check judges: up to ``JUDGED_SAMPLE``
+    evenly spaced ones, shape (k,); None below ``JUDGED_ROWS`` rows."""
+    if n_samples < JUDGED_ROWS:
+        return None
+    return np.unique(np.linspace(0, n_samples - 1, min(n_samples, JUDGED_SAMPLE))
+                     .astype(np.int64))
+
+
 def optimizer_advice(optimizer):
     """What the max_iter ``ConvergenceWarning`` suggests besides more iterations: the
     optimiser the fit did not use (``optimizer`` a key of :data:`sparsegp._optimize.METHODS`),
@@ -422,10 +431,9 @@ class _BinaryGPClassifierMixin:
         y_pm : ndarray of shape (n_samples,)
             Their labels in {-1, +1}.
         """
-        N = X.shape[0]
-        if N < JUDGED_ROWS:
+        idx = judged_rows(X.shape[0])
+        if idx is None:
             return
-        idx = np.unique(np.linspace(0, N - 1, min(N, JUDGED_SAMPLE)).astype(np.int64))
         mean, var = self._predict_latent(X[idx])
         d = (mean + self.bias_) / np.sqrt(1.0 + np.maximum(var, 0.0))
         accuracy = float(np.mean(np.where(d > 0, 1.0, -1.0) == y_pm[idx]))

@@ -15,15 +15,15 @@ from ..._scaling import InputScaling
 from ..._validation import check_int, check_option
 from ...exceptions import ConvergenceWarning
 from .kernel import pack_params
+from .._binary import judged_rows
 from .rows import check_multiclass_labels, check_row_sliceable, is_lazy_store
 
 #: A start whose median 0.5 |x - z|^2 / l^2 exceeds this (k/s2 < 1e-9) has vanishing kernel
 #: values and gradients; see MultiClassGPClassifier._rescue_degenerate_lengthscale
 DEGENERATE_EXPONENT = 20.0
-#: The end-of-fit comparison with the class frequencies needs this many iterations and rows
+#: The end-of-fit comparison with the class frequencies needs this many iterations (and
+#: ``sparsegp.classification._binary.JUDGED_ROWS`` rows)
 _JUDGED_ITERATIONS = 10
-_JUDGED_ROWS = 100
-_JUDGED_SAMPLE = 300
 
 
 # --------------------------------------------------------------------------------------------
@@ -407,12 +407,11 @@ class MultiClassGPClassifier(ClassifierMixin, InducingPointEstimator):
         Accuracy rather than NLL: a fit that classifies well but is over-confident on a few
         points (VI's robust-max after few iterations) is not a failed fit. Runs shorter than
         ``_JUDGED_ITERATIONS`` iterations (warm-ups, deliberate partial fits) and sets smaller
-        than ``_JUDGED_ROWS`` rows (where the majority baseline is itself noise) are not judged.
+        than ``_binary.JUDGED_ROWS`` rows (where the majority baseline is itself noise) are not judged.
         """
-        N = X.shape[0]
-        if N < _JUDGED_ROWS or getattr(self, "n_iter_", 0) < _JUDGED_ITERATIONS:
+        idx = judged_rows(X.shape[0])
+        if idx is None or getattr(self, "n_iter_", 0) < _JUDGED_ITERATIONS:
             return
-        idx = np.unique(np.linspace(0, N - 1, min(N, _JUDGED_SAMPLE)).astype(np.int64))
         # fit's own float64 copy of X: no second validation (nor feature-name warnings)
         P = self._proba(*self._latent(take_rows(X, idx)))
         accuracy = float(np.mean(np.argmax(P, axis=1) == y_index[idx]))
