@@ -61,6 +61,24 @@ def test_compiled_cross_fills_every_row_block(name, nu, n):
                                    atol=1e-14)
     assert np.all(np.isnan(out[n]))
 
+@pytest.mark.parametrize("name,nu", FAMILIES)
+def test_covariance_from_formed_distances(name, nu):
+    # callers that form squared distances by BLAS (IVM column, multi-class GEMM) take g from
+    # covfuncs: it must give scikit-learn's values and read a cancellation-negative distance
+    # as a coincident pair (k = s2), not as a NaN or a covariance above s2
+    from sparsegp._numba import covfuncs
+    X, Z = _data(seed=3)
+    ls = np.array([0.7, 1.3, 2.1])
+    family = _ours(name, nu, 1.7, ls).family
+    d2 = (((X[:, None, :] - Z[None, :, :]) / ls) ** 2).sum(-1).ravel()
+    d2[:3] = [-1e-15, 0.0, -0.0]
+    out = np.empty_like(d2)
+    covfuncs.stationary_from_sqdist(d2, family, 1.7, out)
+    expected = _sklearns(name, nu, 1.7, ls)(X, Z).ravel()
+    np.testing.assert_allclose(out[3:], expected[3:], rtol=1e-12, atol=1e-14)
+    assert np.all(out[:3] == 1.7)
+
+
 def _central(f, x, h=1e-6):
     g = np.zeros_like(x)
     for i in np.ndindex(x.shape):

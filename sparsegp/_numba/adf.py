@@ -92,7 +92,7 @@ import numba
 import numpy as np
 
 from ._jit import jit
-from .covfuncs import SE, unit_k
+from .covfuncs import SE, stationary_from_sqdist, stationary_value
 from .ep import marginal_step, site_target
 from .probit import probit_tilted
 from .._config import ADF_PARALLEL_MIN_WORK as PARALLEL_MIN_WORK
@@ -184,10 +184,7 @@ def cov_column_blas(Xs, sq_norms, variance, bias_variance, state, i, out, family
         d2 *= -2.0
         d2 += sq_norms
         d2 += sq_norms[i]
-        np.maximum(d2, 0.0, out=d2)     # cancellation can make tiny distances negative
-        d2 *= -0.5
-        np.exp(d2, out=out)
-        out *= variance
+        stationary_from_sqdist(d2, SE, float(variance), out)
     else:
         _stationary_column(Xs, i, family, float(variance), out)
     out += bias_variance
@@ -205,7 +202,7 @@ def _stationary_column(Xs, i, family, variance, out):
         for t in range(D):
             u = Xs[j, t] - Xs[i, t]
             q += u * u
-        out[j] = variance * unit_k(q, family)
+        out[j] = stationary_value(q, family, variance, False)
     return out
 
 
@@ -288,7 +285,7 @@ def kernel_value(X, a, b, family, variance, inv_ls, bias_variance):
     for t in range(X.shape[1]):
         u = (X[a, t] - X[b, t]) * inv_ls[t]
         s += u * u
-    return variance * unit_k(s, family) + bias_variance
+    return stationary_value(s, family, variance, False) + bias_variance
 
 
 @jit

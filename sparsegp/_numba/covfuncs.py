@@ -31,9 +31,12 @@ The two round differently in the last bit. Each form's rounding is what its esti
 always been fitted with, and fits that stop at an iteration limit follow it: switching
 the regression to the pairwise form moved the objective of a DTC fit that stops at
 ``max_iter`` by 0.7 (and converged fits by ~1e-12); switching the kernel objects to the row
-form moved a GFITC fit by 5e-3. (Still outside: the IVM's ``adf.kernel_value`` and BLAS
-column, and the multi-class ``multiclass.se_from_cross``, distance-from-Gram forms with a
-rounding of their own.)
+form moved a GFITC fit by 5e-3.
+
+Callers that form squared distances themselves (the IVM's BLAS column and
+``adf.kernel_value``, the multi-class stacked GEMM and ``multiclass.se_from_cross``) turn
+them into covariances through :func:`stationary_from_sqdist` or :func:`stationary_value`,
+so g itself is written only here.
 """
 import math
 
@@ -70,15 +73,25 @@ def unit_kg(q, family):
 
 
 @jit
-def unit_k(q, family):
-    """g(q) of the table above: the covariance over s2 at squared scaled distance q."""
-    return unit_kg(q, family)[0]
-
-
-@jit
 def stationary_value(q, family, variance, deriv):
     """s2 g(q), or with ``deriv`` the derivative factor s2 G(q), at squared scaled distance q."""
     return variance * unit_kg(q, family)[1 if deriv else 0]
+
+
+@jit
+def stationary_from_sqdist(d2, family, variance, out):
+    """``out[i] = s2 g(max(d2[i], 0))`` over flat arrays (``out`` may be ``d2``).
+
+    For squared scaled distances formed by BLAS as |a|² + |b|² − 2 a·b, whose cancellation
+    can leave tiny distances below 0. SE only in practice: the square root of the Matérn
+    forms turns that cancellation error into ~1e-8 near coincident points.
+    """
+    for i in range(d2.shape[0]):
+        q = d2[i]
+        if q < 0.0:
+            q = 0.0
+        out[i] = stationary_value(q, family, variance, False)
+    return out
 
 
 @jit

@@ -22,6 +22,7 @@ import numpy as np
 
 from ._jit import jit
 from .blas import gemm_rows, gemm_tn_rows, thread_ranges
+from .covfuncs import SE, stationary_value
 from .ep import damp_site, site_delta, site_residual, site_target
 from .probit import log_ndtr, pairwise_tilted
 
@@ -288,7 +289,7 @@ def se_from_cross(cross, x2, z2, variance):
             d2 = x2[c, n] + z2[c, m] - 2.0 * cross[c, n, m]
             if d2 < 0.0:
                 d2 = 0.0
-            cross[c, n, m] = variance[c] * math.exp(-0.5 * d2)
+            cross[c, n, m] = stationary_value(d2, SE, variance[c], False)
 
 
 @jit(parallel=True)

@@ -98,19 +98,24 @@ def _stationary(X, Z, variance, lengthscale, family):
 
 
 def _se(X, Z, variance, lengthscale):
+    """SE k(X, Z) (N, M) from squared distances formed by NumPy (small problems: explicit
+    differences; many features: one GEMM), turned into covariances by the compiled g."""
     X = np.asarray(X, dtype=np.float64)
     work = X.shape[0] * Z.shape[0] * X.shape[1]
     if work < _SMALL_KERNEL:
         diff = (X[:, None, :] - Z[None, :, :]) / lengthscale
-        return variance * np.exp(-0.5 * np.einsum("nmd,nmd->nm", diff, diff))
-    if X.shape[1] >= GEMM_MIN_D:
+        d2 = np.einsum("nmd,nmd->nm", diff, diff)
+    elif X.shape[1] >= GEMM_MIN_D:
         # |a - b|^2 = |a|^2 + |b|^2 - 2 a.b: one GEMM; the rounding (~1e-16 |a|^2) is far
         # below what matters in exp(-d2/2)
         Xs, Zs = X / lengthscale, Z / lengthscale
         d2 = (np.einsum("nd,nd->n", Xs, Xs)[:, None] + np.einsum("md,md->m", Zs, Zs)[None, :]
               - 2.0 * (Xs @ Zs.T))
-        return variance * np.exp(-0.5 * np.maximum(d2, 0.0))
-    return _kernels.se_kernel(X, Z, variance, lengthscale)
+    else:
+        return _kernels.se_kernel(X, Z, variance, lengthscale)
+    flat = d2.reshape(-1)
+    _cf.stationary_from_sqdist(flat, _cf.SE, float(variance), flat)
+    return d2
 
 
 def _se_grad_contract(X, Z, K, W, lengthscale, symmetric=False):
