@@ -56,6 +56,25 @@ def test_workers_are_single_threaded(client):
         assert pools in ([], [1])
 
 
+def test_a_paused_run_keeps_its_workers(cluster, client):
+    # the scheduler must not time out a worker whose heartbeats stopped because the run was
+    # paused (SIGSTOP, a suspended laptop): with the default five-minute TTL a table run
+    # paused for 15 minutes came back with both workers killed and their cells lost
+    import signal
+    import time
+
+    assert cluster.scheduler.worker_ttl is None
+    pids = set(client.run(os.getpid).values())
+    fut = client.submit(time.sleep, 1.5, pure=False)
+    for pid in pids:
+        os.kill(pid, signal.SIGSTOP)
+    time.sleep(2.0)
+    for pid in pids:
+        os.kill(pid, signal.SIGCONT)
+    assert fut.result(timeout=60) is None
+    assert set(client.run(os.getpid).values()) == pids
+
+
 def test_grid_on_cluster_equals_plain_loop(client, tmp_path):
     cells = tiny_cells()
     out = run_grid(cells, tmp_path / "r.jsonl", client=client, progress=False)

@@ -19,7 +19,8 @@ def have_distributed():
 
 
 def local_cluster(n_workers=None, **kwargs):
-    """The embedded default: single-threaded worker processes, one per core.
+    """The embedded default: single-threaded worker processes, one per core, that survive
+    a pause of the whole run (no heartbeat timeout).
 
     Parameters
     ----------
@@ -32,6 +33,7 @@ def local_cluster(n_workers=None, **kwargs):
     -------
     distributed.LocalCluster
     """
+    import dask
     from distributed import LocalCluster
 
     # dashboard_address=None still binds the default :8787, so a second cluster on the machine
@@ -40,4 +42,9 @@ def local_cluster(n_workers=None, **kwargs):
                 processes=True, host="127.0.0.1", dashboard_address=":0",
                 env=dict(SINGLE_THREAD_ENV))
     opts.update(kwargs)
-    return LocalCluster(**opts)
+    # A paused or suspended run (SIGSTOP while a benchmark is timed, a laptop put to sleep)
+    # stops the heartbeats; on resume the scheduler's default five-minute worker TTL had the
+    # workers killed and restarted, losing every cell in flight. The nanny still reports a
+    # worker process that dies, so on one machine the TTL only ever fires on such pauses.
+    with dask.config.set({"distributed.scheduler.worker-ttl": None}):
+        return LocalCluster(**opts)
