@@ -113,9 +113,9 @@ def _se(X, Z, variance, lengthscale):
               - 2.0 * (Xs @ Zs.T))
     else:
         return _kernels.se_kernel(X, Z, variance, lengthscale)
+    # in place on the flat view (a copy, were d2 ever not C-ordered: return what was written)
     flat = d2.reshape(-1)
-    _cf.stationary_from_sqdist(flat, _cf.SE, float(variance), flat)
-    return d2
+    return _cf.stationary_from_sqdist(flat, _cf.SE, float(variance), flat).reshape(d2.shape)
 
 
 def _se_grad_contract(X, Z, K, W, lengthscale, symmetric=False):
