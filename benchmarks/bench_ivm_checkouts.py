@@ -21,8 +21,7 @@ import time
 
 import numpy as np
 
-THREAD_VARS = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS",
-               "NUMBA_NUM_THREADS", "VECLIB_MAXIMUM_THREADS")
+from bench_threads import THREAD_VARS
 
 
 def child(repeats):
