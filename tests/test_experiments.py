@@ -347,3 +347,40 @@ def test_report_shows_the_svm_column_beside_the_paper():
     # tables without an SVM keep their columns
     mc = TABLES["multiclass"]
     assert "#SV" not in markdown(mc, mc.cells(folds=1, datasets=["wine"], methods=["ep"]), {})
+
+
+def test_marked_cells_are_read_against_the_other_methods_on_the_same_splits():
+    from sparsegp.experiments import markdown
+    from sparsegp.experiments.report import paired_differences, summarise
+
+    table = TABLES["gfitc_table1"]
+    # heart: paper GPC .178, SPGPC .172 (size 2), so the paper's GPC - SPGPC is +.006
+    gpc = [Cell("heart", s, "gpc", {}, None, seed=s) for s in (0, 1, 2)]
+    sp = [Cell("heart", s, "spgpc", {}, 2, seed=s) for s in (0, 1)]   # split 2 not fitted
+    errors = {**dict(zip((c.key for c in gpc), (0.30, 0.32, 0.31))),
+              **dict(zip((c.key for c in sp), (0.27, 0.30)))}
+    records = {k: {"status": "ok", "error": e, "nlp": 0.4, "fit_time": 1.0}
+               for k, e in errors.items()}
+    cells = gpc + sp
+    rows = summarise(records, cells)
+    pairs = paired_differences(rows, records, cells, ("heart", "gpc", None), "error",
+                               table.paper)
+    assert len(pairs) == 1
+    method, size, mean, se, n, paper_diff = pairs[0]
+    # only splits 0 and 1 are paired: differences .03 and .02
+    assert (method, size, n) == ("spgpc", 2, 2)
+    assert mean == pytest.approx(0.025, abs=1e-12) and se == pytest.approx(0.005, abs=1e-12)
+    assert paper_diff == pytest.approx(0.178 - 0.172, abs=1e-12)
+    text = markdown(table, cells, records)
+    assert ("heart / gpc / – / error: ours 0.310 ± 0.006, paper 0.178; minus the other methods "
+            "on the same splits (paper's difference in brackets): spgpc +0.025 ± 0.005, n = 2 "
+            "(+0.006)") in text
+    # multi-class rows pair at the same M only
+    mc = TABLES["multiclass"]
+    mcells = mc.cells(folds=2, datasets=["wine"], methods=["ep", "vi"])
+    mrec = {c.key: {"status": "ok", "error": 0.1 * (c.method == "vi"), "nlp": 0.1,
+                    "fit_time": 1.0} for c in mcells}
+    mpairs = paired_differences(summarise(mrec, mcells), mrec, mcells, ("wine", "ep", 0.1),
+                                "error", mc.paper)
+    assert [(p[0], p[1], p[4]) for p in mpairs] == [("vi", 0.1, 2)]
+    assert mpairs[0][2] == pytest.approx(-0.1)

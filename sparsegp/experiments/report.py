@@ -62,6 +62,64 @@ def outside(mean, se, n, paper):
     return n >= 2 and abs(mean - paper) > 2.0 * se
 
 
+def paired_differences(summary_keys, records, cells, key, metric, paper):
+    """Ours minus each other method on the same splits, beside the paper's difference.
+
+    A cell outside the paper's error bar is read against the other methods: when the paired
+    differences equal the paper's, the offset is shared by every method on our splits (the
+    data or the splits), not the method's own.
+
+    Parameters
+    ----------
+    summary_keys : iterable of (dataset, method, size)
+        The table's rows (keys of :func:`summarise`).
+    records : dict
+        key -> record.
+    cells : sequence of Cell
+    key : (dataset, method, size)
+        The row to compare.
+    metric : {"error", "nlp"}
+    paper : dict
+        The table's ``paper`` mapping.
+
+    Returns
+    -------
+    list of (method, size, mean, se, n, paper_difference or None)
+        One entry for each other method on the same data set at the same size, or at its one
+        size when the table gives it only one (seed 000's rows); splits where both fitted.
+    """
+    d, m, size = key
+    by_split = {}
+    for cell in cells:
+        rec = records.get(cell.key)
+        if rec is not None and rec.get("status") == "ok" and metric in rec:
+            by_split.setdefault((cell.dataset, cell.method, cell.size), {})[cell.split] = \
+                rec[metric]
+    sizes = {}
+    for (d2, m2, s2) in summary_keys:
+        if d2 == d:
+            sizes.setdefault(m2, []).append(s2)
+    ours = by_split.get(key, {})
+    out = []
+    for m2, s2s in sizes.items():
+        if m2 == m:
+            continue
+        for s2 in s2s:
+            if s2 != size and len(s2s) > 1:
+                continue
+            theirs = by_split.get((d, m2, s2), {})
+            common = sorted(set(ours) & set(theirs), key=str)
+            if not common:
+                continue
+            diff = np.array([ours[k] - theirs[k] for k in common])
+            se = float(diff.std(ddof=1) / np.sqrt(diff.size)) if diff.size > 1 else 0.0
+            p_ours = paper.get(key, {}).get(metric)
+            p_theirs = paper.get((d, m2, s2), {}).get(metric)
+            p_diff = None if p_ours is None or p_theirs is None else p_ours - p_theirs
+            out.append((m2, s2, float(diff.mean()), se, diff.size, p_diff))
+    return out
+
+
 def _size_label(size):
     if size is None:
         return "–"
@@ -113,8 +171,17 @@ def markdown(table, cells, records, wall=None, command=None):
             p = ref.get(metric)
             flag = p is not None and outside(mean, se, row["n"], p)
             if flag:
-                marked.append(f"{d} / {m} / {_size_label(size)} / {metric}: ours "
-                              f"{mean:.3f} ± {se:.3f}, paper {p:.3f}")
+                pairs = paired_differences(summary, records, cells, (d, m, size), metric,
+                                           table.paper)
+                text = (f"{d} / {m} / {_size_label(size)} / {metric}: ours "
+                        f"{mean:.3f} ± {se:.3f}, paper {p:.3f}")
+                if pairs:
+                    text += ("; minus the other methods on the same splits (paper's "
+                             "difference in brackets): " + ", ".join(
+                                 f"{m2} {mu:+.3f} ± {s:.3f}, n = {n} ("
+                                 + ("–" if pd is None else f"{pd:+.3f}") + ")"
+                                 for m2, _, mu, s, n, pd in pairs))
+                marked.append(text)
             ours = "–" if row["n"] == 0 else f"{mean:.3f} ± {se:.3f}"
             ours += " **†**" if flag else ""
             cells_txt += [ours, "–" if p is None else f"{p:.3f}"]
