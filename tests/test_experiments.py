@@ -384,3 +384,25 @@ def test_marked_cells_are_read_against_the_other_methods_on_the_same_splits():
                                 "error", mc.paper)
     assert [(p[0], p[1], p[4]) for p in mpairs] == [("vi", 0.1, 2)]
     assert mpairs[0][2] == pytest.approx(-0.1)
+
+
+def test_markdown_says_how_far_the_grid_has_got():
+    from sparsegp.experiments import markdown
+    from sparsegp.experiments.report import progress
+
+    mc = TABLES["multiclass"]
+    cells = mc.cells(folds=3, datasets=["wine", "glass"], methods=["ep"])
+    # wine: splits 0-1 whole, split 2 one size missing, one failed; glass: split 0 only
+    records = {}
+    for c in cells:
+        if c.dataset == "wine" and not (c.split == 2 and c.size == 0.2):
+            ok = not (c.split == 1 and c.size == 0.05)
+            records[c.key] = ({"status": "ok", "error": 0.1, "nlp": 0.2, "fit_time": 1.0} if ok
+                              else {"status": "failed", "error_message": "x"})
+        elif c.dataset == "glass" and c.split == 0:
+            records[c.key] = {"status": "ok", "error": 0.3, "nlp": 0.8, "fit_time": 1.0}
+    got = progress(cells, records)
+    assert (got["done"], got["failed"], got["total"]) == (8 + 3, 1, 18)
+    assert got["splits"] == {"wine": (2, 3), "glass": (1, 3)}
+    assert ("Progress: 11 of 18 cells have a record (1 failed). Whole splits (every method "
+            "and size) per data set: glass 1 of 3, wine 2 of 3.") in markdown(mc, cells, records)

@@ -62,7 +62,17 @@ def outside(mean, se, n, paper):
     return n >= 2 and abs(mean - paper) > 2.0 * se
 
 
-def paired_differences(summary_keys, records, cells, key, metric, paper):
+def _by_split(records, cells, metric):
+    """(dataset, method, size) -> {split: metric} over the cells with an "ok" record."""
+    out = {}
+    for cell in cells:
+        rec = records.get(cell.key)
+        if rec is not None and rec.get("status") == "ok" and metric in rec:
+            out.setdefault((cell.dataset, cell.method, cell.size), {})[cell.split] = rec[metric]
+    return out
+
+
+def paired_differences(summary_keys, records, cells, key, metric, paper, by_split=None):
     """Ours minus each other method on the same splits, beside the paper's difference.
 
     A cell outside the paper's error bar is read against the other methods: when the paired
@@ -81,6 +91,9 @@ def paired_differences(summary_keys, records, cells, key, metric, paper):
     metric : {"error", "nlp"}
     paper : dict
         The table's ``paper`` mapping.
+    by_split : dict, optional
+        ``_by_split(records, cells, metric)``, when the caller already has it (a table reads
+        many rows against the same records).
 
     Returns
     -------
@@ -89,12 +102,7 @@ def paired_differences(summary_keys, records, cells, key, metric, paper):
         size when the table gives it only one (seed 000's rows); splits where both fitted.
     """
     d, m, size = key
-    by_split = {}
-    for cell in cells:
-        rec = records.get(cell.key)
-        if rec is not None and rec.get("status") == "ok" and metric in rec:
-            by_split.setdefault((cell.dataset, cell.method, cell.size), {})[cell.split] = \
-                rec[metric]
+    by_split = _by_split(records, cells, metric) if by_split is None else by_split
     sizes = {}
     for (d2, m2, s2) in summary_keys:
         if d2 == d:
@@ -126,6 +134,33 @@ def _size_label(size):
     return f"{size:.0%}" if isinstance(size, float) else str(size)
 
 
+def progress(cells, records):
+    """How far a grid has got: cells with a record, and whole splits per data set.
+
+    Parameters
+    ----------
+    cells : sequence of Cell
+    records : dict
+        key -> record.
+
+    Returns
+    -------
+    dict
+        ``"done"`` (cells with any record), ``"failed"``, ``"total"``, and ``"splits"``:
+        dataset -> (splits with every cell done, splits in the grid).
+    """
+    done = failed = 0
+    per_split = {}
+    for cell in cells:
+        rec = records.get(cell.key)
+        done += rec is not None
+        failed += rec is not None and rec.get("status") != "ok"
+        ok = per_split.setdefault(cell.dataset, {}).setdefault(cell.split, True)
+        per_split[cell.dataset][cell.split] = ok and rec is not None
+    splits = {d: (sum(v.values()), len(v)) for d, v in per_split.items()}
+    return {"done": done, "failed": failed, "total": len(cells), "splits": splits}
+
+
 def markdown(table, cells, records, wall=None, command=None):
     """Markdown of ``table``: ours (mean ± s.e., folds) beside the paper, outliers marked.
 
@@ -151,6 +186,11 @@ def markdown(table, cells, records, wall=None, command=None):
     lines = [f"# {table.title}", ""]
     if command:
         lines += [f"Made by `{command}`.", ""]
+    got = progress(cells, records)
+    lines += [f"Progress: {got['done']} of {got['total']} cells have a record "
+              f"({got['failed']} failed). Whole splits (every method and size) per data set: "
+              + ", ".join(f"{d} {k} of {n}" for d, (k, n) in sorted(got["splits"].items()))
+              + ".", ""]
     lines += ["Cells: ours as mean ± standard error over `n` splits, then the paper's value; "
               "**†** marks a paper value outside ours ± 2 s.e. (n ≥ 2). Fit time is the total "
               "over the cell's splits, each fit on one thread: CPU seconds (wall seconds for "
@@ -163,6 +203,7 @@ def markdown(table, cells, records, wall=None, command=None):
               "| fit time (s) |" + (" #SV | paper |" if with_sv else ""),
               "|---|---|---|---|---|---|---|---|---|---|" + ("---|---|" if with_sv else "")]
     marked = []
+    by_split = {metric: _by_split(records, cells, metric) for metric in ("error", "nlp")}
     for (d, m, size), row in summary.items():
         ref = table.paper.get((d, m, size), {})
         cells_txt = []
@@ -172,7 +213,7 @@ def markdown(table, cells, records, wall=None, command=None):
             flag = p is not None and outside(mean, se, row["n"], p)
             if flag:
                 pairs = paired_differences(summary, records, cells, (d, m, size), metric,
-                                           table.paper)
+                                           table.paper, by_split=by_split[metric])
                 text = (f"{d} / {m} / {_size_label(size)} / {metric}: ours "
                         f"{mean:.3f} ± {se:.3f}, paper {p:.3f}")
                 if pairs:
