@@ -400,9 +400,22 @@ def test_markdown_says_how_far_the_grid_has_got():
             records[c.key] = ({"status": "ok", "error": 0.1, "nlp": 0.2, "fit_time": 1.0} if ok
                               else {"status": "failed", "error_message": "x"})
         elif c.dataset == "glass" and c.split == 0:
-            records[c.key] = {"status": "ok", "error": 0.3, "nlp": 0.8, "fit_time": 1.0}
+            # glass 5 %: one record with CPU seconds, which the estimate prefers to wall ones
+            records[c.key] = {"status": "ok", "error": 0.3, "nlp": 0.8,
+                              "fit_time": 100.0 * (1 + 10 * (c.size == 0.05))}
+            if c.size == 0.05:
+                records[c.key]["cpu_time"] = 36.0
     got = progress(cells, records)
     assert (got["done"], got["failed"], got["total"]) == (8 + 3, 1, 18)
     assert got["splits"] == {"wine": (2, 3), "glass": (1, 3)}
+    # wine 20 %, split 2: 1 s (the wall mean at its size); glass: 2 x 36 CPU s at 5 % (not
+    # its 1 100 wall s), 2 x 100 wall s at each of 10 % and 20 %
+    assert got["cpu_left"] == pytest.approx(1.0 + 2 * 36.0 + 4 * 100.0)
+    assert (got["from_wall"], got["no_basis"]) == (5, 0)
+    text = markdown(mc, cells, records)
     assert ("Progress: 11 of 18 cells have a record (1 failed). Whole splits (every method "
-            "and size) per data set: glass 1 of 3, wine 2 of 3.") in markdown(mc, cells, records)
+            "and size) per data set: glass 1 of 3, wine 2 of 3. Estimated CPU time of the 7 "
+            "missing cells: 0.1 CPU-hours, 5 of them costed from wall seconds (an upper "
+            "bound)") in text
+    # a data set and method with no done cell cannot be costed, and says so
+    assert progress(cells, {})["no_basis"] == 18

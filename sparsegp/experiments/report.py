@@ -135,7 +135,12 @@ def _size_label(size):
 
 
 def progress(cells, records):
-    """How far a grid has got: cells with a record, and whole splits per data set.
+    """How far a grid has got, and an estimate of the CPU time its missing cells need.
+
+    A missing cell is costed at the mean fit time of the done cells of its (data set, method,
+    size), else of its (data set, method): CPU seconds where any of those records have them
+    (wall seconds of niced runs also count time spent waiting for the machine), else wall
+    seconds, which makes the estimate an upper bound.
 
     Parameters
     ----------
@@ -146,19 +151,40 @@ def progress(cells, records):
     Returns
     -------
     dict
-        ``"done"`` (cells with any record), ``"failed"``, ``"total"``, and ``"splits"``:
-        dataset -> (splits with every cell done, splits in the grid).
+        ``"done"`` (cells with any record), ``"failed"``, ``"total"``, ``"splits"``: dataset ->
+        (splits with every cell done, splits in the grid), ``"cpu_left"``: estimated seconds
+        for the missing cells that have a basis, ``"from_wall"``: how many of those were costed
+        from wall seconds, and ``"no_basis"``: missing cells with no done cell to cost them by.
     """
     done = failed = 0
-    per_split = {}
+    per_split, missing = {}, []
+    times = {}   # (dataset, method, size) and (dataset, method) -> {"cpu": [...], "wall": [...]}
     for cell in cells:
         rec = records.get(cell.key)
         done += rec is not None
         failed += rec is not None and rec.get("status") != "ok"
         ok = per_split.setdefault(cell.dataset, {}).setdefault(cell.split, True)
         per_split[cell.dataset][cell.split] = ok and rec is not None
+        if rec is None:
+            missing.append(cell)
+        elif rec.get("status") == "ok":
+            kind, value = (("cpu", rec["cpu_time"]) if "cpu_time" in rec
+                           else ("wall", rec["fit_time"]))
+            for group in ((cell.dataset, cell.method, cell.size), (cell.dataset, cell.method)):
+                times.setdefault(group, {"cpu": [], "wall": []})[kind].append(value)
+    cpu_left, from_wall, no_basis = 0.0, 0, 0
+    for cell in missing:
+        basis = (times.get((cell.dataset, cell.method, cell.size))
+                 or times.get((cell.dataset, cell.method)))
+        if basis is None:
+            no_basis += 1
+            continue
+        kind = "cpu" if basis["cpu"] else "wall"
+        from_wall += kind == "wall"
+        cpu_left += float(np.mean(basis[kind]))
     splits = {d: (sum(v.values()), len(v)) for d, v in per_split.items()}
-    return {"done": done, "failed": failed, "total": len(cells), "splits": splits}
+    return {"done": done, "failed": failed, "total": len(cells), "splits": splits,
+            "cpu_left": cpu_left, "from_wall": from_wall, "no_basis": no_basis}
 
 
 def markdown(table, cells, records, wall=None, command=None):
@@ -190,7 +216,17 @@ def markdown(table, cells, records, wall=None, command=None):
     lines += [f"Progress: {got['done']} of {got['total']} cells have a record "
               f"({got['failed']} failed). Whole splits (every method and size) per data set: "
               + ", ".join(f"{d} {k} of {n}" for d, (k, n) in sorted(got["splits"].items()))
-              + ".", ""]
+              + "."]
+    if got["done"] < got["total"]:
+        left = got["total"] - got["done"]
+        lines[-1] += (f" Estimated CPU time of the {left} missing cells: "
+                      f"{got['cpu_left'] / 3600:.1f} CPU-hours"
+                      + (f", {got['from_wall']} of them costed from wall seconds (an upper "
+                         "bound)" if got["from_wall"] else "")
+                      + (f"; {got['no_basis']} with no done cell of their data set and method "
+                         "to cost them by" if got["no_basis"] else "")
+                      + " (`sparsegp.experiments.report.progress`).")
+    lines.append("")
     lines += ["Cells: ours as mean ± standard error over `n` splits, then the paper's value; "
               "**†** marks a paper value outside ours ± 2 s.e. (n ≥ 2). Fit time is the total "
               "over the cell's splits, each fit on one thread: CPU seconds (wall seconds for "
