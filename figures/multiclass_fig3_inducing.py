@@ -5,20 +5,20 @@ functions drawn from the GP prior, label = argmax). The kernel hyper-parameters 
 their true values (length-scale 0.5, amplitude 1, noise 0.01: the generator's defaults, since
 the paper's values were lost) and only the inducing inputs are learnt, starting from the same
 random training rows for every method. GFITC, EP and SEP train in batch mode; VI by minibatch
-ADAM (the paper: the batch version gets stuck). The paper runs 2000 iterations / epochs; the
-default here is smaller (``--iterations``), and the M grid is ours (the paper's was lost).
+ADAM (the paper: the batch version gets stuck). The defaults are the paper's 2000 iterations /
+epochs and nine panels per method, M = 1, 2, 4, ..., 256 (the paper's M values were lost).
 
-    python figures/multiclass_fig3_inducing.py [--quick] [--iterations 300] [--M 1,2,4,8,16,32]
+    python figures/multiclass_fig3_inducing.py [--quick] [--iterations 2000] [--M 1,2,4,8]
 
-Each fitted estimator is saved as it finishes (``<out>/multiclass_fig3_fits/``, a pickle per
-method and M, keyed by the iteration budget), so an interrupted run resumes where it stopped and
-a finished one redraws without refitting; ``multiclass_fig3_inducing.json`` lists each fit's
-training accuracy and time.
+Each panel is written to ``multiclass_fig3_inducing.json`` as soon as its fit ends: the fit's
+training accuracy, wall and CPU seconds, its learnt inducing inputs and its decision regions on
+the plot's grid (``sparsegp.plotting.class_regions``, run-length coded as [label, count] pairs). A run that is cut off resumes at the first
+missing panel, on any machine with the committed JSON, and a finished one redraws without
+refitting. Panels recorded before the regions were stored (no ``labels``) are refitted.
 """
 import argparse
 import json
 import os
-import pickle
 import time
 from pathlib import Path
 
@@ -28,7 +28,7 @@ import numpy as np  # noqa: E402
 
 import sparsegp  # noqa: E402
 from sparsegp.datasets import make_gp_classes  # noqa: E402
-from sparsegp.plotting import plot_multiclass_boundaries  # noqa: E402
+from sparsegp.plotting import class_regions, plot_class_regions  # noqa: E402
 from sparsegp.plotting._mpl import pyplot  # noqa: E402
 
 # the generator's covariance, and the same held fixed for the estimators
@@ -46,29 +46,52 @@ def build(method, Z0, iterations, vi_batch):
                                              learning_rate=1e-2, **kw)
 
 
-def fitted(method, M, Z0, X, y, iterations, vi_batch, cache):
-    """The estimator of one panel and its fit time, loaded from ``cache`` if saved earlier."""
-    path = cache / f"{method}_M{M}_it{iterations}.pkl"
-    if path.exists():
-        with open(path, "rb") as f:
-            return pickle.load(f)
-    t0 = time.perf_counter()
+def fit_panel(method, M, Z0, X, y, iterations, vi_batch, resolution):
+    """Fit one panel's estimator; return its JSON record (what the figure needs to redraw)."""
+    t0, c0 = time.perf_counter(), time.process_time()
     est = build(method, Z0, iterations, vi_batch).fit(X, y)
-    result = est, time.perf_counter() - t0
-    # written whole then renamed, so a run cut off mid-write leaves no half file behind
+    seconds, cpu_seconds = time.perf_counter() - t0, time.process_time() - c0
+    labels = class_regions(est, X, resolution).ravel()
+    # run-length code of the regions (a few hundred runs where the raw grid has 14 400 cells)
+    edges = np.flatnonzero(np.diff(labels)) + 1
+    starts = np.r_[0, edges]
+    runs = np.diff(np.r_[starts, labels.size])
+    return dict(method=method, M=M, iterations=iterations,
+                train_accuracy=float(np.mean(est.predict(X) == y)), seconds=seconds,
+                cpu_seconds=cpu_seconds, classes=np.asarray(est.classes_).tolist(),
+                inducing_points=np.round(np.asarray(est.inducing_points_), 6).tolist(),
+                resolution=resolution,
+                labels=[[int(labels[a]), int(r)] for a, r in zip(starts, runs)])
+
+
+def regions(record):
+    """The decision regions of a stored panel, shape (resolution, resolution)."""
+    values, runs = np.array(record["labels"], dtype=int).T
+    return np.repeat(values, runs).reshape(record["resolution"], record["resolution"])
+
+
+def load_panels(path):
+    """Stored panels keyed by (method, M, iterations, resolution); old records lack labels."""
+    if not path.exists():
+        return {}
+    return {(r["method"], r["M"], r["iterations"], r.get("resolution")): r
+            for r in json.loads(path.read_text()) if "labels" in r}
+
+
+def save_panels(path, panels):
+    # written whole then renamed, so a run cut off mid-write leaves the previous file intact
     tmp = path.with_suffix(".tmp")
-    with open(tmp, "wb") as f:
-        pickle.dump(result, f)
+    records = sorted(panels.values(), key=lambda r: (r["M"], r["method"], r["iterations"]))
+    tmp.write_text("[\n" + ",\n".join(json.dumps(r) for r in records) + "\n]\n")
     os.replace(tmp, path)
-    return result
 
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", default=str(Path(__file__).resolve().parent))
     parser.add_argument("--quick", action="store_true")
-    parser.add_argument("--iterations", type=int, default=300)
-    parser.add_argument("--M", default="1,2,4,8,16,32")
+    parser.add_argument("--iterations", type=int, default=2000)
+    parser.add_argument("--M", default="1,2,4,8,16,32,64,128,256")
     parser.add_argument("--methods", default="GFITC,EP,SEP,VI")
     parser.add_argument("--vi-batch", type=int, default=100)
     args = parser.parse_args(argv)
@@ -76,7 +99,6 @@ def main(argv=None):
     n, Ms, iterations = (300, [2, 8], 15) if quick else (1000, [int(m) for m in
                                                            args.M.split(",")], args.iterations)
     X, y = make_gp_classes(n, n_classes=3, random_state=7, **TRUE)
-    rng = np.random.default_rng(11)
     methods = []
     for m in args.methods.split(","):
         name = {"GFITC": "MultiClassGFITCClassifier", "VI": "MultiClassSVGPClassifier"}.get(
@@ -87,27 +109,31 @@ def main(argv=None):
         except (AttributeError, ImportError) as exc:
             print(f"skipping {m}: {exc}")
     out = Path(args.out)
-    cache = out / ("multiclass_fig3_fits_quick" if quick else "multiclass_fig3_fits")
-    cache.mkdir(parents=True, exist_ok=True)
-    summary = []
+    name = "multiclass_fig3_inducing_quick" if quick else "multiclass_fig3_inducing"
+    store = out / f"{name}.json"
+    panels = load_panels(store)
+    resolution = 80 if quick else 120
     plt = pyplot()
     fig, axes = plt.subplots(len(methods), len(Ms), figsize=(2.2 * len(Ms), 2.3 * len(methods)),
                              squeeze=False)
     for j, M in enumerate(Ms):
+        # seeded by M alone, so a panel's start does not depend on which other M are drawn
+        rng = np.random.default_rng([11, M])
         Z0 = np.stack([X[np.sort(rng.choice(n, M, replace=False))] for _ in range(3)])
         for i, method in enumerate(methods):
-            est, seconds = fitted(method, M, Z0, X, y, iterations, args.vi_batch, cache)
-            acc = float(np.mean(est.predict(X) == y))
-            summary.append(dict(method=method, M=M, iterations=iterations,
-                                train_accuracy=acc, seconds=seconds))
-            print(f"{method:5s} M={M:3d}: train accuracy {acc:.3f}  "
-                  f"({seconds:.1f}s)", flush=True)
-            plot_multiclass_boundaries(est, X, y, ax=axes[i, j], resolution=80 if quick else 120,
-                                       title=f"{method}, M = {M}", point_size=3)
+            key = (method, M, iterations, resolution)
+            if key not in panels:
+                panels[key] = fit_panel(method, M, Z0, X, y, iterations, args.vi_batch,
+                                        resolution)
+                save_panels(store, panels)
+            rec = panels[key]
+            print(f"{method:5s} M={M:3d}: train accuracy {rec['train_accuracy']:.3f}  "
+                  f"({rec['seconds']:.1f}s)", flush=True)
+            plot_class_regions(regions(rec), X, y, np.array(rec["classes"]),
+                               inducing_points=np.array(rec["inducing_points"]),
+                               ax=axes[i, j], title=f"{method}, M = {M}", point_size=3)
     fig.tight_layout()
-    name = "multiclass_fig3_inducing_quick" if quick else "multiclass_fig3_inducing"
     fig.savefig(out / f"{name}.png", dpi=110)
-    (out / f"{name}.json").write_text(json.dumps(summary, indent=1) + "\n")
     print("wrote", out / f"{name}.png")
 
 

@@ -40,6 +40,32 @@ def test_plotting_helpers_return_axes():
     pyplot().close("all")
 
 
+def test_class_regions_redraw_a_figure_without_the_estimator():
+    from sparsegp.plotting import class_regions, plot_class_regions, plot_multiclass_boundaries
+    from sparsegp.plotting._mpl import pyplot
+    X, y = make_gp_classes(60, n_classes=3, random_state=1)
+    est = MultiClassEPClassifier(n_inducing=3, max_iter=2, random_state=0).fit(X, y)
+    labels = class_regions(est, X, resolution=15)
+    assert labels.shape == (15, 15)
+    # row i, column j is the grid point (x0_j, x1_i) over the padded box of X
+    pad = 0.05 * (X.max(0) - X.min(0))
+    x0 = np.linspace(X[:, 0].min() - pad[0], X[:, 0].max() + pad[0], 15)
+    x1 = np.linspace(X[:, 1].min() - pad[1], X[:, 1].max() + pad[1], 15)
+    i, j = 4, 11
+    point = np.array([[x0[j], x1[i]]])
+    assert labels[i, j] == np.argmax(est.predict_proba(point)[0])
+    # what a figure script stores (digits and Z) draws what the estimator draws
+    stored = "".join(map(str, labels.ravel()))
+    back = np.array(list(stored), dtype=int).reshape(15, 15)
+    a = plot_multiclass_boundaries(est, X, y, resolution=15)
+    b = plot_class_regions(back, X, y, est.classes_, inducing_points=est.inducing_points_)
+    assert len(a.collections) == len(b.collections) >= 4
+    assert a.get_xlim() == b.get_xlim() and a.get_ylim() == b.get_ylim()
+    with pytest.raises(ValueError, match="square grid"):
+        plot_class_regions(back[:3], X, y, est.classes_)
+    pyplot().close("all")
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("script", ["figures/multiclass_tables.py",
                                     "figures/multiclass_fig1_schedules.py",
@@ -112,3 +138,33 @@ def test_uci_ten_percent_matches_paper(method, name):
     j = 0 if method == "ep" else 1
     assert abs(np.mean(nll) - PAPER[name][0][j]) <= 0.05
     assert abs(np.mean(err) - PAPER[name][1][j]) <= 0.03
+
+
+def test_figure3_resumes_from_its_json_on_a_fresh_machine(tmp_path, monkeypatch):
+    import importlib.util
+    import json
+    monkeypatch.syspath_prepend(str(ROOT / "figures"))   # its sibling multiclass_fig2_ep_sep
+    spec = importlib.util.spec_from_file_location(
+        "fig3", ROOT / "figures" / "multiclass_fig3_inducing.py")
+    fig3 = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(fig3)
+    fig3.main(["--quick", "--out", str(tmp_path), "--methods", "EP,GFITC"])
+    store = tmp_path / "multiclass_fig3_inducing_quick.json"
+    panels = json.loads(store.read_text())
+    assert sorted((p["method"], p["M"]) for p in panels) == [
+        ("EP", 2), ("EP", 8), ("GFITC", 2), ("GFITC", 8)]
+    for p in panels:
+        labels = fig3.regions(p)
+        assert labels.shape == (80, 80) and set(np.unique(labels)) <= {0, 1, 2}
+        assert np.asarray(p["inducing_points"]).shape == (3, p["M"], 2)
+        assert p["cpu_seconds"] > 0
+    # the PNG gone (a fresh clone has only the JSON): redrawn with no fit at all
+    (tmp_path / "multiclass_fig3_inducing_quick.png").unlink()
+
+    def no_fit(*args, **kwargs):
+        raise AssertionError("a stored panel was refitted")
+
+    monkeypatch.setattr(fig3, "fit_panel", no_fit)
+    fig3.main(["--quick", "--out", str(tmp_path), "--methods", "EP,GFITC"])
+    assert (tmp_path / "multiclass_fig3_inducing_quick.png").stat().st_size > 10_000
+    assert json.loads(store.read_text()) == panels

@@ -3,10 +3,88 @@ import numpy as np
 
 from ._mpl import get_ax, readable_log_axis
 
-__all__ = ["plot_multiclass_boundaries", "plot_metric_vs_time", "plot_probability_comparison"]
+__all__ = ["class_regions", "plot_class_regions", "plot_multiclass_boundaries",
+           "plot_metric_vs_time", "plot_probability_comparison"]
 
 _COLOURS = ("tab:blue", "tab:red", "tab:green", "tab:orange", "tab:purple", "tab:brown",
             "tab:pink", "tab:gray", "tab:olive", "tab:cyan")
+
+
+def class_regions(estimator, X, resolution=150):
+    """The predicted class on a grid over the bounding box of ``X`` (5 % padding).
+
+    Parameters
+    ----------
+    estimator : fitted multi-class classifier
+        Needs ``predict_proba``.
+    X : ndarray of shape (n_samples, 2)
+        The points the grid is to cover (the training inputs).
+    resolution : int, default=150
+        Grid points per axis.
+
+    Returns
+    -------
+    labels : ndarray of int, shape (resolution, resolution)
+        Index into ``estimator.classes_`` of the most probable class; row i is the i-th value
+        of the second coordinate, column j the j-th of the first, as in :func:`numpy.meshgrid`.
+    """
+    X = _check_2d(X)
+    g0, g1 = _grid(X, resolution)
+    proba = estimator.predict_proba(np.c_[g0.ravel(), g1.ravel()])
+    return np.argmax(proba, axis=1).reshape(g0.shape)
+
+
+def plot_class_regions(labels, X, y, classes, inducing_points=None, ax=None, title=None,
+                       point_size=6):
+    """Training points, decision boundaries and inducing inputs, from precomputed regions.
+
+    The drawing half of :func:`plot_multiclass_boundaries`, for figures redrawn from stored
+    results without the fitted estimator.
+
+    Parameters
+    ----------
+    labels : ndarray of int, shape (resolution, resolution)
+        :func:`class_regions` of the estimator over the same ``X``.
+    X : ndarray of shape (n_samples, 2)
+    y : ndarray of shape (n_samples,)
+    classes : ndarray of shape (n_classes,)
+        The estimator's ``classes_`` (colours follow their order).
+    inducing_points : ndarray of shape (n_classes, M, 2), optional
+        Drawn as black-edged markers in each class's colour.
+    ax : matplotlib Axes, optional
+    title : str, optional
+    point_size : float, default=6
+
+    Returns
+    -------
+    ax : matplotlib Axes
+    """
+    ax = get_ax(ax)
+    X = _check_2d(X)
+    labels = np.asarray(labels)
+    if labels.ndim != 2 or labels.shape[0] != labels.shape[1]:
+        raise ValueError(f"labels must be a square grid (resolution, resolution); "
+                         f"got shape {labels.shape}")
+    classes = np.asarray(classes)
+    g0, g1 = _grid(X, labels.shape[0])
+    for k, c in enumerate(classes):
+        sel = np.asarray(y) == c
+        ax.scatter(X[sel, 0], X[sel, 1], s=point_size, color=_COLOURS[k % len(_COLOURS)],
+                   alpha=0.5, linewidths=0)
+    ax.contour(g0, g1, labels, levels=np.arange(classes.size) + 0.5, colors="k",
+               linewidths=1.2)
+    if inducing_points is not None:
+        Z = np.asarray(inducing_points)
+        for k in range(Z.shape[0]):
+            ax.scatter(Z[k, :, 0], Z[k, :, 1], s=30, color=_COLOURS[k % len(_COLOURS)],
+                       edgecolors="k", linewidths=1.2, zorder=3)
+    ax.set_xlim(g0[0, 0], g0[0, -1])
+    ax.set_ylim(g1[0, 0], g1[-1, 0])
+    ax.set_xticks([])
+    ax.set_yticks([])
+    if title:
+        ax.set_title(title, fontsize=9)
+    return ax
 
 
 def plot_multiclass_boundaries(estimator, X, y, ax=None, show_inducing=True, resolution=150,
@@ -16,8 +94,8 @@ def plot_multiclass_boundaries(estimator, X, y, ax=None, show_inducing=True, res
     Parameters
     ----------
     estimator : fitted multi-class classifier
-        Needs ``predict_latent`` or ``predict_proba``, ``classes_`` and, for
-        ``show_inducing``, ``inducing_points_`` of shape (C, M, 2).
+        Needs ``predict_proba``, ``classes_`` and, for ``show_inducing``,
+        ``inducing_points_`` of shape (C, M, 2).
     X : ndarray of shape (n_samples, 2)
     y : ndarray of shape (n_samples,)
     ax : matplotlib Axes, optional
@@ -32,35 +110,24 @@ def plot_multiclass_boundaries(estimator, X, y, ax=None, show_inducing=True, res
     -------
     ax : matplotlib Axes
     """
-    ax = get_ax(ax)
+    Z = getattr(estimator, "inducing_points_", None) if show_inducing else None
+    return plot_class_regions(class_regions(estimator, X, resolution), X, y,
+                              estimator.classes_, inducing_points=Z, ax=ax, title=title,
+                              point_size=point_size)
+
+
+def _check_2d(X):
     X = np.asarray(X, dtype=np.float64)
     if X.ndim != 2 or X.shape[1] != 2:
         raise ValueError(f"X must have shape (n_samples, 2); got {X.shape}")
-    classes = np.asarray(estimator.classes_)
+    return X
+
+
+def _grid(X, resolution):
     pad = 0.05 * (X.max(0) - X.min(0))
     lo, hi = X.min(0) - pad, X.max(0) + pad
-    g0, g1 = np.meshgrid(np.linspace(lo[0], hi[0], resolution),
-                         np.linspace(lo[1], hi[1], resolution))
-    grid = np.c_[g0.ravel(), g1.ravel()]
-    label = np.argmax(estimator.predict_proba(grid), axis=1).reshape(g0.shape)
-    for k, c in enumerate(classes):
-        sel = np.asarray(y) == c
-        ax.scatter(X[sel, 0], X[sel, 1], s=point_size, color=_COLOURS[k % len(_COLOURS)],
-                   alpha=0.5, linewidths=0)
-    ax.contour(g0, g1, label, levels=np.arange(classes.size) + 0.5, colors="k",
-               linewidths=1.2)
-    if show_inducing and hasattr(estimator, "inducing_points_"):
-        Z = np.asarray(estimator.inducing_points_)
-        for k in range(Z.shape[0]):
-            ax.scatter(Z[k, :, 0], Z[k, :, 1], s=30, color=_COLOURS[k % len(_COLOURS)],
-                       edgecolors="k", linewidths=1.2, zorder=3)
-    ax.set_xlim(lo[0], hi[0])
-    ax.set_ylim(lo[1], hi[1])
-    ax.set_xticks([])
-    ax.set_yticks([])
-    if title:
-        ax.set_title(title, fontsize=9)
-    return ax
+    return np.meshgrid(np.linspace(lo[0], hi[0], resolution),
+                       np.linspace(lo[1], hi[1], resolution))
 
 
 def plot_metric_vs_time(traces, ax=None, ylabel="test NLL", logx=True, title=None):
