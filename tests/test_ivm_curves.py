@@ -66,7 +66,7 @@ def test_learning_curve_script_quick(tmp_path):
 
 @pytest.mark.slow
 @pytest.mark.data
-def test_rejection_script_quick(tmp_path):
+def test_rejection_script_quick(tmp_path, monkeypatch):
     require_data("mnist")
     path = _run_script("ivm_fig1_rejection", tmp_path)
     assert os.path.getsize(path) > 0
@@ -75,3 +75,14 @@ def test_rejection_script_quick(tmp_path):
     os.remove(path)
     assert _run_script("ivm_fig1_rejection", tmp_path, "--redraw") == path   # no refit
     assert os.path.getsize(path) > 0
+    # a rerun fits only what the store lacks: here nothing
+    from sklearn.svm import SVC
+
+    from sparsegp import IVMClassifier
+
+    def refit(*args, **kwargs):
+        raise AssertionError("a stored curve was refitted")
+
+    monkeypatch.setattr(IVMClassifier, "fit", refit)
+    monkeypatch.setattr(SVC, "fit", refit)
+    assert _run_script("ivm_fig1_rejection", tmp_path) == path
