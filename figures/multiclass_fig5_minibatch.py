@@ -5,9 +5,14 @@ inducing points per class; minibatches of 200; ADAM with its default step 1e-3 f
 method; the length-scale initialised from the median pairwise distance of 1000 training points;
 EP, SEP and VI (GFITC cannot use minibatches). Test NLL and error are recorded against
 training time from ``callback`` every ``--eval-every`` minibatches on ``--n-test`` test points
-(evaluation time excluded from the time axis).
+(evaluation time excluded from the time axis). ``--budget S`` ends each method at its first
+evaluation past S seconds of training (the paper's figure is drawn against time).
 
-    python figures/multiclass_fig5_minibatch.py [--quick] [--M 200] [--epochs 1] [--methods sep,ep,vi]
+Each method's trace is written to the JSON as it runs and marked finished when it ends; a rerun
+with the same settings keeps the finished methods and fits only the others.
+
+    python figures/multiclass_fig5_minibatch.py [--quick] [--M 200] [--epochs 1] [--budget 3600]
+        [--methods sep,ep,vi]
 """
 import argparse
 import json
@@ -26,12 +31,17 @@ from sparsegp.plotting import plot_metric_vs_time
 from sparsegp.plotting._mpl import pyplot
 
 
+class BudgetReached(Exception):
+    """Raised by :class:`Recorder` at its first evaluation past the training-time budget."""
+
+
 class Recorder:
     """callback recording (time, test NLL, test error) every ``every`` minibatches."""
 
-    def __init__(self, X_test, y_test, every, on_row=None):
+    def __init__(self, X_test, y_test, every, on_row=None, budget=None):
         self.X_test, self.y_test, self.every = X_test, y_test, every
         self.on_row = on_row
+        self.budget = budget
         self.t0 = time.perf_counter()
         self.excluded = 0.0
         self.rows = []
@@ -50,6 +60,8 @@ class Recorder:
         print(f"    step {iteration:6d}  t={self.rows[-1][0]:8.1f}s  NLL {nll:.4f}  error {err:.4f}",
               flush=True)
         self.excluded += time.perf_counter() - start
+        if self.budget is not None and self.rows[-1][0] >= self.budget:
+            raise BudgetReached
 
 
 def main(argv=None):
@@ -62,6 +74,8 @@ def main(argv=None):
     parser.add_argument("--methods", default="sep,ep,vi")
     parser.add_argument("--n-test", type=int, default=2000)
     parser.add_argument("--eval-every", type=int, default=25)
+    parser.add_argument("--budget", type=float, default=None,
+                        help="training seconds per method (default: run every epoch)")
     parser.add_argument("--dataset", default=None, help="mnist (default when present) or usps")
     parser.add_argument("--redraw", action="store_true",
                         help="redraw the PNG from the stored JSON of an earlier run (no fitting)")
@@ -100,17 +114,27 @@ def main(argv=None):
     out.mkdir(parents=True, exist_ok=True)
     tag = "_quick" if quick else ""
     json_path = out / f"multiclass_fig5_{name}{tag}.json"
-    traces, summary = {}, {}
+    settings = dict(epochs=epochs, M=M, n_test=int(len(yte)), batch_size=args.batch_size,
+                    budget=args.budget)
+    summary = json.loads(json_path.read_text()) if json_path.exists() else {}
+    # a finished trace of the same settings is kept; anything else is fitted afresh
+    summary = {m: r for m, r in summary.items() if r.get("finished")
+               and all(r.get(k) == v for k, v in settings.items())}
+    traces = {m.upper(): tuple(np.asarray(r[k]) for k in ("time", "nll", "error"))
+              for m, r in summary.items()}
     for method in args.methods.split(","):
+        if method in summary:
+            print(f"{method}: finished trace kept from {json_path}")
+            continue
+
         def save_partial(rows, method=method):
             # a long run that is interrupted keeps its trace so far, marked unfinished
             t, nll, err, it = map(list, zip(*rows))
             partial = dict(summary, **{method: dict(time=t, nll=nll, error=err, step=it,
-                                                    epochs=epochs, M=M, n_test=int(len(yte)),
-                                                    finished=False)})
-            json_path.write_text(json.dumps(partial, indent=1))
+                                                    finished=False, **settings)})
+            _write(json_path, partial)
 
-        rec = Recorder(Xte, yte, every, on_row=save_partial)
+        rec = Recorder(Xte, yte, every, on_row=save_partial, budget=args.budget)
         kernel = SquaredExponential(1.0, np.full(Z0.shape[2], ls0))
         kw = dict(inducing_points=Z0.astype(np.float64), kernel=kernel, noise_variance=1.0,
                   batch_size=args.batch_size, max_iter=epochs, learning_rate=1e-3,
@@ -126,19 +150,30 @@ def main(argv=None):
         print(f"{method}: {name}, N={len(Xtr)}, M={M}, |B|={args.batch_size}, epochs={epochs}",
               flush=True)
         rec.t0 = time.perf_counter()
-        est.fit(Xtr, ytr)
-        rec(est, 0)  # final evaluation (iteration 0 always evaluates)
+        stopped = "epochs"
+        try:
+            est.fit(Xtr, ytr)
+            rec.budget = None
+            rec(est, 0)  # final evaluation (iteration 0 always evaluates)
+        except BudgetReached:
+            stopped = "budget"
         t, nll, err, it = map(np.asarray, zip(*rec.rows))
         traces[method.upper()] = (t, nll, err)
         summary[method] = dict(time=t.tolist(), nll=nll.tolist(), error=err.tolist(),
-                               step=it.tolist(), epochs=epochs, M=M, n_test=int(len(yte)),
+                               step=it.tolist(), stopped=stopped,
                                plateau=plateau(t, err, len(Xtr) / args.batch_size, every),
-                               finished=True)
+                               finished=True, **settings)
         print(f"{method}: final test NLL {nll[-1]:.4f}, error {err[-1]:.4f} after {t[-1]:.1f}s; "
               f"{describe_plateau(summary[method]['plateau'])}", flush=True)
         # written after every method, so an interrupted run keeps the methods it finished
-        json_path.write_text(json.dumps(summary, indent=1))
+        _write(json_path, summary)
     draw_traces(traces, out, name, tag, M, args.batch_size)
+
+
+def _write(path, summary):
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(summary, indent=1))
+    os.replace(tmp, path)   # whole or not at all: a run killed mid-write keeps the last file
 
 
 def plateau(t, err, steps_per_epoch, every, margin=0.002):

@@ -168,3 +168,33 @@ def test_figure3_resumes_from_its_json_on_a_fresh_machine(tmp_path, monkeypatch)
     fig3.main(["--quick", "--out", str(tmp_path), "--methods", "EP,GFITC"])
     assert (tmp_path / "multiclass_fig3_inducing_quick.png").stat().st_size > 10_000
     assert json.loads(store.read_text()) == panels
+
+
+def test_figure5_stops_at_its_budget_and_keeps_finished_methods(tmp_path, monkeypatch):
+    import importlib.util
+    import json
+    require_data("usps")
+    spec = importlib.util.spec_from_file_location(
+        "fig5", ROOT / "figures" / "multiclass_fig5_minibatch.py")
+    fig5 = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(fig5)
+    args = ["--quick", "--dataset", "usps", "--out", str(tmp_path), "--methods", "sep,vi",
+            "--budget", "0"]
+    fig5.main(args)
+    store = tmp_path / "multiclass_fig5_usps_quick.json"
+    runs = json.loads(store.read_text())
+    for method in ("sep", "vi"):
+        # a zero budget ends each method at its first evaluation
+        assert runs[method]["finished"] and runs[method]["stopped"] == "budget"
+        assert len(runs[method]["time"]) == 1 and runs[method]["budget"] == 0
+
+    def refit(*a, **k):
+        raise AssertionError("a finished method was refitted")
+
+    monkeypatch.setattr(fig5.sparsegp.MultiClassEPClassifier, "fit", refit)
+    monkeypatch.setattr(fig5.sparsegp.MultiClassSVGPClassifier, "fit", refit)
+    fig5.main(args)
+    assert json.loads(store.read_text()) == runs
+    # other settings are a different figure: fitted afresh
+    with pytest.raises(AssertionError, match="refitted"):
+        fig5.main(args[:-1] + ["1e9"])
