@@ -419,3 +419,33 @@ def test_markdown_says_how_far_the_grid_has_got():
             "bound)") in text
     # a data set and method with no done cell cannot be costed, and says so
     assert progress(cells, {})["no_basis"] == 18
+
+
+def test_a_cell_is_marked_only_outside_both_error_bars_and_the_papers_rounding():
+    from sparsegp.experiments import markdown
+    from sparsegp.experiments.report import outside
+
+    # our bar alone: 0.30 +- 0.01 against 0.25 is 5 s.e. away
+    assert outside(0.30, 0.01, 20, 0.25)
+    # the paper's bar joins ours: the difference's s.e. is hypot(.01, .03) = .0316 > .05 / 2
+    assert not outside(0.30, 0.01, 20, 0.25, paper_se=0.03)
+    assert outside(0.30, 0.01, 20, 0.25, paper_se=0.02)        # 2 x .0224 = .0447 < .05
+    # "0.11" printed to two decimals stands for 0.105 .. 0.115: 0.116 +- 0.001 is within reach
+    assert outside(0.116, 0.001, 20, 0.11)
+    assert not outside(0.116, 0.001, 20, 0.11, resolution=0.01)
+    assert outside(0.118, 0.001, 20, 0.11, resolution=0.01)    # .003 beyond the half-unit
+    assert not outside(0.9, 0.0, 1, 0.1)                       # one split: no bar, no mark
+
+    mc = TABLES["multiclass"]
+    assert mc.paper[("glass", "gfitc", 0.05)] == {"error": 0.23, "nlp": 0.61,
+                                                   "error_se": 0.02, "nlp_se": 0.05}
+    assert mc.paper_resolution == 0.01
+    cells = mc.cells(folds=2, datasets=["glass"], methods=["gfitc"], )
+    cells = [c for c in cells if c.size == 0.05]
+    # error .29 +- .01 against .23 +- .02: .06 - .005 > 2 x .0224; NLP .70 +- .05 against
+    # .61 +- .05: .09 - .005 < 2 x .0707
+    records = {c.key: {"status": "ok", "error": e, "nlp": v, "fit_time": 1.0}
+               for c, e, v in zip(cells, (0.28, 0.30), (0.65, 0.75))}
+    text = markdown(mc, cells, records)
+    assert ("| glass | gfitc | 5% | 2 | 0 | 0.290 ± 0.010 **†** | 0.230 ± 0.020 | "
+            "0.700 ± 0.050 | 0.610 ± 0.050 |") in text
