@@ -8,9 +8,10 @@ F folds of each set. Mean +- standard error over folds.
 
 The grid is run by ``sparsegp.experiments`` (the same as ``python -m sparsegp experiment
 multiclass``): each (data set, fold, fraction, method) is a task on a dask LocalCluster (or the
-scheduler given by --scheduler), and its record is appended to ``multiclass_tables.jsonl`` as it
-finishes, so an interrupted run resumes without refitting; the Markdown table is rebuilt from
-that file.
+scheduler given by --scheduler), and its record is appended to ``multiclass.jsonl`` as it
+finishes: the committed results file of that command, so this script and the command resume
+the same grid without refitting any cell. The Markdown table ``multiclass.md`` is rebuilt from
+that file. (``multiclass_tables.json``/``.md`` hold an earlier loop's records, not this grid's.)
 
     python figures/multiclass_tables.py --folds 5 --methods ep,sep
     python figures/multiclass_tables.py --quick          # 1 fold, 20 iterations, small sets
@@ -44,7 +45,7 @@ def main(argv=None):
         folds, max_iter = 1, 20
     argv = sys.argv[1:] if argv is None else list(argv)
     out = run_table("multiclass", out=args.out,
-                    stem="multiclass_tables_quick" if quick else "multiclass_tables",
+                    stem="multiclass_quick" if quick else "multiclass",
                     folds=folds, max_iter=max_iter, scheduler=args.scheduler,
                     n_workers=args.workers, **names,
                     command="python figures/multiclass_tables.py "
