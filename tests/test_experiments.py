@@ -449,3 +449,41 @@ def test_a_cell_is_marked_only_outside_both_error_bars_and_the_papers_rounding()
     text = markdown(mc, cells, records)
     assert ("| glass | gfitc | 5% | 2 | 0 | 0.290 ± 0.010 **†** | 0.230 ± 0.020 | "
             "0.700 ± 0.050 | 0.610 ± 0.050 |") in text
+
+
+def test_n_train_keeps_the_first_training_rows_and_keys_the_cell_apart():
+    from sparsegp.experiments.grid import _load_split, build_estimator
+
+    require_data("wine")
+    full = Cell("wine", 0, "ep", {"max_iter": 2}, 0.1)
+    part = Cell("wine", 0, "ep", {"max_iter": 2, "n_train": 40}, 0.1)
+    validate_cells([part])
+    assert part.key != full.key
+    Xf, yf, Xtf, ytf = _load_split(full)
+    Xp, yp, Xtp, ytp = _load_split(part)
+    assert Xp.shape == (40, Xf.shape[1]) and np.array_equal(yp, yf[:40])
+    np.testing.assert_array_equal(Xtp.shape, Xtf.shape)            # the test set is whole
+    assert "n_train" not in build_estimator(part, Xp, yp).get_params()
+    for bad in (1, 2.5, "40"):
+        with pytest.raises(ValueError, match="n_train must be an integer >= 2"):
+            validate_cells([Cell("wine", 0, "ep", {"n_train": bad}, 0.1)])
+
+
+def test_seed003_table1_script_runs_quick(tmp_path):
+    import importlib.util
+    from pathlib import Path
+
+    require_data("mnist")
+    root = Path(__file__).resolve().parents[1]
+    spec = importlib.util.spec_from_file_location("ivm_table1",
+                                                  root / "figures" / "ivm_table1.py")
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    md = script.main(["--quick", "--out", str(tmp_path)])
+    text = md.read_text()
+    records = [json.loads(line) for line in
+               (tmp_path / "ivm_mnist_quick.jsonl").read_text().splitlines()]
+    assert sorted(r["method"] for r in records) == ["ivm", "svm"]
+    assert all(r["status"] == "ok" and r["n_train"] == 2000 for r in records)
+    assert all(r["error"] < 0.1 for r in records)       # 9 against the rest: 10 % are 9s
+    assert "| mnist_9_vs_rest | ivm | 200 | 1 | 0 |" in text

@@ -59,6 +59,10 @@ _LABEL_FROM_PREDICT = {"svm"}
 # Constructor arguments the runner sets itself from the cell, so a grid may not give them.
 _RUNNER_SET = {"random_state", "n_inducing", "n_active", "inducing_points", "method"}
 
+# Cell parameters the runner consumes itself (not constructor arguments): ``n_train`` keeps
+# the first n training rows of the split (quick runs of the large tables; keyed apart).
+_RUNNER_PARAMS = ("n_train",)
+
 # Fitted attributes recorded as "hyper-parameters" when an estimator has them.
 _FITTED = ("variance_", "lengthscale_", "noise_", "bias_", "theta_", "log_evidence_", "n_iter_",
            "C_", "gamma_", "cv_accuracy_")
@@ -212,7 +216,11 @@ def validate_cells(cells, data_home=None):
         if cell.method not in METHODS:
             raise ValueError(f"unknown method {cell.method!r} in a grid cell; valid: "
                              f"{', '.join(sorted(METHODS))}")
-        bad = sorted(set(constructor_arguments(cell.method, cell.params, 1))
+        n_train = cell.params.get("n_train")
+        if n_train is not None and not (isinstance(n_train, int) and n_train >= 2):
+            raise ValueError(f"n_train must be an integer >= 2 (the first rows of the training "
+                             f"split); got {n_train!r}")
+        bad = sorted(set(constructor_arguments(cell.method, _estimator_params(cell), 1))
                      - set(_allowed_params(cell.method)))
         if bad:
             raise ValueError(f"unknown parameter(s) {bad} for method {cell.method!r}; valid: "
@@ -252,9 +260,15 @@ def _mnist_13x13(X):
 _PIXEL_MAPS = {"mnist": _mnist_13x13}
 
 
+def _estimator_params(cell):
+    """The cell's parameters without those the runner consumes (:data:`_RUNNER_PARAMS`)."""
+    return {k: v for k, v in cell.params.items() if k not in _RUNNER_PARAMS}
+
+
 def _load_split(cell):
     """Train/test arrays of the cell: standardised (training statistics only), or for image
-    files mapped by :data:`_PIXEL_MAPS`."""
+    files mapped by :data:`_PIXEL_MAPS`; the first ``params["n_train"]`` training rows when
+    the cell sets it."""
     from sparsegp.datasets import load_dataset, load_table
 
     fname, positive = DATASETS[cell.dataset]
@@ -267,6 +281,8 @@ def _load_split(cell):
     else:
         Xtr, ytr, Xte, yte = load_dataset(fname, split=cell.split)
         Xtr, Xte = np.asarray(Xtr, dtype=np.float64), np.asarray(Xte, dtype=np.float64)
+    if cell.params.get("n_train") is not None:
+        Xtr, ytr = Xtr[:cell.params["n_train"]], ytr[:cell.params["n_train"]]
     if positive is not None:
         ytr = np.where(ytr == positive, 1, -1)
         yte = np.where(yte == positive, 1, -1)
@@ -301,7 +317,7 @@ def _multiclass_start(Xtr, ytr, fraction, seed):
 def build_estimator(cell, Xtr, ytr):
     """The unfitted estimator of ``cell`` (public constructor arguments only)."""
     cls = _estimator_class(cell.method)
-    kwargs = dict(cell.params)
+    kwargs = _estimator_params(cell)
     kwargs["random_state"] = int(cell.seed)
     use = METHODS[cell.method][1]
     if use in ("n_inducing", "n_active"):
