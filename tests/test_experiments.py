@@ -249,6 +249,32 @@ def test_crabs_cells_load_their_table_and_fit():
     assert 0.0 < record["cpu_time"] <= record["fit_time"] * 1.05 + 0.01
 
 
+def test_cell_cpu_time_is_the_fits_own_not_the_process_s():
+    """Another busy thread of the same process (a Dask worker's, or BLAS workers spinning
+    after a parallel call) must not be billed to the cell: the process's CPU clock counted it
+    and a cell once showed 0.32 CPU s in 0.28 wall s."""
+    import threading
+
+    require_data("crabs")
+    stop = threading.Event()
+    a = np.random.default_rng(0).standard_normal((200, 200))
+
+    def spin():                       # numpy releases the GIL in its products: a second core
+        while not stop.is_set():
+            a @ a
+
+    other = threading.Thread(target=spin)
+    other.start()
+    try:
+        record = run_cell(Cell("crabs", 3, "spgpc", {"max_iter": 4, "n_restarts": 0}, 10,
+                               seed=0))
+    finally:
+        stop.set()
+        other.join()
+    assert record["status"] == "ok", record.get("traceback")
+    assert 0.0 < record["cpu_time"] <= record["fit_time"] * 1.05 + 0.01
+
+
 # ------------------------------------------------------------------ SVM baseline, seed 003 table
 SMALL_SVM = {"C_grid": [1.0, 8.0], "gamma_grid": [0.03, 0.1], "cv": 3}
 
