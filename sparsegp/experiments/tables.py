@@ -165,12 +165,13 @@ def _multiclass_paper():
     paper = {}
     for f, per_method in _MC_NLP.items():
         for m, values in per_method.items():
+            k = _MC_ORDER.index(m)
             for j, d in enumerate(_MC_SETS):
-                k = _MC_ORDER.index(m)
-                paper[(d, m, f)] = {
-                    "error": float(_MC_ERR[f][j].split("/")[k]), "nlp": values[j],
-                    "error_se": float(_MC_ERR_SE[f][j].split("/")[k]),
-                    "nlp_se": float(_MC_NLP_SE[f][j].split("/")[k])}
+                # a transcribed cell holds the four methods, "a/b/c/d" in _MC_ORDER
+                def of(table):
+                    return float(table[f][j].split("/")[k])
+                paper[(d, m, f)] = {"error": of(_MC_ERR), "nlp": values[j],
+                                    "error_se": of(_MC_ERR_SE), "nlp_se": of(_MC_NLP_SE)}
     return paper
 
 
