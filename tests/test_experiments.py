@@ -513,3 +513,55 @@ def test_seed003_table1_script_runs_quick(tmp_path):
     assert all(r["status"] == "ok" and r["n_train"] == 2000 for r in records)
     assert all(r["error"] < 0.1 for r in records)       # 9 against the rest: 10 % are 9s
     assert "| mnist_9_vs_rest | ivm | 200 | 1 | 0 |" in text
+
+
+def test_comparisons_read_the_papers_differences_on_the_same_splits():
+    from sparsegp.experiments import markdown
+    from sparsegp.experiments.report import comparison_rows
+
+    mc = TABLES["multiclass"]
+    cells = mc.cells(folds=3, datasets=["wine"], methods=["ep", "gfitc", "vi"])
+    records = {}
+    for c in cells:
+        if c.method == "gfitc" and c.split == 2:
+            continue                               # split 2 unpaired for ep - gfitc
+        # ep beats gfitc in error by .01, .03 (mean .02, s.e. .01): within 2 s.e.
+        err = {"ep": 0.10 - 0.01 * (1 + 2 * (c.split == 1)), "gfitc": 0.10,
+               "vi": 0.10}[c.method]
+        # vi's NLP is higher than ep's by .5 + .01 * split: far outside its error bar
+        nlp = {"ep": 0.2, "gfitc": 0.2, "vi": 0.7 + 0.01 * c.split}[c.method]
+        records[c.key] = {"status": "ok", "error": err, "nlp": nlp, "fit_time": 9.0}
+        if c.split == 0:                           # CPU seconds on split 0 only
+            records[c.key]["cpu_time"] = {"ep": 1.0, "gfitc": 4.0, "vi": 3.0}[c.method]
+    rows = {(r["a"], r["b"], r["size"]): r for r in comparison_rows(mc, cells, records)}
+    assert len(rows) == 2 * 3                       # no sep cells: sep - gfitc left out
+    r = rows[("ep", "gfitc", 0.1)]
+    mean, se, n = r["error"]
+    assert (n, mean, se) == (2, pytest.approx(-0.02), pytest.approx(0.01))
+    assert r["verdict_error"] == "="
+    assert r["cpu_ratio"] == pytest.approx(0.25)
+    # the paper's ep - gfitc on wine at 10 %: error .01 - .03, bars hypot(.01, .01)
+    assert r["paper_error"] == pytest.approx(mc.paper[("wine", "ep", 0.1)]["error"]
+                                            - mc.paper[("wine", "gfitc", 0.1)]["error"])
+    assert r["paper_error_se"] == pytest.approx(np.hypot(
+        mc.paper[("wine", "ep", 0.1)]["error_se"], mc.paper[("wine", "gfitc", 0.1)]["error_se"]))
+    v = rows[("vi", "ep", 0.05)]
+    assert v["nlp"][2] == 3 and v["nlp"][0] == pytest.approx(0.51)
+    assert v["verdict_nlp"] == ">" and v["cpu_ratio"] == pytest.approx(3.0)
+    text = markdown(mc, cells, records)
+    assert "### vi − ep" in text
+    assert "- mean NLP, vi − ep: ours: vi lower in 0, higher in 3, level in 0 of 3" in text
+    # one split gives no error bar, so no verdict and no sign
+    one = {k: v for k, v in records.items() if '"split":0' in k}
+    r1 = {(r["a"], r["b"], r["size"]): r for r in comparison_rows(mc, cells, one)}
+    assert r1[("vi", "ep", 0.05)]["nlp"][1] is None
+    assert r1[("vi", "ep", 0.05)]["verdict_nlp"] is None
+    # seed 000: each method has one size per data set, and SPGPC's pairs with GPC's none
+    t1 = TABLES["gfitc_table1"]
+    hc = t1.cells(folds=2, datasets=["heart"], methods=["gpc", "spgpc"])
+    hrec = {c.key: {"status": "ok", "error": 0.2 + 0.01 * (c.method == "spgpc"), "nlp": 0.4,
+                    "fit_time": 1.0} for c in hc}
+    (h,) = [r for r in comparison_rows(t1, hc, hrec) if r["a"] == "spgpc"]
+    assert (h["size"], h["b_size"], h["error"][0]) == (2, None, pytest.approx(0.01))
+    assert h["paper_error"] == pytest.approx(0.172 - 0.178)
+    assert h["paper_verdict_error"] is None and h["cpu_ratio"] is None

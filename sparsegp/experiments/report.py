@@ -143,6 +143,145 @@ def paired_differences(summary_keys, records, cells, key, metric, paper, by_spli
     return out
 
 
+def _verdict(diff, se, n, resolution=0.0):
+    """The sign of a difference a - b with standard error ``se``, or "=" if within its bar.
+
+    "<" (a lower than b) or ">" when |a - b| exceeds twice ``se`` by more than ``resolution``
+    (two printed values rounded to the paper's last digit differ by up to one unit of it),
+    else "="; None without an error bar (one split, or a paper that prints none).
+    """
+    if se is None or n < 2:
+        return None
+    if abs(diff) - resolution <= 2.0 * se:
+        return "="
+    return "<" if diff < 0 else ">"
+
+
+def comparison_rows(table, cells, records):
+    """The differences the paper draws conclusions from, on our splits and in the paper.
+
+    For each (a, b) of ``table.comparisons``, each data set and each size of a: a - b in test
+    error and mean NLP over the splits where both fitted (mean, standard error, count), the
+    paper's a - b, and the ratio of their mean CPU seconds over the splits where both records
+    have them. A size of a pairs with the same size of b, or with b's one size when b has only
+    one (seed 000's methods each have one per data set).
+
+    Returns
+    -------
+    list of dict
+        Keys ``a``, ``b``, ``dataset``, ``size`` (a's), ``b_size``, ``cpu_ratio`` (None without
+        CPU seconds on common splits, e.g. records that predate them) and, per metric
+        ("error", "nlp"): ``(mean, se, n)`` or None when no split has both, ``paper_<metric>``
+        (the paper's a - b or None), ``paper_<metric>_se`` (sqrt of the sum of its two printed
+        squared error bars, None where it prints none), and ``verdict_<metric>`` and
+        ``paper_verdict_<metric>``: "<", ">" or "=" (:func:`_verdict`), None without an error
+        bar.
+    """
+    by_split = {metric: _by_split(records, cells, metric)
+                for metric in ("error", "nlp", "cpu_time")}
+    sizes = {}
+    for cell in cells:
+        got = sizes.setdefault((cell.dataset, cell.method), [])
+        if cell.size not in got:
+            got.append(cell.size)
+    out = []
+    for a, b in table.comparisons:
+        for d in table.datasets:
+            b_sizes = sizes.get((d, b), [])
+            for size in sizes.get((d, a), []):
+                b_size = size if size in b_sizes else (b_sizes[0] if len(b_sizes) == 1
+                                                       else None)
+                if b_size is None and None not in b_sizes:
+                    continue
+                row = {"a": a, "b": b, "dataset": d, "size": size, "b_size": b_size}
+                for metric in ("error", "nlp"):
+                    ours = by_split[metric].get((d, a, size), {})
+                    theirs = by_split[metric].get((d, b, b_size), {})
+                    common = sorted(set(ours) & set(theirs), key=str)
+                    diff = np.array([ours[k] - theirs[k] for k in common])
+                    row[metric] = None
+                    row[f"verdict_{metric}"] = None
+                    if diff.size:
+                        se = float(diff.std(ddof=1) / np.sqrt(diff.size)) if diff.size > 1 \
+                            else None
+                        row[metric] = (float(diff.mean()), se, int(diff.size))
+                        row[f"verdict_{metric}"] = _verdict(row[metric][0], se, diff.size)
+                    pa = table.paper.get((d, a, size), {})
+                    pb = table.paper.get((d, b, b_size), {})
+                    p_diff = (pa[metric] - pb[metric] if metric in pa and metric in pb
+                              else None)
+                    p_se = (float(np.hypot(pa[f"{metric}_se"], pb[f"{metric}_se"]))
+                            if f"{metric}_se" in pa and f"{metric}_se" in pb else None)
+                    row[f"paper_{metric}"], row[f"paper_{metric}_se"] = p_diff, p_se
+                    row[f"paper_verdict_{metric}"] = (
+                        None if p_diff is None else
+                        _verdict(p_diff, p_se, table.folds, table.paper_resolution))
+                ca = by_split["cpu_time"].get((d, a, size), {})
+                cb = by_split["cpu_time"].get((d, b, b_size), {})
+                common = [k for k in ca if k in cb]
+                row["cpu_ratio"] = (float(sum(ca[k] for k in common)
+                                          / sum(cb[k] for k in common))
+                                    if common and sum(cb[k] for k in common) > 0 else None)
+                out.append(row)
+    return out
+
+
+def _comparison_markdown(table, rows):
+    """The comparisons section of :func:`markdown`: one table and one tally per pair."""
+    lines = ["", "## The paper's comparisons, on the same splits", "",
+             "Each row: a − b over the splits where both methods fitted (mean ± s.e., n), the "
+             "paper's a − b beside it (± sqrt(s.e.a² + s.e.b²) where it prints error bars), "
+             "and a / b in CPU seconds over the splits where both records have them. Sign: "
+             "**<** a lower (better) than b, **>** higher (worse), **=** within twice the "
+             "error bar (the paper's also within one unit of its last printed digit); no "
+             "sign without an error bar. (`sparsegp.experiments.report.comparison_rows`)"]
+    for a, b in table.comparisons:
+        mine = [r for r in rows if (r["a"], r["b"]) == (a, b)]
+        if not mine:
+            continue
+        lines += ["", f"### {a} − {b}", "",
+                  "| data set | size | test error: ours | paper | mean NLP: ours | paper | "
+                  "CPU a / b |", "|---|---|---|---|---|---|---|"]
+        tally = {}
+        for r in mine:
+            txt = []
+            for metric in ("error", "nlp"):
+                ours = r[metric]
+                if ours is None:
+                    txt.append("–")
+                else:
+                    mean, se, n = ours
+                    txt.append(f"{mean:+.3f}" + ("" if se is None else f" ± {se:.3f}")
+                               + f", n = {n}" + (f" **{r[f'verdict_{metric}']}**"
+                                                 if r[f"verdict_{metric}"] else ""))
+                p = r[f"paper_{metric}"]
+                p_se = r[f"paper_{metric}_se"]
+                pv = r[f"paper_verdict_{metric}"]
+                txt.append("–" if p is None else f"{p:+.3f}"
+                           + ("" if p_se is None else f" ± {p_se:.3f}")
+                           + (f" **{pv}**" if pv else ""))
+                t = tally.setdefault(metric, {"ours": {}, "paper": {}})
+                for who, v in (("ours", r[f"verdict_{metric}"]), ("paper", pv)):
+                    if v is not None:
+                        t[who][v] = t[who].get(v, 0) + 1
+            ratio = "–" if r["cpu_ratio"] is None else f"{r['cpu_ratio']:.2f}"
+            lines.append(f"| {r['dataset']} | {_size_label(r['size'])} | " + " | ".join(txt)
+                         + f" | {ratio} |")
+        lines.append("")
+        for metric, name in (("error", "test error"), ("nlp", "mean NLP")):
+            t = tally.get(metric, {"ours": {}, "paper": {}})
+            parts = []
+            for who in ("ours", "paper"):
+                c = t[who]
+                if c:
+                    parts.append(f"{who}: {a} lower in {c.get('<', 0)}, higher in "
+                                 f"{c.get('>', 0)}, level in {c.get('=', 0)} of "
+                                 f"{sum(c.values())}")
+            if parts:
+                lines.append(f"- {name}, {a} − {b}: " + "; ".join(parts) + ".")
+    return lines
+
+
 def _paper_text(value, se):
     return f"{value:.3f}" if se is None else f"{value:.3f} ± {se:.3f}"
 
@@ -299,4 +438,6 @@ def markdown(table, cells, records, wall=None, command=None):
         lines.append(f"Wall time of the run that wrote this file: {wall:.0f} s.")
     lines += ["", "## Cells outside the combined error bars (†)", ""]
     lines += [f"- {t}" for t in marked] or ["- none"]
+    if table.comparisons:
+        lines += _comparison_markdown(table, comparison_rows(table, cells, records))
     return "\n".join(lines) + "\n"
