@@ -548,8 +548,14 @@ def test_comparisons_read_the_papers_differences_on_the_same_splits():
     v = rows[("vi", "ep", 0.05)]
     assert v["nlp"][2] == 3 and v["nlp"][0] == pytest.approx(0.51)
     assert v["verdict_nlp"] == ">" and v["cpu_ratio"] == pytest.approx(3.0)
+    from sparsegp.experiments.report import time_ratios
+
+    ratios = time_ratios(mc, cells, records)
+    assert ratios[("ep", "gfitc", 0.2)] == (pytest.approx(0.25), 1, pytest.approx(228 / 683))
+    assert ratios[("vi", "ep", 0.05)] == (pytest.approx(3.0), 1, pytest.approx(157 / 53.8))
     text = markdown(mc, cells, records)
     assert "### vi − ep" in text
+    assert "20% ours 0.25 (n = 1), paper 0.33." in text
     assert "- mean NLP, vi − ep: ours: vi lower in 0, higher in 3, level in 0 of 3" in text
     # one split gives no error bar, so no verdict and no sign
     one = {k: v for k, v in records.items() if '"split":0' in k}

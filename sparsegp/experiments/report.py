@@ -226,7 +226,43 @@ def comparison_rows(table, cells, records):
     return out
 
 
-def _comparison_markdown(table, rows):
+def time_ratios(table, cells, records):
+    """a / b in fit time for each pair of ``table.comparisons`` and each size, pooled.
+
+    Ours: total CPU seconds of a over total of b, over the (data set, split) pairs where both
+    records have CPU seconds, which weighs the data sets as the paper's mean over every set
+    and fold does. The paper's: the ratio of its mean times (``table.paper_time``); absolute
+    seconds do not carry over between machines, ratios roughly do.
+
+    Returns
+    -------
+    dict
+        (a, b, size) -> (ours or None, pairs used, paper's or None); sizes of a that b shares.
+    """
+    cpu = _by_split(records, cells, "cpu_time")
+    sizes = {}
+    for cell in cells:
+        got = sizes.setdefault(cell.method, [])
+        if cell.size not in got:
+            got.append(cell.size)
+    out = {}
+    for a, b in table.comparisons:
+        for size in sizes.get(a, []):
+            if size not in sizes.get(b, []):
+                continue
+            ta = tb = 0.0
+            n = 0
+            for d in table.datasets:
+                ca, cb = cpu.get((d, a, size), {}), cpu.get((d, b, size), {})
+                for split in set(ca) & set(cb):
+                    ta, tb, n = ta + ca[split], tb + cb[split], n + 1
+            pa, pb = table.paper_time.get((a, size)), table.paper_time.get((b, size))
+            out[(a, b, size)] = (ta / tb if n and tb > 0 else None, n,
+                                 pa / pb if pa is not None and pb else None)
+    return out
+
+
+def _comparison_markdown(table, rows, ratios=None):
     """The comparisons section of :func:`markdown`: one table and one tally per pair."""
     lines = ["", "## The paper's comparisons, on the same splits", "",
              "Each row: a − b over the splits where both methods fitted (mean ± s.e., n), the "
@@ -279,6 +315,16 @@ def _comparison_markdown(table, rows):
                                  f"{sum(c.values())}")
             if parts:
                 lines.append(f"- {name}, {a} − {b}: " + "; ".join(parts) + ".")
+        times = [(size, got) for (a2, b2, size), got in sorted((ratios or {}).items(),
+                                                               key=lambda kv: str(kv[0]))
+                 if (a2, b2) == (a, b) and (got[0] is not None or got[2] is not None)]
+        if times:
+            lines.append(f"- fit time, {a} / {b}, pooled over every data set (ours: CPU s "
+                         "on the splits where both have them; the paper's: its mean times): "
+                         + "; ".join(f"{_size_label(size)} ours "
+                                     + ("–" if ours is None else f"{ours:.2f} (n = {n})")
+                                     + ", paper " + ("–" if paper is None else f"{paper:.2f}")
+                                     for size, (ours, n, paper) in times) + ".")
     return lines
 
 
@@ -439,5 +485,6 @@ def markdown(table, cells, records, wall=None, command=None):
     lines += ["", "## Cells outside the combined error bars (†)", ""]
     lines += [f"- {t}" for t in marked] or ["- none"]
     if table.comparisons:
-        lines += _comparison_markdown(table, comparison_rows(table, cells, records))
+        lines += _comparison_markdown(table, comparison_rows(table, cells, records),
+                                      time_ratios(table, cells, records))
     return "\n".join(lines) + "\n"
