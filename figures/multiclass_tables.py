@@ -11,7 +11,7 @@ multiclass``): each (data set, fold, fraction, method) is a task on a dask Local
 scheduler given by --scheduler), and its record is appended to ``multiclass.jsonl`` as it
 finishes: the committed results file of that command, so this script and the command resume
 the same grid without refitting any cell. The Markdown table ``multiclass.md`` is rebuilt from
-that file. (``multiclass_tables.json``/``.md`` hold an earlier loop's records, not this grid's.)
+that file, and ``multiclass_readings.md`` reads each data set against the paper.
 
     python figures/multiclass_tables.py --folds 5 --methods ep,sep
     python figures/multiclass_tables.py --quick          # 1 fold, 20 iterations, small sets
