@@ -87,6 +87,17 @@ def _by_split(records, cells, metric):
     return out
 
 
+def _paired(ours, theirs):
+    """(mean, s.e. or None with one split, n) of ours - theirs over their common splits
+    ({split: value} each), or None when they share no split."""
+    common = sorted(set(ours) & set(theirs), key=str)
+    if not common:
+        return None
+    diff = np.array([ours[k] - theirs[k] for k in common])
+    se = float(diff.std(ddof=1) / np.sqrt(diff.size)) if diff.size > 1 else None
+    return float(diff.mean()), se, int(diff.size)
+
+
 def paired_differences(summary_keys, records, cells, key, metric, paper, by_split=None):
     """Ours minus each other method on the same splits, beside the paper's difference.
 
@@ -130,16 +141,14 @@ def paired_differences(summary_keys, records, cells, key, metric, paper, by_spli
         for s2 in s2s:
             if s2 != size and len(s2s) > 1:
                 continue
-            theirs = by_split.get((d, m2, s2), {})
-            common = sorted(set(ours) & set(theirs), key=str)
-            if not common:
+            got = _paired(ours, by_split.get((d, m2, s2), {}))
+            if got is None:
                 continue
-            diff = np.array([ours[k] - theirs[k] for k in common])
-            se = float(diff.std(ddof=1) / np.sqrt(diff.size)) if diff.size > 1 else 0.0
+            mean, se, n = got
             p_ours = paper.get(key, {}).get(metric)
             p_theirs = paper.get((d, m2, s2), {}).get(metric)
             p_diff = None if p_ours is None or p_theirs is None else p_ours - p_theirs
-            out.append((m2, s2, float(diff.mean()), se, diff.size, p_diff))
+            out.append((m2, s2, mean, 0.0 if se is None else se, n, p_diff))
     return out
 
 
@@ -197,15 +206,9 @@ def comparison_rows(table, cells, records):
                 for metric in ("error", "nlp"):
                     ours = by_split[metric].get((d, a, size), {})
                     theirs = by_split[metric].get((d, b, b_size), {})
-                    common = sorted(set(ours) & set(theirs), key=str)
-                    diff = np.array([ours[k] - theirs[k] for k in common])
-                    row[metric] = None
-                    row[f"verdict_{metric}"] = None
-                    if diff.size:
-                        se = float(diff.std(ddof=1) / np.sqrt(diff.size)) if diff.size > 1 \
-                            else None
-                        row[metric] = (float(diff.mean()), se, int(diff.size))
-                        row[f"verdict_{metric}"] = _verdict(row[metric][0], se, diff.size)
+                    row[metric] = _paired(ours, theirs)
+                    row[f"verdict_{metric}"] = (None if row[metric] is None
+                                                else _verdict(*row[metric]))
                     pa = table.paper.get((d, a, size), {})
                     pb = table.paper.get((d, b, b_size), {})
                     p_diff = (pa[metric] - pb[metric] if metric in pa and metric in pb
