@@ -42,6 +42,34 @@ def test_a_sane_start_is_left_alone():
     np.testing.assert_allclose(est.lengthscale_, 8.0, rtol=1e-12)   # exp(log 8) round trip
 
 
+@pytest.mark.parametrize("hold", ["optimizer", "bounds"])
+def test_held_lengthscales_are_never_rescued(hold):
+    # the rescue is for a start that gradient ascent cannot leave; length-scales the fit will
+    # not move are the model asked for (e.g. a fitted kernel_ given back with optimizer=None),
+    # so a vanishing kernel is kept and said to be, not silently replaced
+    X, y, _, _ = _many_features()
+    ls = np.ones(X.shape[1])
+    if hold == "optimizer":
+        kw = dict(kernel=SquaredExponential(1.0, ls), optimizer=None)
+    else:
+        kw = dict(kernel=SquaredExponential(1.0, ls, "fixed", "fixed"),
+                  noise_variance_bounds="fixed")
+    est = sparsegp.MultiClassEPClassifier(n_inducing=10, max_iter=5, random_state=0, **kw)
+    with pytest.warns(ConvergenceWarning, match="it is held"):
+        est.fit(X, y)
+    np.testing.assert_allclose(est.lengthscale_, 1.0, rtol=1e-12)
+
+
+def test_a_fitted_kernel_given_back_with_optimizer_none_keeps_the_fit():
+    X, y, _, _ = _many_features()
+    fit = sparsegp.MultiClassEPClassifier(n_inducing=10, max_iter=40, random_state=0).fit(X, y)
+    again = sparsegp.MultiClassEPClassifier(
+        inducing_points=fit.inducing_points_, kernel=fit.kernel_, noise_variance=fit.noise_,
+        optimizer=None, max_iter=40, random_state=0).fit(X, y)
+    np.testing.assert_allclose(again.lengthscale_, fit.lengthscale_, rtol=1e-10)
+    np.testing.assert_allclose(again.variance_, fit.variance_, rtol=1e-10)
+
+
 def test_training_no_better_than_the_class_frequencies_warns():
     rng = np.random.default_rng(0)
     X = rng.standard_normal((150, 2))

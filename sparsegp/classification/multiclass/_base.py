@@ -251,8 +251,11 @@ class MultiClassGPClassifier(ClassifierMixin, InducingPointEstimator):
         else:
             Z = scaling.transform(Z)
         if specs is not None:
-            # a kernel's length-scales are a given start, which may be far off the data
-            lengthscale = self._rescue_degenerate_lengthscale(X, Z, lengthscale, rng)
+            # a kernel's length-scales are a given start, which may be far off the data; the
+            # ones the fit will not move are the model the user asked for, and stay
+            learnt = np.array([self.optimizer is not None and spec.free_lengthscale
+                               for spec in specs])
+            lengthscale = self._rescue_degenerate_lengthscale(X, Z, lengthscale, rng, learnt)
         return variance, noise, lengthscale, Z
 
     # -- the covariance given as ``kernel`` ------------------------------------------------
@@ -364,15 +367,18 @@ class MultiClassGPClassifier(ClassifierMixin, InducingPointEstimator):
                     for v, ls in zip(variance, lengthscale)]
         return [spec.fitted(float(v), ls) for spec, v, ls in zip(specs, variance, lengthscale)]
 
-    def _rescue_degenerate_lengthscale(self, X, Z, lengthscale, rng):
+    def _rescue_degenerate_lengthscale(self, X, Z, lengthscale, rng, learnt):
         """Scale given length-scales up when the kernel between the data and Z vanishes.
 
         With length-scales far below the distances between points (unit length-scales on
         standardised 36-D data: k/s2 ~ exp(-36) between typical points) every kernel value and
         every gradient with respect to the length-scales underflows into rounding noise, and
-        gradient ascent cannot leave the start (SEP ended at chance error). Then every class's
-        length-scales are multiplied by one factor, keeping their ARD ratios, so that their
-        geometric mean is the median heuristic's, and a warning says so.
+        gradient ascent cannot leave the start (SEP ended at chance error). Then the
+        length-scales of the classes that will be learnt (``learnt``, boolean of shape (C,))
+        are multiplied by one factor, keeping their ARD ratios, so that their geometric mean
+        is the median heuristic's, and a warning says so. Held length-scales (``"fixed"``
+        bounds or ``optimizer=None``, e.g. a fitted ``kernel_`` given back) are the model
+        asked for: they stay, with a warning that the predictions will be near the prior.
         """
         # a generator of its own: the check must not shift the estimator's random stream
         pick = np.random.default_rng(0).choice(X.shape[0], size=min(X.shape[0], 500),
@@ -387,14 +393,22 @@ class MultiClassGPClassifier(ClassifierMixin, InducingPointEstimator):
             exponents.append(0.5 * np.median(d2))
         if max(exponents) <= DEGENERATE_EXPONENT:
             return lengthscale
+        if not learnt.any():
+            warnings.warn(
+                f"the given lengthscale makes the kernel between training points and inducing "
+                f"inputs vanish (median k/variance = exp(-{max(exponents):.0f})) and it is held "
+                f"(fixed bounds or optimizer=None), so the predictions will stay near the "
+                f"prior; longer length-scales or standardised inputs help.",
+                ConvergenceWarning, stacklevel=4)
+            return lengthscale
         target = median_lengthscale(X, rng)
         geo = np.exp(np.mean(np.log(lengthscale), axis=1, keepdims=True))
-        rescued = lengthscale * (target / geo)
+        rescued = np.where(learnt[:, None], lengthscale * (target / geo), lengthscale)
         warnings.warn(
             f"the initial lengthscale makes the kernel between training points and inducing "
             f"inputs vanish (median k/variance = exp(-{max(exponents):.0f})), so no gradient "
             f"could move it; starting instead from length-scales scaled by "
-            f"{float(np.mean(target / geo)):.3g} to the median heuristic "
+            f"{float(np.mean((target / geo)[learnt])):.3g} to the median heuristic "
             f"({target:.3g}; kernel=None uses it directly). Standardised inputs help.",
             ConvergenceWarning, stacklevel=4)
         return rescued
