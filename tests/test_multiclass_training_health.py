@@ -66,8 +66,8 @@ def test_a_fitted_kernel_given_back_with_optimizer_none_keeps_the_fit():
     again = sparsegp.MultiClassEPClassifier(
         inducing_points=fit.inducing_points_, kernel=fit.kernel_, noise_variance=fit.noise_,
         optimizer=None, max_iter=40, random_state=0).fit(X, y)
-    np.testing.assert_allclose(again.lengthscale_, fit.lengthscale_, rtol=1e-10)
-    np.testing.assert_allclose(again.variance_, fit.variance_, rtol=1e-10)
+    np.testing.assert_allclose(again.lengthscale_, fit.lengthscale_, rtol=1e-12)
+    np.testing.assert_allclose(again.variance_, fit.variance_, rtol=1e-12)
 
 
 def test_training_no_better_than_the_class_frequencies_warns():
