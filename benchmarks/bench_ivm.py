@@ -37,7 +37,7 @@ OPENBLAS_NUM_THREADS=1; with threads the over-subscribed machine was slower):
   whole grid: time ~ n^1.0 d^1.4 (the O(n d D) kernel and O(n d) scoring terms still weigh at
   d = 200); between d = 1 000 and 2 700 the local exponent in d is 2.1, i.e. n d^2.
 * MNIST Table 1 (59 000 / 1 000 / 10 000, paper d, randomized): test error (%) per digit
-  0.19 0.15 0.39 0.33 0.33 0.38 0.27 0.52 0.48 0.52, mean 0.356 (paper 0.356); combined
+  0.19 0.15 0.39 0.33 0.33 0.38 0.27 0.52 0.48 0.52, mean 0.356 (paper 0.376); combined
   10-class error 1.42% (paper 1.54%). Final fits took 60 min of wall time in total, but on a
   machine loaded ~10x (the last digits, run when the load dropped, took 170-255 s each).
 """

@@ -398,6 +398,26 @@ def test_report_shows_the_svm_column_beside_the_paper():
     mc = TABLES["multiclass"]
     assert "#SV" not in markdown(mc, mc.cells(folds=1, datasets=["wine"], methods=["ep"]), {})
 
+def test_mnist_table_prints_the_papers_last_digit():
+    from sparsegp.experiments import markdown
+
+    # seed 003 prints errors as 0.22 %: at three decimals 0.0018 and 0.0022 would both read
+    # 0.002 and the table could not show a difference the † test finds
+    table = TABLES["ivm_mnist"]
+    cells = [c for c in table.cells(folds=2, datasets=["mnist_0_vs_rest"], methods=["svm"])]
+    assert len(cells) == 2
+    records = {c.key: {"status": "ok", "error": e, "nlp": 0.0079, "fit_time": 50.0,
+                       "n_support_vectors": 1500}
+               for c, e in zip(cells, (0.0017, 0.0019))}
+    text = markdown(table, cells, records)
+    assert "| 0.0018 ± 0.0001 **†** | 0.0022 | 0.0079 ± 0.0000 | – |" in text
+    assert "- mnist_0_vs_rest / svm / – / error: ours 0.0018 ± 0.0001, paper 0.0022" in text
+    # coarser tables keep three decimals
+    heart = [Cell("heart", 0, "svm", {}, None, seed=0)]
+    rec = {heart[0].key: {"status": "ok", "error": 0.16, "nlp": 0.45, "fit_time": 2.0}}
+    assert "| 0.160 ± 0.000 | 0.166 |" in markdown(TABLES["gfitc_table1"], heart, rec)
+
+
 
 def test_marked_cells_are_read_against_the_other_methods_on_the_same_splits():
     from sparsegp.experiments import markdown

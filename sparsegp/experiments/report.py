@@ -267,6 +267,7 @@ def time_ratios(table, cells, records):
 
 def _comparison_markdown(table, rows, ratios=None):
     """The comparisons section of :func:`markdown`: one table and one tally per pair."""
+    dp = _decimals(table)
     lines = ["", "## The paper's comparisons, on the same splits", "",
              "Each row: a − b over the splits where both methods fitted (mean ± s.e., n), the "
              "paper's a − b beside it (± sqrt(s.e.a² + s.e.b²) where it prints error bars), "
@@ -290,14 +291,14 @@ def _comparison_markdown(table, rows, ratios=None):
                     txt.append("–")
                 else:
                     mean, se, n = ours
-                    txt.append(f"{mean:+.3f}" + ("" if se is None else f" ± {se:.3f}")
+                    txt.append(f"{mean:+.{dp}f}" + ("" if se is None else f" ± {se:.{dp}f}")
                                + f", n = {n}" + (f" **{r[f'verdict_{metric}']}**"
                                                  if r[f"verdict_{metric}"] else ""))
                 p = r[f"paper_{metric}"]
                 p_se = r[f"paper_{metric}_se"]
                 pv = r[f"paper_verdict_{metric}"]
-                txt.append("–" if p is None else f"{p:+.3f}"
-                           + ("" if p_se is None else f" ± {p_se:.3f}")
+                txt.append("–" if p is None else f"{p:+.{dp}f}"
+                           + ("" if p_se is None else f" ± {p_se:.{dp}f}")
                            + (f" **{pv}**" if pv else ""))
                 t = tally.setdefault(metric, {"ours": {}, "paper": {}})
                 for who, v in (("ours", r[f"verdict_{metric}"]), ("paper", pv)):
@@ -331,8 +332,17 @@ def _comparison_markdown(table, rows, ratios=None):
     return lines
 
 
-def _paper_text(value, se):
-    return f"{value:.3f}" if se is None else f"{value:.3f} ± {se:.3f}"
+def _paper_text(value, se, dp=3):
+    return f"{value:.{dp}f}" if se is None else f"{value:.{dp}f} ± {se:.{dp}f}"
+
+
+def _decimals(table):
+    """Decimals to print a table's errors and NLPs with: three, or down to the paper's last
+    printed digit when it prints finer (seed 003's 0.22 % is 0.0022, and at three decimals
+    every MNIST cell would read 0.002)."""
+    if table.paper_resolution <= 0:
+        return 3
+    return max(3, int(np.ceil(-np.log10(table.paper_resolution) - 1e-9)))
 
 
 def _size_label(size):
@@ -413,6 +423,7 @@ def markdown(table, cells, records, wall=None, command=None):
     str
     """
     summary = summarise(records, cells)
+    dp = _decimals(table)
     cpu = sum(r["fit_time"] for r in summary.values())
     # tables with an SVM get a support-vector column (the paper prints #SV beside its error)
     with_sv = any("n_support_vectors" in ref for ref in table.paper.values())
@@ -463,17 +474,17 @@ def markdown(table, cells, records, wall=None, command=None):
                 pairs = paired_differences(summary, records, cells, (d, m, size), metric,
                                            table.paper, by_split=by_split[metric])
                 text = (f"{d} / {m} / {_size_label(size)} / {metric}: ours "
-                        f"{mean:.3f} ± {se:.3f}, paper {_paper_text(p, p_se)}")
+                        f"{mean:.{dp}f} ± {se:.{dp}f}, paper {_paper_text(p, p_se, dp)}")
                 if pairs:
                     text += ("; minus the other methods on the same splits (paper's "
                              "difference in brackets): " + ", ".join(
-                                 f"{m2} {mu:+.3f} ± {s:.3f}, n = {n} ("
-                                 + ("–" if pd is None else f"{pd:+.3f}") + ")"
+                                 f"{m2} {mu:+.{dp}f} ± {s:.{dp}f}, n = {n} ("
+                                 + ("–" if pd is None else f"{pd:+.{dp}f}") + ")"
                                  for m2, _, mu, s, n, pd in pairs))
                 marked.append(text)
-            ours = "–" if row["n"] == 0 else f"{mean:.3f} ± {se:.3f}"
+            ours = "–" if row["n"] == 0 else f"{mean:.{dp}f} ± {se:.{dp}f}"
             ours += " **†**" if flag else ""
-            cells_txt += [ours, "–" if p is None else _paper_text(p, p_se)]
+            cells_txt += [ours, "–" if p is None else _paper_text(p, p_se, dp)]
         line = (f"| {d} | {m} | {_size_label(size)} | {row['n']} | {row['failed']} | "
                 + " | ".join(cells_txt) + f" | {row['fit_time']:.1f} |")
         if with_sv:
