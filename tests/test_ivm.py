@@ -57,6 +57,24 @@ def test_randomized_greedy_is_valid_and_deterministic():
     assert error_rate(yt, a.predict(Xt)) < 0.3
 
 
+def test_plain_randomized_fit_computes_the_training_marginals_once(monkeypatch):
+    # with fixed hyper-parameters and bias nothing reads the selection's criterion, and its
+    # eq. 5 marginals over every training row cost as much as the selection (MNIST)
+    from sparsegp.classification import _ivm
+
+    calls = []
+    real = _ivm._marginals
+    monkeypatch.setattr(_ivm, "_marginals", lambda *a: calls.append(1) or real(*a))
+    X, y = _xor(300, seed=4)
+    kw = dict(n_active=40, randomized=dict(n_random=2, n_greedy=8, size=30, retain=0.5),
+              kernel=SquaredExponential(1.0, 2.0), random_state=7)
+    IVMClassifier(**kw).fit(X, y)
+    assert len(calls) == 1              # the fitted model's training diagnostics
+    calls.clear()
+    IVMClassifier(bias="fit", **kw).fit(X, y)
+    assert len(calls) == 3              # two bias fits, then the diagnostics
+
+
 def test_predictions_equal_dense_formula(rng):
     X, y = _xor(50, seed=5)
     clf = IVMClassifier(n_active=15, kernel=SquaredExponential(1.7, 1.1) + ConstantKernel(0.2),

@@ -39,6 +39,7 @@ evaluation did not change (0.92-1.02 of the old form at N = 20 000).
 import math
 
 import numba
+import numpy as np
 
 from ._jit import jit
 
@@ -103,13 +104,26 @@ def scaled_sqdist(A, i, B, j, lengthscale):
 
 
 @jit
-def stationary_cross_rows(X, Z, family, variance, lengthscale, deriv, out, lo, hi):
-    """Rows lo..hi-1 of :func:`stationary_cross`, in place."""
-    M = Z.shape[0]
+def stationary_cross_rows(X, ZT, family, variance, lengthscale, deriv, out, lo, hi):
+    """Rows lo..hi-1 of :func:`stationary_cross`, in place; ``ZT`` (D, M) is Zᵀ, C-contiguous.
+
+    Each entry is summed over d in order from the same ((x_d − z_d) / l_d)² terms as
+    :func:`scaled_sqdist`, so the values are those of the per-pair loop bit for bit; running
+    the inner loop over the M columns lets it vectorise, divisions included (3.7× at
+    N = 5 000, M = 1 130, D = 169; 1.4× at D = 2, M = 100; one thread).
+    """
+    D, M = ZT.shape
     for n in range(lo, hi):
         for m in range(M):
-            out[n, m] = stationary_value(scaled_sqdist(X, n, Z, m, lengthscale), family,
-                                         variance, deriv)
+            out[n, m] = 0.0
+        for d in range(D):
+            x = X[n, d]
+            ld = lengthscale[d]
+            for m in range(M):
+                t = (x - ZT[d, m]) / ld
+                out[n, m] += t * t
+        for m in range(M):
+            out[n, m] = stationary_value(out[n, m], family, variance, deriv)
 
 
 @jit(parallel=True)
@@ -122,9 +136,10 @@ def stationary_cross(X, Z, family, variance, lengthscale, deriv, out):
     # 1.8 ms at 1900 x 100, D = 2, one thread; issue 22's stagewise slowdown). Fixed-size
     # blocks rather than one per thread: numba.get_num_threads() would make this uncacheable.
     N = X.shape[0]
+    ZT = np.ascontiguousarray(Z.T)
     n_blocks = (N + CROSS_BLOCK_ROWS - 1) // CROSS_BLOCK_ROWS
     for b in numba.prange(n_blocks):
-        stationary_cross_rows(X, Z, family, variance, lengthscale, deriv, out,
+        stationary_cross_rows(X, ZT, family, variance, lengthscale, deriv, out,
                               b * CROSS_BLOCK_ROWS, min(N, (b + 1) * CROSS_BLOCK_ROWS))
     return out
 
