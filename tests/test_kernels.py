@@ -282,3 +282,18 @@ def test_legacy_covariance_arguments_are_refused():
     for legacy in ("lengthscale", "variance", "ard", "optimize"):
         with pytest.raises(TypeError, match=legacy):
             SparseGPRegressor("exact", kernel=SquaredExponential(), **{legacy: 2.0})
+
+
+def test_cross_pass_benchmark_runs_quick(capsys):
+    # benchmarks/bench_kernels.py --cross: the timing script checks the two forms agree bit
+    # for bit before it times them
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / "bench_kernels.py"
+    spec = importlib.util.spec_from_file_location("bench_kernels", path)
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    bench.cross_pass(quick=True, repeats=1)
+    rows = capsys.readouterr().out.strip().splitlines()[1:]
+    assert len(rows) == 4 and all(r.rstrip().endswith("x") for r in rows)
