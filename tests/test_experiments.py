@@ -314,6 +314,8 @@ def test_svm_cell_records_error_nlp_and_support_vectors():
     assert 1 <= record["n_support_vectors"] <= record["n_train"] == 170
     assert record["hyper"]["C_"] in SMALL_SVM["C_grid"]
     assert record["hyper"]["gamma_"] in SMALL_SVM["gamma_grid"]
+    # the final SVC's own CPU seconds, a part of the fit's (which includes the grid search)
+    assert 0.0 < record["refit_time"] < record["cpu_time"]
     again = run_cell(cell)  # every random choice follows from the cell's seed
     assert [again[k] for k in ("error", "nlp", "n_support_vectors", "hyper")] == \
         [record[k] for k in ("error", "nlp", "n_support_vectors", "hyper")]
@@ -398,6 +400,7 @@ def test_report_shows_the_svm_column_beside_the_paper():
     mc = TABLES["multiclass"]
     assert "#SV" not in markdown(mc, mc.cells(folds=1, datasets=["wine"], methods=["ep"]), {})
 
+
 def test_mnist_table_prints_the_papers_last_digit():
     from sparsegp.experiments import markdown
 
@@ -412,11 +415,48 @@ def test_mnist_table_prints_the_papers_last_digit():
     text = markdown(table, cells, records)
     assert "| 0.0018 ± 0.0001 **†** | 0.0022 | 0.0079 ± 0.0000 | – |" in text
     assert "- mnist_0_vs_rest / svm / – / error: ours 0.0018 ± 0.0001, paper 0.0022" in text
+    # the ten runs share MNIST's one split: each counts as a run of its own
+    assert "mnist_0_vs_rest 2 of 2" in text
     # coarser tables keep three decimals
     heart = [Cell("heart", 0, "svm", {}, None, seed=0)]
     rec = {heart[0].key: {"status": "ok", "error": 0.16, "nlp": 0.45, "fit_time": 2.0}}
     assert "| 0.160 ± 0.000 | 0.166 |" in markdown(TABLES["gfitc_table1"], heart, rec)
 
+
+def test_mnist_runs_pair_by_seed_and_time_the_svm_without_its_search():
+    from sparsegp.experiments import markdown
+    from sparsegp.experiments.report import comparison_rows
+
+    table = TABLES["ivm_mnist"]
+    cells = table.cells(folds=2, datasets=["mnist_0_vs_rest"])
+    assert [(c.method, c.seed) for c in cells] == [("svm", 0), ("ivm", 0), ("svm", 1),
+                                                   ("ivm", 1)]
+    err = {("svm", 0): 0.0020, ("ivm", 0): 0.0015, ("svm", 1): 0.0022, ("ivm", 1): 0.0019}
+    records = {}
+    for c in cells:
+        rec = {"status": "ok", "error": err[c.method, c.seed], "nlp": 0.01, "fit_time": 1.0,
+               "cpu_time": 40.0 if c.method == "ivm" else 100.0}
+        if c.method == "svm":
+            rec["refit_time"] = 80.0
+            rec["n_support_vectors"] = 1500
+        records[c.key] = rec
+    (row,) = comparison_rows(table, cells, records)
+    mean, se, n = row["error"]
+    # runs pair by seed: differences -.0005 and -.0003
+    assert n == 2 and mean == pytest.approx(-0.0004) and se == pytest.approx(0.0001)
+    assert row["cpu_ratio"] == pytest.approx(0.4)
+    assert row["cpu_ratio_refit"] == pytest.approx(0.5)
+    assert row["paper_time_ratio"] == pytest.approx(627 / 1281)
+    text = markdown(table, cells, records)
+    assert "| CPU a / b | CPU a / b's final fit | paper's time a / b |" in text
+    assert "| mnist_0_vs_rest | 1130 | -0.0004 ± 0.0001, n = 2 **<** |" in text
+    assert "| 0.40 | 0.50 | 0.49 |" in text
+    assert "mnist_0_vs_rest 2 of 2" in text
+    # other tables keep their columns
+    heart = [Cell("heart", 0, m, {}, None, seed=0) for m in ("gpc", "svm")]
+    rec = {c.key: {"status": "ok", "error": 0.2, "nlp": 0.4, "fit_time": 1.0, "cpu_time": 1.0,
+                   **({"refit_time": 0.5} if c.method == "svm" else {})} for c in heart}
+    assert "final fit" not in markdown(TABLES["gfitc_table1"], heart, rec)
 
 
 def test_marked_cells_are_read_against_the_other_methods_on_the_same_splits():
