@@ -168,6 +168,20 @@ def test_figure3_resumes_from_its_json_on_a_fresh_machine(tmp_path, monkeypatch)
     fig3.main(["--quick", "--out", str(tmp_path), "--methods", "EP,GFITC"])
     assert (tmp_path / "multiclass_fig3_inducing_quick.png").stat().st_size > 10_000
     assert json.loads(store.read_text()) == panels
+    # GFITC records its EP settings; a GFITC panel made with others is refitted, alone
+    assert all(p["ep"] == fig3.GFITC_EP for p in panels if p["method"] == "GFITC")
+    store.write_text(json.dumps([dict(p, ep={"ep_schedule": "auto"})
+                                 if (p["method"], p["M"]) == ("GFITC", 2) else p
+                                 for p in panels]))
+    refits = []
+
+    def fit_again(method, M, *args):
+        refits.append((method, M))
+        return next(p for p in panels if (p["method"], p["M"]) == (method, M))
+
+    monkeypatch.setattr(fig3, "fit_panel", fit_again)
+    fig3.main(["--quick", "--out", str(tmp_path), "--methods", "EP,GFITC"])
+    assert refits == [("GFITC", 2)]
 
 
 def test_figure5_stops_at_its_budget_and_keeps_finished_methods(tmp_path, monkeypatch):
