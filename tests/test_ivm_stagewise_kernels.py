@@ -13,7 +13,7 @@ from sparsegp import IVMClassifier, StagewiseGPClassifier
 from sparsegp._numba import adf
 from sparsegp.classification._binary import pack_theta
 from sparsegp.classification._ivm import approx_log_likelihood, select_active_set
-from sparsegp.classification._stagewise import _inner_loop, nlp_eq4
+from sparsegp.classification._stagewise import _inner_loop, active_sqdist, nlp_eq4
 from sparsegp.datasets import make_xor
 from sparsegp.kernels import ConstantKernel, Matern, SquaredExponential, kernel_matrix
 
@@ -201,15 +201,17 @@ def test_stagewise_inner_loop_matches_dense(family, selection):
 
 
 @pytest.mark.parametrize("family", MATERN)
-@pytest.mark.parametrize("ard", [False, True])
-def test_nlp_eq4_value_and_log_gradient_matern(family, ard):
+@pytest.mark.parametrize("ard, cached", [(False, False), (False, True), (True, False)])
+def test_nlp_eq4_value_and_log_gradient_matern(family, ard, cached):
     X, y = _problem(9, n=45)
     ls = np.array([0.9, 1.4, 0.7]) if ard else np.full(3, 1.1)
     s2, b = 1.7, -0.3
     active = [3, 17, 8, 30, 41, 0, 22]
     p, m, _, _ = adf_sequence(_K(X, X, family, s2, ls), y, active, b)
     theta = pack_theta(s2, ls, b, ard)
-    f, g = nlp_eq4(theta, X, y, np.array(active), p, m, ard, gradient=True, family=family)
+    sqdist = active_sqdist(X, np.array(active)) if cached else None
+    f, g = nlp_eq4(theta, X, y, np.array(active), p, m, ard, gradient=True, family=family,
+                   sqdist=sqdist)
 
     def dense(t):
         s2_, ls_ = np.exp(t[0]), np.exp(t[1:1 + (3 if ard else 1)]) * np.ones(3)

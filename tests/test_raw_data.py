@@ -350,19 +350,26 @@ def test_driver_warns_when_the_best_point_is_on_a_bound():
 
 def test_stagewise_warns_when_its_kept_model_is_on_the_default_box(monkeypatch):
     # the outer loop's searches are rounds of Algorithm 1 and do not warn; the kept model
-    # does, with the driver's message. Labels that do not depend on X: measured variance on
-    # its floor 1e-3 (length-scale 135)
-    rng = np.random.default_rng(1)
-    X, y = rng.standard_normal((80, 3)), rng.integers(0, 2, 80)
+    # does, with the driver's message. Every point twice, with opposite labels: a site's
+    # prediction at its twin is always wrong, so eq. 4 shrinks the variance (to 0.007-0.07
+    # in the default box over six seeds, 20 CG steps a round); in a box with floor 0.1 it
+    # ends there on every seed (measured), length-scale 622 here. (Labels independent of X
+    # reached the default floor on one seed's path only, and a 1e-13 change of eq. 4's
+    # gradient moved that path: random labels make Algorithm 1's choices chaotic.)
+    from sparsegp.classification import _stagewise
+    rng = np.random.default_rng(0)
+    X0, y0 = rng.standard_normal((40, 3)), rng.integers(0, 2, 40)
+    X, y = np.vstack([X0, X0]), np.concatenate([y0, 1 - y0])
+    monkeypatch.setattr(_stagewise, "DEFAULT_BOUNDS", (0.1, 1e3))
     with pytest.warns(ConvergenceWarning,
                       match=r"StagewiseGPClassifier: the fit ended with variance at its lower "
                             r"bound .* not the data's: pass a kernel with wider bounds"):
-        StagewiseGPClassifier(d_max=20, random_state=0).fit(X, y)
+        clf = StagewiseGPClassifier(d_max=20, random_state=0).fit(X, y)
+    assert clf.variance_ == pytest.approx(0.1)
     # a label that is the sign of one feature: in the default box the variance runs to its
     # ceiling (the guard of eq. 4's run-away along s2, not reported) and the length-scale
     # ends at 4.8; in a box [0.5, 1.5] both end on the ceiling and only the length-scale is
     # reported (in [0.1, 2]: 1.85, no warning)
-    from sparsegp.classification import _stagewise
     X = np.random.default_rng(0).standard_normal((80, 3))
     monkeypatch.setattr(_stagewise, "DEFAULT_BOUNDS", (0.5, 1.5))
     with pytest.warns(ConvergenceWarning) as record:

@@ -7,7 +7,7 @@ from hypothesis import strategies as st
 from sparsegp import StagewiseGPClassifier
 from sparsegp._numba import adf
 from sparsegp.classification._binary import pack_theta
-from sparsegp.classification._stagewise import _inner_loop, nlp_eq4
+from sparsegp.classification._stagewise import _inner_loop, active_sqdist, nlp_eq4
 from sparsegp.datasets import make_xor
 from sparsegp.kernels import SquaredExponential
 
@@ -22,8 +22,8 @@ def _xor(n=50, seed=0):
                                                           1.0, -1.0)
 
 
-@pytest.mark.parametrize("ard", [False, True])
-def test_nlp_eq4_value_and_gradient(ard):
+@pytest.mark.parametrize("ard, cached", [(False, False), (False, True), (True, False)])
+def test_nlp_eq4_value_and_gradient(ard, cached):
     rng = np.random.default_rng(1)
     X = rng.normal(size=(45, 3))
     y = np.where(X[:, 0] + np.sin(2 * X[:, 1]) + 0.3 * rng.normal(size=45) > 0, 1.0, -1.0)
@@ -32,7 +32,9 @@ def test_nlp_eq4_value_and_gradient(ard):
     active = [3, 17, 8, 30, 41, 0, 22]
     p, m, _, _ = adf_sequence(se_dense(X, X, s2, ls), y, active, b)
     theta = pack_theta(s2, ls, b, ard)
-    f, g = nlp_eq4(theta, X, y, np.array(active), p, m, ard, gradient=True)
+    # cached: the isotropic path over distances formed once (what the optimiser calls)
+    sqdist = active_sqdist(X, np.array(active)) if cached else None
+    f, g = nlp_eq4(theta, X, y, np.array(active), p, m, ard, gradient=True, sqdist=sqdist)
     assert f == pytest.approx(dense_nlp_eq4(X, y, active, p, m, s2, ls, b), rel=1e-12)
     eps = 1e-5
     for i in range(theta.size):
@@ -46,6 +48,16 @@ def test_nlp_eq4_value_and_gradient(ard):
             fd.append(dense_nlp_eq4(X, y, active, p, m, s2_, ls_, t[-1]))
         fd = (fd[0] - fd[1]) / (2 * eps)
         assert g[i] == pytest.approx(fd, rel=1e-6, abs=1e-9), (i, g[i], fd)
+
+
+def test_nlp_eq4_cached_distances_refuse_ard():
+    X = np.random.default_rng(2).normal(size=(12, 2))
+    y = np.where(X[:, 0] > 0, 1.0, -1.0)
+    active = np.array([1, 5])
+    theta = pack_theta(1.0, np.array([1.0, 2.0]), 0.0, True)
+    with pytest.raises(ValueError, match="ARD"):
+        nlp_eq4(theta, X, y, active, np.ones(2), np.zeros(2), True,
+                sqdist=active_sqdist(X, active))
 
 
 @pytest.mark.parametrize("selection", ["adaptive", "random", "validation", "entropy",

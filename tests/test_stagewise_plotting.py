@@ -72,6 +72,13 @@ def test_benchmark_quick():
     require_data("raetsch_banana")
     subprocess.run([sys.executable, str(ROOT / "benchmarks" / "bench_stagewise.py"),
                     "--quick", "--repeat", "1"], check=True, timeout=1200)
+    require_data("raetsch_waveform")
+    out = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "bench_stagewise.py"),
+                          "--eq4", "--quick", "--repeat", "1"], check=True, timeout=1200,
+                         capture_output=True, text=True).stdout
+    # the two paths are one function: the benchmark prints how far apart they are
+    diff = float(out.split("max rel. difference")[-1])
+    assert diff < 1e-10, out
 
 
 def test_significance_report_from_results():

@@ -17,7 +17,7 @@ dL/dx = minus the first, summed over m. For SE, s2 G is K itself, so callers pas
 is not differentiable where two points coincide; its G is set to 0 there (a subgradient).
 
 g and G are written once, in :func:`unit_kg`; every covariance of the library is s2 times its
-value (:func:`stationary_value`). The squared distance q reaches it in three ways, which
+value (:func:`stationary_value`). The squared distance q reaches it in four ways, which
 differ only in rounding:
 
 * **pairwise** (:func:`stationary_cross`, :func:`stationary_blocks_rows`): q from
@@ -27,7 +27,10 @@ differ only in rounding:
   the M columns and vectorises), q from (a/l − b/l)²;
 * **formed by the caller** (:func:`stationary_from_sqdist`): |a|² + |b|² − 2 a·b by BLAS
   (the IVM's column, the multi-class stacked GEMM and ``multiclass.se_from_cross``; SE only,
-  as the square root of the Matérn forms would magnify the cancellation).
+  as the square root of the Matérn forms would magnify the cancellation);
+* **isotropic, cached** (:func:`stationary_from_iso_sqdist`): q = |a − b|² / l² from unscaled
+  squared distances summed once from exact differences, reused while only s2 and l change
+  (the stagewise eq. 4); any family.
 
 The row form once wrote SE as exp(log s2 − q/2). Writing it as s2 exp(−q/2) like
 the others moved the seeded regression fits of ``benchmarks/compare_fits.py`` by at most
@@ -91,6 +94,22 @@ def stationary_from_sqdist(d2, family, variance, out):
             q = 0.0
         out[i] = stationary_value(q, family, variance, False)
     return out
+
+
+@jit(parallel=True)
+def stationary_from_iso_sqdist(d2, inv_l2, family, variance, K, G, want_g):
+    """``K[i] = s2 g(q)`` and, with ``want_g``, ``G[i] = s2 G(q)``, q = d2[i] * inv_l2.
+
+    Flat arrays; ``d2`` holds unscaled squared distances summed from exact differences, so
+    every family is safe (no cancellation). For an isotropic kernel evaluated many times on
+    the same pairs with new (s2, l): the distances are formed once and each evaluation is one
+    pass of g (the stagewise eq. 4 under conjugate gradients).
+    """
+    for i in numba.prange(d2.shape[0]):
+        k, g = unit_kg(d2[i] * inv_l2, family)
+        K[i] = variance * k
+        if want_g:
+            G[i] = variance * g
 
 
 @jit

@@ -26,6 +26,7 @@ import math
 import numpy as np
 from scipy import linalg as sla
 from scipy import optimize
+from scipy.spatial.distance import cdist
 from sklearn.base import ClassifierMixin
 
 from .._base import SparseGPEstimator
@@ -39,6 +40,7 @@ from .._validation import (
 from .._numba import adf as _adf
 from .._numba import scoring as _scoring
 from .._numba import stagewise as _sw
+from .._numba import covfuncs as _cf
 from .._numba.covfuncs import SE
 from .._numba.probit import inv_mills_vec, log_ndtr_vec
 from ..kernels import grad_contract, kernel_matrix, kernel_spec
@@ -517,7 +519,7 @@ def _optimise_site(state, y, b, weights, norm, col, j, skip):
 # outer loop: NLP of eq. 4 and its gradient with u and the sites fixed (notes §3.7)
 
 
-def nlp_eq4(theta, X, y, active, p, m, ard, gradient=False, family=SE):
+def nlp_eq4(theta, X, y, active, p, m, ard, gradient=False, family=SE, sqdist=None):
     """NLP of eq. 4 over the non-active points, and optionally d NLP / d theta.
 
     Parameters
@@ -534,6 +536,11 @@ def nlp_eq4(theta, X, y, active, p, m, ard, gradient=False, family=SE):
     gradient : bool
     family : int, default=0
         Stationary family code of :mod:`sparsegp._numba.covfuncs` (0: SE).
+    sqdist : tuple of ndarray, optional
+        Isotropic kernels only: ``(d2_cu (n - d, d), d2_uu (d, d))`` from
+        :func:`active_sqdist` for this ``active``; the covariances and the length-scale
+        derivative are then one pass over them instead of new distances (the optimiser
+        calls this function with the same active set at every step).
 
     Returns
     -------
@@ -549,8 +556,14 @@ def nlp_eq4(theta, X, y, active, p, m, ard, gradient=False, family=SE):
     mask[active] = False
     Xu, Xc, yc = X[active], X[mask], y[mask]
     nc = yc.shape[0]
-    Kuu = kernel_matrix(Xu, Xu, family, s2, ls)
-    Kcu = kernel_matrix(Xc, Xu, family, s2, ls)
+    if sqdist is None:
+        Kuu = kernel_matrix(Xu, Xu, family, s2, ls)
+        Kcu = kernel_matrix(Xc, Xu, family, s2, ls)
+    else:
+        if ard:
+            raise ValueError("sqdist holds isotropic distances; it cannot serve an ARD kernel")
+        (Kcu, Fcu), (Kuu, Fuu) = (_iso_kernel(d2, family, s2, ls[0], gradient)
+                                  for d2 in sqdist)
     S = np.sqrt(p)
     B = np.eye(len(active)) + S[:, None] * Kuu * S[None, :]
     L = np.linalg.cholesky(B)
@@ -576,16 +589,48 @@ def nlp_eq4(theta, X, y, active, p, m, ard, gradient=False, family=SE):
     W *= S[:, None]                   # C K_uc, in V's memory
     Wg = W @ g
     G_uu = -0.5 * (np.outer(Wg, w) + np.outer(w, Wg)) + (W * q) @ W.T
-    # G_cu = g w^T - 2 diag(q) W^T, built as one (nc, d) C-ordered array
-    G_cu = W.T * (-2.0 * q)[:, None]
-    G_cu += np.outer(g, w)
     scale = -1.0 / nc
-    g_s2 = scale * ((np.vdot(G_cu, Kcu) + np.vdot(G_uu, Kuu)) / s2 + np.sum(q))
-    gl_cu, _ = grad_contract(Xc, Xu, Kcu, G_cu, family, s2, ls)
-    gl_uu, _ = grad_contract(Xu, Xu, Kuu, G_uu, family, s2, ls, symmetric=True)
-    g_ls = scale * (gl_cu + gl_uu)
+    if sqdist is None:
+        # G_cu = g w^T - 2 diag(q) W^T, built as one (nc, d) C-ordered array
+        G_cu = W.T * (-2.0 * q)[:, None]
+        G_cu += np.outer(g, w)
+        sum_k = np.vdot(G_cu, Kcu)
+        gl_cu, _ = grad_contract(Xc, Xu, Kcu, G_cu, family, s2, ls)
+        gl_uu, _ = grad_contract(Xu, Xu, Kuu, G_uu, family, s2, ls, symmetric=True)
+        g_ls = scale * (gl_cu + gl_uu)
+    else:
+        # q = d2 / l^2, so dK/dl = s2 G(q) q / l = s2 G(q) d2 / l^3 (covfuncs' table)
+        sum_k, sum_l = _sw.eq4_cross_contractions(W.T, Kcu, Fcu, sqdist[0], g, w, q)
+        sum_l += np.einsum("ij,ij,ij->", G_uu, Fuu, sqdist[1])
+        g_ls = np.array([scale * sum_l / ls[0] ** 3])
+    g_s2 = scale * ((sum_k + np.vdot(G_uu, Kuu)) / s2 + np.sum(q))
     g_b = scale * np.sum(g)
     return nlp, theta_gradient(g_s2, g_ls, g_b, s2, ls, ard)
+
+
+def active_sqdist(X, active):
+    """Unscaled squared distances ``(d2_cu (n - d, d), d2_uu (d, d))`` of the non-active rows
+    (in order) to the active ones and among the active ones, for :func:`nlp_eq4`."""
+    mask = np.ones(X.shape[0], dtype=bool)
+    mask[active] = False
+    Xu = X[active]
+    # cdist sums exact differences, so the Matérn square roots see no cancellation
+    return cdist(X[mask], Xu, "sqeuclidean"), cdist(Xu, Xu, "sqeuclidean")
+
+
+def _iso_kernel(d2, family, s2, l, want_g):
+    """(K, F) over squared distances d2: K = s2 g(d2 / l^2), F its derivative factor
+    s2 G (K itself for SE; None without ``want_g``)."""
+    K = np.empty_like(d2)
+    F = None
+    want_f = want_g and family != SE
+    if want_f:
+        F = np.empty_like(d2)
+    _cf.stationary_from_iso_sqdist(d2.reshape(-1), 1.0 / (l * l), family, s2, K.reshape(-1),
+                                   (F if want_f else K).reshape(-1), want_f)
+    if want_g and family == SE:
+        F = K
+    return K, F
 
 
 def _optimise_hyper(X, y, active, p, m, theta0, ard, family=SE, free=None, bounds=None,
@@ -599,11 +644,13 @@ def _optimise_hyper(X, y, active, p, m, theta0, ard, family=SE, free=None, bound
     (:func:`sparsegp._optimize.maximize`: evaluated at the clipped point, result clipped).
     """
     free = np.ones(theta0.size, dtype=bool) if free is None else free
+    sqdist = None if ard else active_sqdist(X, active)
 
     def evaluate(x, _warm):
         theta = theta0.copy()
         theta[free] = x
-        nlp, grad = nlp_eq4(theta, X, y, active, p, m, ard, gradient=True, family=family)
+        nlp, grad = nlp_eq4(theta, X, y, active, p, m, ard, gradient=True, family=family,
+                            sqdist=sqdist)
         return -nlp, -grad[free], None
 
     # one CG run per outer iteration of Algorithm 1: its cap is the algorithm's, not a fit's
