@@ -100,6 +100,17 @@ def test_blas_column_matches_compiled_column(family):
         # the duplicate pair (5, 17) included: explicit differences keep Matérn 1/2 exact
         np.testing.assert_allclose(got, ref, rtol=0, atol=1e-12)
         np.testing.assert_allclose(ref, A[:, i], rtol=0, atol=1e-10)
+    # the stagewise working sets take several columns in one call (rows of a larger buffer),
+    # one at a time below BATCH_COLUMNS and by GEMM from there on
+    for idx in (np.array([5, 17, 0, 39, 5]), np.array([5, 17, 0, 39, 5, 2, 8, 1, 33, 21])):
+        assert (len(idx) >= adf.BATCH_COLUMNS) == (len(idx) == 10)
+        out = np.full((12, n), np.nan)
+        adf.cov_columns_blas(Xs, sq, s2, vb, state, idx, out, family)
+        np.testing.assert_allclose(out[:len(idx)], A[:, idx].T, rtol=0, atol=1e-10)
+        for r, i in enumerate(idx):
+            single = adf.cov_column_blas(Xs, sq, s2, vb, state, i, np.empty(n), family)
+            np.testing.assert_allclose(out[r], single, rtol=0, atol=1e-12)
+        assert np.isnan(out[len(idx):]).all()
 
 
 @pytest.mark.parametrize("family", FAMILIES)

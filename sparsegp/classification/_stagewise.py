@@ -434,8 +434,7 @@ def _inner_loop(X, y, state, d_max, selection, kappa, site_update, s2, ls, b, rn
                               selection == "adaptive", keys)
             found = _sw.smallest_keys(keys, min(kappa, n_free), J)
             Jc = J[:found]
-            for c in range(found):
-                _adf.cov_column_blas(Xs, sq_norms, s2, 0.0, state, Jc[c], kt[c], family)
+            _adf.cov_columns_blas(Xs, sq_norms, s2, 0.0, state, Jc, kt, family)
             _sw.lookahead_moment(Jc, kt, state.diag_A, state.h, y, b, weights, validation,
                                  nlp, alpha, nu)
             losses = nlp[:found] / norm
