@@ -75,6 +75,36 @@ def test_plain_randomized_fit_computes_the_training_marginals_once(monkeypatch):
     assert len(calls) == 3              # two bias fits, then the diagnostics
 
 
+def test_end_of_fit_check_reads_the_judged_rows_only(monkeypatch):
+    # the randomized scheme's eq. 5 marginals cost O(d^2) a row: the collapse check reads the
+    # binary estimators' evenly spaced sample, and its numbers are those rows' exactly
+    from sparsegp.classification import _binary, _ivm
+
+    seen = []
+    real = _ivm._marginals
+
+    def spy(*a):
+        out = real(*a)
+        if len(a) > 7:
+            seen.append((a[7], out, real(*a[:7])))
+        return out
+
+    monkeypatch.setattr(_ivm, "_marginals", spy)
+    X, y = _xor(700, seed=4)
+    clf = IVMClassifier(n_active=40, randomized=dict(n_random=2, n_greedy=8, size=30,
+                                                     retain=0.5),
+                        kernel=SquaredExponential(1.0, 2.0), random_state=7).fit(X, y)
+    (rows, (f, A), (f_all, A_all)), = seen
+    assert len(rows) == _binary.JUDGED_SAMPLE < len(y)
+    np.testing.assert_array_equal(rows, _binary.judged_rows(len(y)))
+    np.testing.assert_allclose(f, f_all[rows], rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(A, A_all[rows], rtol=1e-12, atol=1e-14)
+    model = clf.models_[0]
+    y_pm = np.where(y == clf.classes_[1], 1.0, -1.0)
+    assert model.train_log_loss == pytest.approx(_ivm._mean_nlp(f, A, y_pm[rows], model.bias))
+    assert model.class_entropy == pytest.approx(_ivm._class_entropy(y_pm[rows]))
+
+
 def test_predictions_equal_dense_formula(rng):
     X, y = _xor(50, seed=5)
     clf = IVMClassifier(n_active=15, kernel=SquaredExponential(1.7, 1.1) + ConstantKernel(0.2),
