@@ -1124,8 +1124,9 @@ class IVMClassifier(_BinaryGPClassifierMixin, ClassifierMixin, SparseGPEstimator
     def _warn_if_uninformative(self, model, label):
         """ConvergenceWarning when the fit has collapsed to the class frequencies: its
         training log loss is no better than their entropy *and* its probabilities are flat
-        (s.d. below ``FLAT_PROBA``), both over the judged training rows (:func:`_judged`). A fit to labels that X does not
-        explain (a noise fit) is not flat and stays silent: it is a fit, not a collapse."""
+        (s.d. below ``FLAT_PROBA``), both over the judged training rows (:func:`_judged`).
+        A fit to labels that X does not explain (a noise fit) is not flat and stays silent:
+        it is a fit, not a collapse."""
         if (model.train_log_loss >= model.class_entropy
                 and model.proba_spread < FLAT_PROBA):
             warnings.warn(

@@ -609,7 +609,9 @@ def nlp_eq4(theta, X, y, active, p, m, ard, gradient=False, family=SE, sqdist=No
 
 def active_sqdist(X, active):
     """Unscaled squared distances ``(d2_cu (n - d, d), d2_uu (d, d))`` of the non-active rows
-    (in order) to the active ones and among the active ones, for :func:`nlp_eq4`."""
+    (in order) to the active ones and among the active ones, for :func:`nlp_eq4`.
+
+    Kept for one outer iteration: as large as K_cu itself (n = 4 000, d = 320: 10 MB)."""
     mask = np.ones(X.shape[0], dtype=bool)
     mask[active] = False
     Xu = X[active]
@@ -625,6 +627,7 @@ def _iso_kernel(d2, family, s2, l, want_g):
     want_f = want_g and family != SE
     if want_f:
         F = np.empty_like(d2)
+    # without want_f the G slot is never written; K fills it so the signature stays typed
     _cf.stationary_from_iso_sqdist(d2.reshape(-1), 1.0 / (l * l), family, s2, K.reshape(-1),
                                    (F if want_f else K).reshape(-1), want_f)
     if want_g and family == SE:
