@@ -18,12 +18,14 @@ gradient (``nlp_eq4``, called about 30 times per outer iteration by conjugate gr
 Waveform realisation 0 with 3600 test points moved in (n = 4000, D = 21) at d_max = 160 and
 320, over distances formed once per outer iteration (``sqdist``, what the optimiser passes for
 an isotropic kernel) against the same evaluation forming the kernel and its length-scale
-contraction pair by pair (the reference, ``sqdist=None``). Measured 2026-11-27, background
-runs paused, cached / pairwise: with OMP_NUM_THREADS=OPENBLAS_NUM_THREADS=NUMBA_NUM_THREADS=1
-26.5 / 59.3 ms at d_max = 160 (2.2x) and 78 / 140 ms at 320 (1.8x); at the default threads
-40 / 96 ms (2.4x) and 91 / 176 ms (1.9x); value and gradient equal to 3e-12 relative or
-better. A Waveform d_max = 320 adaptive fit (20 outer iterations, one thread) went from 99 to
-67 CPU s.
+contraction pair by pair (the reference, ``sqdist=None``). The function is called outside
+the estimator, so BLAS is held to one thread here as the stagewise ``fit`` holds it (its
+thread policy is "numba"). Measured 2026-11-27, background runs paused, cached / pairwise: with
+OMP_NUM_THREADS=OPENBLAS_NUM_THREADS=NUMBA_NUM_THREADS=1 26.5 / 59.3 ms at d_max = 160 (2.2x)
+and 78 / 140 ms at 320 (1.8x); value and gradient equal to 3e-12 relative or better. (Before
+BLAS was held here, the default threads gave 40 / 96 and 91 / 176 ms: two BLAS threads beside
+two Numba threads on two cores, slower than one thread.) A Waveform d_max = 320 adaptive fit
+(20 outer iterations, one thread) went from 99 to 67 CPU s.
 
 Compilation is excluded (one warm-up fit per method on 300 points); the best of ``--repeat``
 runs is reported.
@@ -114,6 +116,8 @@ def bench_eq4(args):
     from sparsegp.classification._binary import pack_theta
     from sparsegp.classification._stagewise import active_sqdist, nlp_eq4
 
+    from sparsegp._threads import single_threaded_blas
+
     n, sizes = (1000, (40,)) if args.quick or os.environ.get("CI") else (4000, (160, 320))
     X_tr, y_tr, X_te, _ = load_dataset("raetsch_waveform", split=0,
                                        data_home=_data_home(args.data_home))
@@ -136,11 +140,12 @@ def bench_eq4(args):
         for cached in (sqdist, None):
             nlp_eq4(theta, X, y, active, p, m, False, True, sqdist=cached)     # compile
             best = np.inf
-            for _ in range(args.repeat):
-                t0 = time.perf_counter()
-                for _ in range(5):
-                    f, g = nlp_eq4(theta, X, y, active, p, m, False, True, sqdist=cached)
-                best = min(best, (time.perf_counter() - t0) / 5)
+            with single_threaded_blas():
+                for _ in range(args.repeat):
+                    t0 = time.perf_counter()
+                    for _ in range(5):
+                        f, g = nlp_eq4(theta, X, y, active, p, m, False, True, sqdist=cached)
+                    best = min(best, (time.perf_counter() - t0) / 5)
             times.append(best)
             values.append(np.append(f, g))
         diff = np.max(np.abs(values[0] - values[1]) / np.abs(values[1]))
