@@ -78,7 +78,7 @@ def test_benchmark_quick():
                          capture_output=True, text=True).stdout
     # the two paths are one function: the benchmark prints how far apart they are
     diff = float(out.split("max rel. difference")[-1])
-    assert diff < 1e-10, out
+    assert diff < 1e-11, out       # measured <= 3.1e-12 (n = 4 000, d_max 160 and 320)
 
 
 def test_significance_report_from_results():

@@ -553,9 +553,10 @@ def nlp_eq4(theta, X, y, active, p, m, ard, gradient=False, family=SE, sqdist=No
     s2, ls, b, _ = unpack_theta(theta, D, ard)
     mask = np.ones(n, dtype=bool)
     mask[active] = False
-    Xu, Xc, yc = X[active], X[mask], y[mask]
+    yc = y[mask]
     nc = yc.shape[0]
     if sqdist is None:
+        Xu, Xc = X[active], X[mask]
         Kuu = kernel_matrix(Xu, Xu, family, s2, ls)
         Kcu = kernel_matrix(Xc, Xu, family, s2, ls)
     else:
