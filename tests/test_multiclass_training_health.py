@@ -76,5 +76,24 @@ def test_training_no_better_than_the_class_frequencies_warns():
     y = rng.permutation(np.repeat([0, 1, 2], [110, 25, 15]))   # labels carry no signal
     est = sparsegp.MultiClassEPClassifier(method="sep", n_inducing=5, max_iter=10,
                                           noise_variance=1e3, optimizer=None, random_state=0)
-    with pytest.warns(ConvergenceWarning, match="no better than always predicting"):
+    with pytest.warns(ConvergenceWarning, match="no better than always predicting") as rec:
         est.fit(X, y)
+    message = str([w for w in rec if "no better" in str(w.message)][0].message)
+    # five inducing points a class: more of them is the first thing to try
+    assert message.split("; try ")[1].startswith("more inducing points (n_inducing; 5 a class")
+    assert "learning_rate" in message                  # a parameter of this estimator
+
+
+def test_the_advice_names_only_the_estimators_own_parameters():
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((150, 2))
+    y = rng.permutation(np.repeat([0, 1, 2], [110, 25, 15]))
+    # held kernel and noise (with optimizer=None a fit runs no iterations and is not judged)
+    est = sparsegp.MultiClassGFITCClassifier(
+        n_inducing=10, max_iter=10, kernel=SquaredExponential(1.0, 1.0, "fixed", "fixed"),
+        noise_variance=1e3, noise_variance_bounds="fixed", random_state=0)
+    with pytest.warns(ConvergenceWarning, match="no better than always predicting") as rec:
+        est.fit(X, y)
+    message = str([w for w in rec if "no better" in str(w.message)][0].message)
+    assert "learning_rate" not in message              # GFITC has none
+    assert message.endswith("more inducing points (n_inducing; 10 a class now)")

@@ -24,6 +24,9 @@ DEGENERATE_EXPONENT = 20.0
 #: The end-of-fit comparison with the class frequencies needs this many iterations (and
 #: ``sparsegp.classification._binary.JUDGED_ROWS`` rows)
 _JUDGED_ITERATIONS = 10
+#: Below this many inducing points a class, a fit no better than the class frequencies is
+#: first told to use more (seed 002 Fig. 3: M = 1 and 2 draw no boundary on 3 classes)
+_FEW_INDUCING = 8
 
 
 # --------------------------------------------------------------------------------------------
@@ -433,9 +436,21 @@ class MultiClassGPClassifier(ClassifierMixin, InducingPointEstimator):
         if accuracy <= majority:
             warnings.warn(
                 f"training ended no better than always predicting the most frequent class "
-                f"(training accuracy {accuracy:.3f} against {majority:.3f}); try standardised "
-                f"inputs, kernel=None (the median heuristic), more iterations (max_iter) "
-                f"or a larger learning_rate", ConvergenceWarning, stacklevel=3)
+                f"(training accuracy {accuracy:.3f} against {majority:.3f}); try "
+                f"{', '.join(self._frequency_advice())}", ConvergenceWarning, stacklevel=3)
+
+    def _frequency_advice(self):
+        """What to try after a fit no better than the class frequencies, most likely first,
+        naming only this estimator's parameters."""
+        M = np.shape(self.inducing_points_)[1]
+        more_inducing = f"more inducing points (n_inducing; {M} a class now)"
+        advice = ["standardised inputs", "kernel=None (the median heuristic)",
+                  "more iterations (max_iter)"]
+        # a handful of inducing inputs a class cannot draw most class boundaries
+        advice.insert(0 if M < _FEW_INDUCING else len(advice), more_inducing)
+        if "learning_rate" in self.get_params():
+            advice.append("a larger learning_rate")
+        return advice
 
     # -- theta_: the free hyper-parameters of log_marginal_likelihood ------------------------
 
