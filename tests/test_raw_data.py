@@ -480,9 +480,24 @@ def test_raw_pixels_at_the_defaults_are_not_a_constant(make):
 def test_binary_fit_at_a_constant_predictor_warns():
     X, y = make_xor(300, random_state=0)
     flat = SquaredExponential(1.0, 1e-4)          # k vanishes between the inducing inputs and X
-    with pytest.warns(ConvergenceWarning, match="constant predictor no better than the class"):
+    with pytest.warns(ConvergenceWarning, match="constant predictor no better than the class"
+                      ".*n_restarts > 0, or more iterations"):
         GFITCClassifier(n_inducing=10, kernel=flat, optimizer=None, random_state=0).fit(X, y)
     with warnings.catch_warnings(record=True) as seen:
         warnings.simplefilter("always")
         GFITCClassifier(n_inducing=10, random_state=0).fit(X, y)
     assert not [w for w in seen if "constant predictor" in str(w.message)]
+
+
+def test_the_constant_predictor_advice_names_only_the_estimators_own_parameters():
+    # labels without signal, a kernel of variance 1e-8: the latent is ~0 everywhere
+    from sparsegp import StagewiseGPClassifier
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((300, 2))
+    y = np.where(rng.random(300) < 0.7, 1, -1)
+    tiny = SquaredExponential(1e-8, 1.0)
+    with pytest.warns(ConvergenceWarning, match="constant predictor") as rec:
+        StagewiseGPClassifier(d_max=5, kernel=tiny, optimizer=None, random_state=0).fit(X, y)
+    message = str([w for w in rec if "constant predictor" in str(w.message)][0].message)
+    assert "n_restarts" not in message                 # the stagewise fit has no restarts
+    assert message.endswith("or more iterations (max_iter)")

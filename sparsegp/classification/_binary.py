@@ -445,7 +445,9 @@ class _BinaryGPClassifierMixin:
                 f"than the class frequencies (training accuracy {accuracy:.3f} against "
                 f"{majority:.3f}; probabilities flat, s.d. {spread:.1e}). Try kernel=None "
                 f"(a start scaled to the data) or a longer starting length-scale, "
-                f"n_restarts > 0, or more iterations (max_iter)",
+                # only what this estimator takes (the stagewise one has no restarts)
+                + ("n_restarts > 0, " if "n_restarts" in self.get_params() else "")
+                + "or more iterations (max_iter)",
                 ConvergenceWarning, stacklevel=3)
 
     def _warn_ep_not_converged(self, n_sweeps, max_change):
