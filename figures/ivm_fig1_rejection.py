@@ -11,7 +11,7 @@ d = 2 740 active points (Table 1) and the randomized greedy scheme (2 random, 19
 gamma in {4, 8, 16, 32, 64} x C in {1, 5, 20, 80, 300}, training on a random subset of 5 000
 with d = 500 (as the paper selects its parameters on 5 000-point subsets). The SVM uses the same
 RBF kernel (scikit-learn ``gamma = gamma / 338``) with ``C = 10``, trained, as the paper's, on
-all 59 000 training points (SMO takes about an hour here; ``--svm-n N`` uses the first N).
+all 59 000 training points (61 s of libsvm here, one thread; ``--svm-n N`` uses the first N).
 Each model's test probabilities are stored in ``ivm_fig1_rejection.npz`` beside the PNG
 (committed) as soon as it is fitted, so a run cut off in the SVM's hour keeps the IVM, a rerun
 fits only what is missing, and ``--redraw`` redraws every stored curve without fitting.
