@@ -35,6 +35,7 @@ from sklearn.svm import SVC
 
 from sparsegp import IVMClassifier
 from sparsegp.datasets import DatasetNotFoundError, load_dataset
+from sparsegp.experiments import write_whole
 from sparsegp.kernels import ConstantKernel, SquaredExponential
 from sparsegp.metrics import error_rate, rejection_curve
 from sparsegp.plotting import plot_rejection_curve
@@ -104,7 +105,7 @@ def main(argv=None):
         print(f"IVM {DIGIT} vs rest: n = {n_train}, d = {d}, test error "
               f"{100 * error_rate(yte, ivm.predict(Xte)):.3f}% "
               f"({time.perf_counter() - t0:.0f} s)", flush=True)
-        _save(store, saved)   # before the SVM's hour, so a cut-off run keeps the IVM
+        _save(store, saved)   # before the SVM, so a cut-off run keeps the IVM
     n_svm = n_train if args.svm_n is None else min(args.svm_n, n_train)
     if quick:
         n_svm = min(n_svm, 2000)
@@ -125,12 +126,8 @@ def main(argv=None):
 
 
 def _save(store, arrays):
-    """Write ``arrays`` to ``store`` whole, then rename (an interrupted write keeps the old)."""
-    os.makedirs(store.parent, exist_ok=True)
-    tmp = store.with_name(store.name + ".tmp")
-    with open(tmp, "wb") as f:
-        np.savez_compressed(f, **arrays)
-    os.replace(tmp, store)
+    """Write ``arrays`` to ``store`` whole (an interrupted write keeps the old file)."""
+    write_whole(store, lambda f: np.savez_compressed(f, **arrays))
 
 
 def draw(y_test, curves, out):

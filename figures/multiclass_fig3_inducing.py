@@ -30,6 +30,7 @@ import numpy as np  # noqa: E402
 
 import sparsegp  # noqa: E402
 from sparsegp.datasets import make_gp_classes  # noqa: E402
+from sparsegp.experiments import write_whole  # noqa: E402
 from sparsegp.plotting import class_regions, plot_class_regions  # noqa: E402
 from sparsegp.plotting._mpl import pyplot  # noqa: E402
 
@@ -95,11 +96,9 @@ def load_panels(path):
 
 
 def save_panels(path, panels):
-    # written whole then renamed, so a run cut off mid-write leaves the previous file intact
-    tmp = path.with_suffix(".tmp")
+    # whole or not at all, so a run cut off mid-write leaves the previous file intact
     records = sorted(panels.values(), key=lambda r: (r["M"], r["method"], r["iterations"]))
-    tmp.write_text("[\n" + ",\n".join(json.dumps(r) for r in records) + "\n]\n")
-    os.replace(tmp, path)
+    write_whole(path, "[\n" + ",\n".join(json.dumps(r) for r in records) + "\n]\n")
 
 
 def main(argv=None):

@@ -26,6 +26,7 @@ import numpy as np
 
 import sparsegp
 from sparsegp.datasets import load_dataset
+from sparsegp.experiments import write_whole
 from sparsegp.kernels import SquaredExponential
 from sparsegp.plotting import plot_metric_vs_time
 from sparsegp.plotting._mpl import pyplot
@@ -171,9 +172,7 @@ def main(argv=None):
 
 
 def _write(path, summary):
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(summary, indent=1))
-    os.replace(tmp, path)   # whole or not at all: a run killed mid-write keeps the last file
+    write_whole(path, json.dumps(summary, indent=1))   # a run killed mid-write keeps the last
 
 
 def plateau(t, err, steps_per_epoch, every, margin=0.002):

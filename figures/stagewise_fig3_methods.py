@@ -44,6 +44,7 @@ import numpy as np
 from sparsegp import StagewiseGPClassifier
 from sparsegp.datasets import DatasetNotFoundError, load_dataset
 from sparsegp.metrics import error_rate, mean_nlp
+from sparsegp.experiments import write_whole
 from sparsegp.experiments.stats import bonferroni_dunn, friedman, wilcoxon_pairs
 from sparsegp.kernels import UNBOUNDED, SquaredExponential
 from sparsegp.plotting import plot_method_comparison, summarize_runs
@@ -181,7 +182,8 @@ def run(datasets, P, d_values, methods, max_iter, results_path, home=None, n_tra
                         continue
                     results[key] = list(fit_one(X, y, Xt, yt, d, method, max_iter,
                                                 SEED + r))
-                    results_path.write_text(json.dumps(results, indent=0))
+                    # whole or not at all: a run killed mid-write keeps every earlier fit
+                    write_whole(results_path, json.dumps(results, indent=0))
                     if verbose:
                         e, nlp, sec = results[key]
                         print(f"{key:40s} error {e:.4f}  NLP {nlp:.4f}  ({sec:.1f} s)",

@@ -174,6 +174,28 @@ def test_store_skips_a_truncated_line_and_keeps_the_newest_record(tmp_path):
     assert store.finished_keys() == {"a"}
 
 
+def test_write_whole_replaces_a_file_or_leaves_it(tmp_path):
+    from sparsegp.experiments import write_whole
+    path = tmp_path / "sub" / "r.json"
+    assert write_whole(path, '{"a": 1}') == path                 # folder created
+    assert json.loads(path.read_text()) == {"a": 1}
+    write_whole(path, b'{"a": 2}')
+    arrays = {"x": np.arange(3.0)}
+    npz = write_whole(tmp_path / "r.npz", lambda f: np.savez(f, **arrays))
+    np.testing.assert_array_equal(np.load(npz)["x"], arrays["x"])
+
+    def killed(f):                       # a writer that dies half way through
+        f.write(b'{"a": 3, "b"')
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        write_whole(path, killed)
+    assert json.loads(path.read_text()) == {"a": 2}               # the old file, whole
+    assert sorted(p.name for p in path.parent.iterdir()) == ["r.json"]   # no leftover
+    with pytest.raises(TypeError, match="content must be str, bytes or a callable"):
+        write_whole(path, {"a": 4})
+
+
 def test_without_distributed_cells_run_in_process_and_it_says_so(monkeypatch, tmp_path):
     cells = tiny_cells(folds=1)
     monkeypatch.setattr(runner_module, "have_distributed", lambda: False)

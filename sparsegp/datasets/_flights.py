@@ -11,11 +11,11 @@ flight as on time when it arrives less than 15 minutes late, made symmetric): 0 
 (arrival delay <= -15 min), 1 ``on_time``, 2 ``late`` (arrival delay >= +15 min).
 """
 import importlib.util
-import os
 from pathlib import Path
 
 import numpy as np
 
+from .._files import write_whole
 from ._loaders import get_data_home
 
 __all__ = ["load_flights", "prepare_flights", "FLIGHT_FEATURES", "FLIGHT_CLASSES"]
@@ -138,9 +138,7 @@ def load_flights(data_home=None, refresh=False):
     n_test = int(round(TEST_FRACTION * X.shape[0]))
     test, train = np.sort(order[:n_test]), np.sort(order[n_test:])
     arrays = dict(X_train=X[train], y_train=y[train], X_test=X[test], y_test=y[test])
-    path.parent.mkdir(parents=True, exist_ok=True)
-    # written aside and renamed, so an interrupted run never leaves a half-written cache
-    partial = path.with_name(path.stem + ".partial.npz")
-    np.savez(partial, version=CACHE_VERSION, features=np.array(FLIGHT_FEATURES), **arrays)
-    os.replace(partial, path)
+    # whole or not at all, so an interrupted run never leaves a half-written cache
+    write_whole(path, lambda f: np.savez(f, version=CACHE_VERSION,
+                                         features=np.array(FLIGHT_FEATURES), **arrays))
     return arrays["X_train"], arrays["y_train"], arrays["X_test"], arrays["y_test"]

@@ -8,6 +8,8 @@ import json
 import os
 from pathlib import Path
 
+from .._files import write_whole  # noqa: F401  (figure scripts store their results with it)
+
 
 class ResultsStore:
     """Append-only JSON-lines file of cell records keyed by :attr:`Cell.key`.
