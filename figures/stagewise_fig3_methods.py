@@ -142,13 +142,17 @@ def available_realisations(name, wanted, home=None):
     return count
 
 
+def fit_model(X, y, d_max, method, max_iter, seed):
+    """One method's estimator as the figure fits it: the default kernel and box (module
+    docstring)."""
+    return StagewiseGPClassifier(d_max=d_max, max_iter=max_iter, random_state=seed,
+                                 **method_settings(method)).fit(X, y)
+
+
 def fit_one(X, y, Xt, yt, d_max, method, max_iter, seed):
     """Fit one method and return (test error, test NLP, seconds)."""
     t0 = time.perf_counter()
-    # the default kernel and box (module docstring)
-    est = StagewiseGPClassifier(d_max=d_max, max_iter=max_iter, random_state=seed,
-                                **method_settings(method))
-    est.fit(X, y)
+    est = fit_model(X, y, d_max, method, max_iter, seed)
     proba = est.predict_proba(Xt)
     err = error_rate(yt, est.classes_[np.argmax(proba, axis=1)])
     return float(err), float(mean_nlp(yt, proba, classes=est.classes_)), \

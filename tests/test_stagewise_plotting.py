@@ -104,3 +104,31 @@ def test_significance_report_from_results():
     p = friedman(means)["p_value"]
     assert f"d_max 40, error (3 data sets: banana, waveform, image): Friedman p **{p:.3g}**" in md
     assert "d_max 80, NLP: 0 data set(s) with all four methods; no test" in md
+
+
+def _selection_reading():
+    import importlib.util
+    spec = importlib.util.spec_from_file_location(
+        "selection", ROOT / "figures" / "readings" / "stagewise_selection.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_suspect_labels_flag_a_flipped_point_among_its_neighbours():
+    rng = np.random.default_rng(0)
+    X = np.vstack([rng.normal(-3, 0.5, (30, 2)), rng.normal(3, 0.5, (30, 2))])
+    y = np.repeat([0, 1], 30)
+    y[[4, 40]] = 1 - y[[4, 40]]            # one wrong label in each cluster
+    suspect = _selection_reading().suspect_labels(X, y, 10)
+    assert np.flatnonzero(suspect).tolist() == [4, 40]
+
+
+def test_selection_reading_runs_on_banana():
+    require_data("raetsch_banana")
+    rows = _selection_reading().main(["--realizations", "1", "--dmax", "10", "--max-iter", "2"])
+    assert [(row[0], row[1]) for row in rows] == [
+        ("entropy", 10), ("infogain", 10), ("adaptive k=2", 10)]
+    for rule, d, r, error, share, base in rows:
+        assert 0.0 <= error <= 1.0 and 0.0 <= base < 0.5
+        assert abs(share * d - round(share * d)) < 1e-9   # a count among the d basis vectors
