@@ -106,8 +106,9 @@ def test_blas_column_matches_compiled_column(family):
         assert (len(idx) >= adf.BATCH_COLUMNS) == (len(idx) == 10)
         out = np.full((12, n), np.nan)
         adf.cov_columns_blas(Xs, sq, s2, vb, state, idx, out, family)
-        # measured: 1.5e-15 from the dense A, 6e-16 from the one-column path (values O(1))
-        np.testing.assert_allclose(out[:len(idx)], A[:, idx].T, rtol=0, atol=1e-13)
+        # measured: 1.5e-15 from the dense A (all four families), 6e-16 from the one-column
+        # path (values O(1)); the dense A carries its own round-off, hence the 7x margin
+        np.testing.assert_allclose(out[:len(idx)], A[:, idx].T, rtol=0, atol=1e-14)
         for r, i in enumerate(idx):
             single = adf.cov_column_blas(Xs, sq, s2, vb, state, i, np.empty(n), family)
             if len(idx) < adf.BATCH_COLUMNS:
