@@ -3,6 +3,7 @@ mode and the UCI accuracy check of issue 7 (EP/SEP at M = 10 %, first five folds
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -212,3 +213,57 @@ def test_figure5_stops_at_its_budget_and_keeps_finished_methods(tmp_path, monkey
     # other settings are a different figure: fitted afresh
     with pytest.raises(AssertionError, match="refitted"):
         fig5.main(args[:-1] + ["1e9"])
+
+
+def _fig5_module():
+    import importlib.util
+    spec = importlib.util.spec_from_file_location(
+        "fig5", ROOT / "figures" / "multiclass_fig5_minibatch.py")
+    fig5 = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(fig5)
+    return fig5
+
+
+def test_figure5_recorder_keeps_time_on_its_clock_without_the_evaluations():
+    fig5 = _fig5_module()
+    ticks = iter(range(100))
+
+    class Fitted:
+        classes_ = np.array([0, 1])
+
+        def predict_proba(self, X):
+            return np.tile([0.75, 0.25], (len(X), 1))
+
+    rec = fig5.Recorder(np.zeros((4, 1)), np.array([0, 0, 1, 0]), every=1,
+                        clock=lambda: float(next(ticks)))
+    rec(Fitted(), 0)        # reads the clock at 1 and, after evaluating, at 2
+    rec(Fitted(), 1)        # at 3: three ticks since t0, one of them spent evaluating
+    assert [row[0] for row in rec.rows] == [1.0, 2.0]
+    assert rec.rows[0][1] == pytest.approx(-np.log(0.75) * 0.75 - np.log(0.25) * 0.25)
+    assert rec.rows[0][2] == 0.25
+    assert fig5.CLOCKS["cpu"] is time.process_time
+
+
+def test_figure5_keeps_traces_of_its_clock_only(tmp_path, monkeypatch):
+    import json
+    require_data("usps")
+    fig5 = _fig5_module()
+    args = ["--quick", "--dataset", "usps", "--out", str(tmp_path), "--methods", "sep",
+            "--budget", "0"]
+    fig5.main(args + ["--clock", "cpu"])
+    store = tmp_path / "multiclass_fig5_usps_quick.json"
+    assert json.loads(store.read_text())["sep"]["clock"] == "cpu"
+    fig5.main(args)                              # wall, the default: a different figure
+    runs = json.loads(store.read_text())
+    assert runs["sep"]["clock"] == "wall"
+    # a trace written before the clock was recorded was timed on the wall clock: kept
+    store.write_text(json.dumps({m: {k: v for k, v in r.items() if k != "clock"}
+                                 for m, r in runs.items()}))
+
+    def refit(*a, **k):
+        raise AssertionError("a finished method was refitted")
+
+    monkeypatch.setattr(fig5.sparsegp.MultiClassEPClassifier, "fit", refit)
+    fig5.main(args)
+    with pytest.raises(AssertionError, match="refitted"):
+        fig5.main(args + ["--clock", "cpu"])
