@@ -34,6 +34,7 @@ from multiclass_fig2_ep_sep import TRUE  # noqa: E402
 from multiclass_fig3_inducing import regions  # noqa: E402
 
 from sparsegp.datasets import make_gp_classes  # noqa: E402
+from sparsegp.kernels import se_kernel  # noqa: E402
 from sparsegp.plotting._multiclass import _grid  # noqa: E402
 
 #: the figure's data: n = 1 000 points, three classes, seed 7 (multiclass_fig3_inducing.main)
@@ -48,13 +49,10 @@ def reference_regions(X, latent, resolution, lengthscale, variance, noise):
     """
     g0, g1 = _grid(X, resolution)
     G = np.c_[g0.ravel(), g1.ravel()]
-
-    def k(A, B):
-        d2 = np.sum(A ** 2, 1)[:, None] + np.sum(B ** 2, 1)[None] - 2 * A @ B.T
-        return variance * np.exp(-0.5 * np.maximum(d2, 0) / lengthscale ** 2)
-
-    weights = cho_solve(cho_factor(k(X, X) + noise * np.eye(len(X))), latent)
-    return np.argmax(k(G, X) @ weights, axis=1).reshape(g0.shape)
+    K = se_kernel(X, variance=variance, lengthscale=lengthscale)
+    weights = cho_solve(cho_factor(K + noise * np.eye(len(X))), latent)
+    mean = se_kernel(G, X, variance=variance, lengthscale=lengthscale) @ weights
+    return np.argmax(mean, axis=1).reshape(g0.shape)
 
 
 def distinct_share(Z, tol):
@@ -72,15 +70,11 @@ def boundary_distance(labels, X, points):
     ``labels`` (the midpoints between horizontally or vertically adjacent cells that differ);
     ``inf`` for every point when the grid holds one class only."""
     g0, g1 = _grid(X, labels.shape[0])
-    mids = []
-    for axis in (0, 1):
-        a = [slice(None), slice(None)]
-        b = [slice(None), slice(None)]
-        a[axis], b[axis] = slice(None, -1), slice(1, None)
-        differ = labels[tuple(a)] != labels[tuple(b)]
-        mids.append(np.c_[0.5 * (g0[tuple(a)] + g0[tuple(b)])[differ],
-                          0.5 * (g1[tuple(a)] + g1[tuple(b)])[differ]])
-    mids = np.vstack(mids)
+    grid = np.stack([g0, g1], axis=-1)
+    across = labels[:, 1:] != labels[:, :-1]           # neighbours along the first coordinate
+    up = labels[1:] != labels[:-1]                     # along the second
+    mids = np.vstack([0.5 * (grid[:, 1:] + grid[:, :-1])[across],
+                      0.5 * (grid[1:] + grid[:-1])[up]])
     if not len(mids):
         return np.full(len(points), np.inf)
     return cKDTree(mids).query(points)[0]
