@@ -106,10 +106,11 @@ def test_significance_report_from_results():
     assert "d_max 80, NLP: 0 data set(s) with all four methods; no test" in md
 
 
-def _selection_reading():
+def _reading(name):
+    """The module of ``figures/readings/<name>.py`` (the readings are scripts, not a package)."""
     import importlib.util
     spec = importlib.util.spec_from_file_location(
-        "selection", ROOT / "figures" / "readings" / "stagewise_selection.py")
+        name, ROOT / "figures" / "readings" / f"{name}.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
@@ -120,15 +121,32 @@ def test_suspect_labels_flag_a_flipped_point_among_its_neighbours():
     X = np.vstack([rng.normal(-3, 0.5, (30, 2)), rng.normal(3, 0.5, (30, 2))])
     y = np.repeat([0, 1], 30)
     y[[4, 40]] = 1 - y[[4, 40]]            # one wrong label in each cluster
-    suspect = _selection_reading().suspect_labels(X, y, 10)
+    suspect = _reading("stagewise_selection").suspect_labels(X, y, 10)
     assert np.flatnonzero(suspect).tolist() == [4, 40]
 
 
 def test_selection_reading_runs_on_banana():
     require_data("raetsch_banana")
-    rows = _selection_reading().main(["--realizations", "1", "--dmax", "10", "--max-iter", "2"])
+    rows = _reading("stagewise_selection").main(["--realizations", "1", "--dmax", "10",
+                                                 "--max-iter", "2"])
     assert [(row[0], row[1]) for row in rows] == [
         ("entropy", 10), ("infogain", 10), ("adaptive k=2", 10)]
     for rule, d, r, error, share, base in rows:
         assert 0.0 <= error <= 1.0 and 0.0 <= base < 0.5
         assert abs(share * d - round(share * d)) < 1e-9   # a count among the d basis vectors
+
+
+def test_hyper_reading_reports_the_kept_model_on_banana():
+    require_data("raetsch_banana")
+    reading = _reading("stagewise_hyper")
+    rows = reading.main(["--dataset", "banana", "--realizations", "0", "--dmax", "10",
+                         "--rules", "adaptive k=2", "--max-iter", "2"])
+    assert len(rows) == 1
+    row = rows[0]
+    assert (row["rule"], row["d_max"], row["realization"]) == ("adaptive k=2", 10, 0)
+    assert 0.0 <= row["test_error"] <= 1.0 and 0.0 <= row["train_error"] <= 1.0
+    assert 1 <= row["kept_iteration"] <= row["n_outer"] <= 2
+    low, high = reading.DEFAULT_BOUNDS
+    assert low * (1 - 1e-9) <= row["variance"] <= high * (1 + 1e-9)
+    assert row["at_ceiling"] == (row["variance"] >= high * (1 - 1e-6))
+    assert row["lengthscale"] > 0
