@@ -155,7 +155,8 @@ def test_hyper_reading_reports_the_kept_model_on_banana():
 def test_hyper_reading_length_scale_does_not_depend_on_the_units_of_X():
     # the reading reports the length-scale in feature standard deviations, so refitting on
     # rescaled inputs must give the same number (a wrong conversion would scale with X);
-    # measured: 1e-10 (length-scale) and 7e-10 (variance) apart, the optimiser's round-off
+    # measured: 1.2e-10 (length-scale) and 7.4e-10 (variance) apart; the bound is the
+    # optimiser stopping at slightly different points, not machine round-off
     require_data("raetsch_banana")
     reading = _reading("stagewise_hyper")
     fig3 = sys.modules["stagewise_fig3_methods"]
@@ -164,5 +165,5 @@ def test_hyper_reading_length_scale_does_not_depend_on_the_units_of_X():
     scale = np.array([10.0, 0.01])
     got = [reading.kept_hyper(fig3.fit_model(Z, y, 10, "adaptive k=2", 2, fig3.SEED), Z)
            for Z in (X, X * scale)]
-    assert got[0][1] == pytest.approx(got[1][1], rel=1e-8)
+    assert got[0][1] == pytest.approx(got[1][1], rel=1e-9)
     assert got[0][0] == pytest.approx(got[1][0], rel=1e-8)
