@@ -27,6 +27,7 @@ def run_demo(n_train=400, n_test=2000, n_inducing=4, out="sparsegp_demo.png", se
     dict
         ``error``, ``nlp``, ``fit_seconds``, ``log_evidence`` and ``figure`` (the path written).
     """
+    from ._optimize import stopping_gain
     from .classification import GFITCClassifier
     from .datasets import make_xor
     from .inducing import init_inducing
@@ -39,7 +40,7 @@ def run_demo(n_train=400, n_test=2000, n_inducing=4, out="sparsegp_demo.png", se
 
     X, y = make_xor(n_train, random_state=seed)
     X_test, y_test = make_xor(n_test, random_state=seed + 1)
-    say(f"sparsegp demo: generalized FITC classifier (seed 000) on the xor problem")
+    say("sparsegp demo: generalized FITC classifier (seed 000) on the xor problem")
     say(f"  data      : {n_train} training / {n_test} test points in 2-D, labels -1/+1 "
         f"(Bayes error about 13%)")
     # The estimator's defaults, as a new user would call it: k-means centres as the initial
@@ -54,7 +55,9 @@ def run_demo(n_train=400, n_test=2000, n_inducing=4, out="sparsegp_demo.png", se
     error = error_rate(y_test, model.predict(X_test))
     nlp = mean_nlp(y_test, proba, classes=model.classes_)
     say(f"  model     : M = {n_inducing} pseudo-inputs (k-means start), isotropic SE kernel, EP "
-        f"over the FITC prior; {model.max_iter} CG iterations on the EP evidence")
+        f"over the FITC prior; L-BFGS-B on the EP evidence, stopped after "
+        f"{model.n_iter_} iterations once five gained under "
+        f"{stopping_gain(model.tol, n_train):.2g} nats")
     say(f"  fit time  : {seconds:.2f} s (first run includes numba compilation; cached after)")
     say(f"  learnt    : variance {model.variance_:.3g}, length-scale "
         f"{np.atleast_1d(model.lengthscale_)[0]:.3g}, bias {model.bias_:.3g}, "

@@ -7,16 +7,15 @@ jitter grows tenfold (from at least 1e-10) up to :data:`sparsegp._config.MAX_JIT
 jitter is reported with a :class:`~sparsegp.exceptions.JitterWarning`, a factorisation that
 fails even there with a ``LinAlgError`` that says what to try.
 """
-import warnings
 
 import numpy as np
 
 from ._config import MAX_JITTER
+from . import exceptions
 from .exceptions import JitterWarning
 
 
-def cholesky_jitter(K, scale, jitter, *, name="K_uu", escalate=True, warn=True,
-                    stacklevel=3):
+def cholesky_jitter(K, scale, jitter, *, name="K_uu", escalate=True, warn=True):
     """Lower Cholesky factor of ``K + j · scale · I``, j starting at ``jitter``.
 
     Parameters
@@ -32,9 +31,8 @@ def cholesky_jitter(K, scale, jitter, *, name="K_uu", escalate=True, warn=True,
     escalate : bool
         Grow j tenfold on failure (up to ``MAX_JITTER``); False fails at once.
     warn : bool
-        Issue a :class:`~sparsegp.exceptions.JitterWarning` when j had to grow.
-    stacklevel : int
-        Passed to :func:`warnings.warn`.
+        Issue a :class:`~sparsegp.exceptions.JitterWarning` (at the user's line) when j had
+        to grow.
 
     Returns
     -------
@@ -67,8 +65,8 @@ def cholesky_jitter(K, scale, jitter, *, name="K_uu", escalate=True, warn=True,
                 "jitter")
         used = min(max(used * 10.0, 1e-10), MAX_JITTER)
     if warn and used > jitter:
-        warnings.warn(
+        exceptions.warn(
             f"{name} was numerically singular with jitter {jitter:g}; the jitter was increased "
             f"to {used:g} x its diagonal (duplicate or nearly coincident inducing inputs?)",
-            JitterWarning, stacklevel=stacklevel)
+            JitterWarning)
     return L, used

@@ -47,11 +47,24 @@ Progress
     stderr elsewhere) with the current value as its postfix, and prints each start's theta
     and best value.
 
+Stopping rule
+    A start of :func:`maximize` has converged when scipy's own test is met (a small projected
+    gradient, or a relative change of the objective at round-off) or, with ``tol`` given, when
+    its best value has gained less than ``tol`` over the last ``window`` iterations. Estimators
+    state ``tol`` per training point (nats / N, as scikit-learn's ``tol``) and pass
+    :func:`stopping_gain`, ``tol * N`` counted on at least ``TOL_MIN_ROWS`` rows: an evidence
+    is a sum over the data, so a gain that no longer matters grows with N. The gain
+    is that of the best value, which never falls, over a window rather than one step: CG and
+    L-BFGS take the odd tiny step (a short line search) in the middle of a long climb.
+    ``tol=None`` turns the rule off and runs the fixed schedule of ``max_iter`` steps (the
+    papers' 20 CG steps), exactly as before the rule existed.
+
 Iteration cap
-    When the best start of :func:`maximize` stopped at ``max_iter`` iterations without
-    meeting scipy's tolerance, one ConvergenceWarning names the estimator, the cap and what to
-    try. :func:`ascend` runs a fixed budget of steps with no convergence test, so it has no cap
-    to warn about.
+    ``max_iter`` is then a safety cap. When the best start of :func:`maximize` stopped there
+    without converging, one ConvergenceWarning names the estimator, the cap and what to try.
+    :func:`ascend` runs a fixed budget of steps with no convergence test, so it has no cap to
+    warn about. Every warning is attributed to the user's line
+    (:func:`sparsegp.exceptions.warn`).
 
 Bounds reached
     When a coordinate of the best point of :func:`maximize` lies on a finite bound (within
@@ -68,13 +81,14 @@ import numpy as np
 from scipy import linalg as sla
 from scipy import optimize
 
+from ._config import TOL_MIN_ROWS
 from ._numba import optimize as _nbopt
 from ._validation import check_random_state
-from .exceptions import ConvergenceWarning
+from .exceptions import ConvergenceWarning, warn
 
 __all__ = ["METHODS", "OptimizeResult", "AscentResult", "EvaluationFailure", "maximize",
            "ascend", "Adam", "SignAdaptiveStep", "kernel_log_bounds", "unbounded",
-           "restart_points", "warn_at_bounds"]
+           "restart_points", "stopping_gain", "warn_at_bounds"]
 
 #: Accepted ``optimizer`` names and the scipy method each maps to.
 METHODS = {"lbfgs": "L-BFGS-B", "l-bfgs-b": "L-BFGS-B", "cg": "CG"}
@@ -84,6 +98,9 @@ RESTART_HALF_WIDTH = math.log(10.0)
 
 #: What scipy sees at a failed point: huge but finite, so line searches backtrack cleanly.
 FAILED_OBJECTIVE = 1e300
+
+#: Iterations over which :func:`maximize`'s stopping rule measures the gain (module docstring).
+STOP_WINDOW = 5
 
 #: Failed evaluations in a row after which :func:`ascend` gives up.
 MAX_FAILURES = 12
@@ -208,10 +225,10 @@ class OptimizeResult:
     n_evals : int
         Objective evaluations over all starts.
     converged : bool
-        Whether that start met scipy's tolerance (False at the iteration cap or after a line
-        search failure).
+        Whether that start met scipy's tolerance or the stopping rule (False at the iteration
+        cap or after a line search failure).
     message : str
-        scipy's message for that start.
+        scipy's message for that start, or the stopping rule's.
     start_values : list of float
         Best value of each start (the first is theta0's run).
     """
@@ -291,6 +308,25 @@ class _Run:
         return -value, -grad
 
 
+def stopping_gain(tol, n_rows):
+    """The ``tol`` of :func:`maximize` for an estimator's per-row tolerance.
+
+    Parameters
+    ----------
+    tol : float or None
+        Nats per training row, or None for a fixed schedule.
+    n_rows : int
+        Training rows the objective sums over.
+
+    Returns
+    -------
+    float or None
+        ``tol * max(n_rows, TOL_MIN_ROWS)`` (:data:`sparsegp._config.TOL_MIN_ROWS`: a gain is
+        never judged finer than on that many rows), or None.
+    """
+    return None if tol is None else float(tol) * max(int(n_rows), TOL_MIN_ROWS)
+
+
 def _key(theta):
     return np.asarray(theta, dtype=np.float64).tobytes()
 
@@ -298,7 +334,8 @@ def _key(theta):
 def maximize(evaluate, theta0, *, method="lbfgs", bounds=None, max_iter=100, n_restarts=0,
              random_state=None, restart_mask=None, restart=None, warm=False, initial=None,
              callback=None, progress=False, label="objective", value_name="objective",
-             warn_at_cap=True, advice="", names=None, warn_at_bound=None, reuse_start=False):
+             warn_at_cap=True, advice="", names=None, warn_at_bound=None, reuse_start=False,
+             tol=None, window=STOP_WINDOW):
     """Maximise ``evaluate`` over theta from theta0 and random restarts; keep the best point.
 
     Parameters
@@ -314,7 +351,7 @@ def maximize(evaluate, theta0, *, method="lbfgs", bounds=None, max_iter=100, n_r
     bounds : ndarray of shape (n, 2), optional
         Lower and upper bounds, ±inf where unbounded (see the module docstring for CG).
     max_iter : int
-        Optimiser iterations per start.
+        Optimiser iterations per start: a safety cap with ``tol``, the schedule without.
     n_restarts : int
         Extra starts (:func:`restart_points`).
     random_state : None, int or numpy.random.Generator
@@ -350,11 +387,18 @@ def maximize(evaluate, theta0, *, method="lbfgs", bounds=None, max_iter=100, n_r
     warn_at_bound : bool, optional
         Warn when the best point lies on a finite bound (module docstring); default
         ``warn_at_cap``.
+    tol : float or None, optional
+        Stop a start once its best value has gained less than ``tol`` (the objective's units)
+        over the last ``window`` iterations (module docstring); None: scipy's tests only.
+    window : int
+        Iterations the gain is measured over.
 
     Returns
     -------
     OptimizeResult
     """
+    if tol is not None and not (np.isfinite(tol) and tol >= 0.0):
+        raise ValueError(f"tol must be a finite number >= 0 or None; got {tol!r}")
     scipy_method = METHODS[method]
     theta0 = np.array(theta0, dtype=np.float64)
     lo, hi = _box(bounds, theta0.size)
@@ -391,8 +435,10 @@ def maximize(evaluate, theta0, *, method="lbfgs", bounds=None, max_iter=100, n_r
             run.fun(start)  # the first evaluation also gives the start's value
         run.reuse_next = reuse_start    # scipy's first call is at the start
         it = [0]
+        climb = [run.best_value]        # the best value after 0, 1, 2, ... iterations
+        settled = [False]
 
-        def on_iteration(xk, *args, run=run, it=it, bar=bar):
+        def on_iteration(xk, *args, run=run, it=it, bar=bar, climb=climb, settled=settled):
             it[0] += 1
             value, state = run.value_of(xk)
             if bar is not None:
@@ -400,6 +446,12 @@ def maximize(evaluate, theta0, *, method="lbfgs", bounds=None, max_iter=100, n_r
                 bar.set_postfix_str(f"{value_name} {value:.4f}")
             if callback is not None:
                 callback(it[0], np.array(xk), value, state)
+            climb.append(run.best_value)
+            # -inf - -inf is nan and inf - -inf is inf: a start that has not yet evaluated
+            # anywhere never counts as settled
+            if tol is not None and it[0] >= window and climb[-1] - climb[-1 - window] <= tol:
+                settled[0] = True
+                raise StopIteration
 
         try:
             with warnings.catch_warnings():
@@ -411,6 +463,9 @@ def maximize(evaluate, theta0, *, method="lbfgs", bounds=None, max_iter=100, n_r
             n_iter, status, message = int(res.nit), int(res.status), str(res.message)
         except NUMERICAL_ERRORS + (ValueError,):
             n_iter, status, message = it[0], -1, "the optimiser stopped on a numerical error"
+        if settled[0]:
+            n_iter, status = it[0], 0
+            message = f"gained at most {tol:.3g} over the last {window} iterations"
         n_evals += run.n_evals
         start_values.append(run.best_value)
         if bar is not None:
@@ -425,12 +480,10 @@ def maximize(evaluate, theta0, *, method="lbfgs", bounds=None, max_iter=100, n_r
     best.n_evals = n_evals
     best.start_values = start_values
     if warn_at_cap and capped:
-        warnings.warn(
-            f"{label}: the {scipy_method} optimiser stopped at max_iter={max_iter} iterations "
-            f"before converging; increase max_iter{advice}",
-            ConvergenceWarning, stacklevel=3)
+        warn(f"{label}: the {scipy_method} optimiser stopped at max_iter={max_iter} iterations "
+             f"before converging; increase max_iter{advice}", ConvergenceWarning)
     if (warn_at_cap if warn_at_bound is None else warn_at_bound) and np.isfinite(best.value):
-        warn_at_bounds(best.theta, lo, hi, names, label, stacklevel=4)
+        warn_at_bounds(best.theta, lo, hi, names, label)
     return best
 
 
@@ -446,7 +499,7 @@ BOUND_ADVICE = ("check the units of X and y (standardise them, or keep the defau
                 "widen the kernel's bounds, hold the parameter fixed, or try n_restarts > 0")
 
 
-def warn_at_bounds(theta, lo, hi, names, label, advice=BOUND_ADVICE, stacklevel=2):
+def warn_at_bounds(theta, lo, hi, names, label, advice=BOUND_ADVICE):
     """The ConvergenceWarning for coordinates of a result on a bound (module docstring).
 
     The one message for every search that ends on its box: :func:`maximize` at its best
@@ -463,8 +516,6 @@ def warn_at_bounds(theta, lo, hi, names, label, advice=BOUND_ADVICE, stacklevel=
         The estimator named in the message.
     advice : str
         What to try, after "the box's, not the data's: ".
-    stacklevel : int
-        :func:`warnings.warn`'s, counted from this function (2: its caller).
     """
     names = list(names or [])
     idx = [i for i in np.flatnonzero(at_bounds(theta, lo, hi))
@@ -477,10 +528,9 @@ def warn_at_bounds(theta, lo, hi, names, label, advice=BOUND_ADVICE, stacklevel=
         side = "lower" if theta[i] - lo[i] <= AT_BOUND_TOL else "upper"
         parts.append(f"{name} at its {side} bound (log value {theta[i]:.4g}, i.e. "
                      f"{math.exp(min(theta[i], 700.0)):.3g})")
-    warnings.warn(
-        f"{label}: the fit ended with {'; '.join(parts)}. The objective wanted a value outside "
-        f"the search box, so this value is the box's, not the data's: {advice}",
-        ConvergenceWarning, stacklevel=stacklevel)
+    warn(f"{label}: the fit ended with {'; '.join(parts)}. The objective wanted a value outside "
+         f"the search box, so this value is the box's, not the data's: {advice}",
+         ConvergenceWarning)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -655,10 +705,9 @@ def ascend(evaluate, theta0, stepper, max_iter, *, advance=None, batches=None,
         n_failures += 1
         in_a_row += 1
         if in_a_row > max_failures:
-            warnings.warn(
-                f"{label}: {in_a_row} evaluations in a row failed (non-finite objective or a "
-                f"failed factorisation); stopping early. Try a smaller damping or "
-                f"learning_rate, or standardised inputs.", ConvergenceWarning, stacklevel=3)
+            warn(f"{label}: {in_a_row} evaluations in a row failed (non-finite objective or a "
+                 f"failed factorisation); stopping early. Try a smaller damping or "
+                 f"learning_rate, or standardised inputs.", ConvergenceWarning)
             return True
         theta = last_good
         stepper.shrink(0.5)

@@ -77,6 +77,16 @@ def check_int(value, name, minimum=None, maximum=None):
     return value
 
 
+def check_tol(value, name="tol"):
+    """A stopping tolerance: None (a fixed schedule) or a finite number >= 0, as float."""
+    if value is None:
+        return None
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real) \
+            or not np.isfinite(float(value)) or float(value) < 0.0:
+        raise ValueError(f"{name} must be None or a finite number >= 0; got {value!r}")
+    return float(value)
+
+
 def check_size(value, name, auto, largest, why):
     """A size in ``[1, largest]``; ``"auto"`` is ``auto`` capped at ``largest``.
 

@@ -4,8 +4,8 @@ What lives here, and how a classifier uses it:
 
 ``_BinaryGPClassifierMixin``
     Mix into a :class:`sparsegp._base.BaseEstimator` subclass whose constructor has the shared
-    arguments ``kernel, bias, jitter, optimizer, max_iter, n_restarts, ep_tol, ep_max_sweeps,
-    ep_damping, random_state, verbose``.  It provides
+    arguments ``kernel, bias, jitter, optimizer, max_iter, tol, n_restarts, ep_tol,
+    ep_max_sweeps, ep_damping, random_state, verbose``.  It provides
 
     * ``_validate_binary_fit(X, y)`` -> ``(X, y_pm, hyper)``: call first thing in ``fit``.  Checks
       X/y and every shared constructor argument (clear ``ValueError`` naming the argument), sets
@@ -52,7 +52,6 @@ hyper-parameter at its start.
 Probabilities: ``probit_proba(mean, var, bias)`` = Phi((mean + bias) / sqrt(1 + var)) (notes
 §1.7, with the erratum that the bias belongs inside).
 """
-import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -64,10 +63,11 @@ from .._validation import (
     check_option,
     check_positive,
     check_random_state,
+    check_tol,
 )
 from .._optimize import METHODS, kernel_log_bounds, unbounded
 from .._scaling import scaling_for
-from ..exceptions import ConvergenceWarning
+from ..exceptions import ConvergenceWarning, warn
 from ..kernels import StationarySpec, kernel_spec
 
 #: s.d. of the training probabilities below which a fit counts as flat (the collapse of
@@ -102,6 +102,7 @@ class HyperParams:
     jitter: float
     optimizer: str  # None: every hyper-parameter held at its start
     max_iter: int
+    tol: float  # nats per training row; None: max_iter steps (a paper's fixed schedule)
     n_restarts: int
     ep_tol: float
     ep_max_sweeps: int
@@ -316,6 +317,7 @@ class _BinaryGPClassifierMixin:
         optimizer = (None if self.optimizer is None
                      else check_option(self.optimizer, "optimizer", tuple(METHODS)))
         max_iter = check_int(self.max_iter, "max_iter", minimum=0)
+        tol = check_tol(self.tol)
         n_restarts = check_int(self.n_restarts, "n_restarts", minimum=0)
         ep_tol = float(check_positive(self.ep_tol, "ep_tol", allow_array=False))
         ep_max_sweeps = check_int(self.ep_max_sweeps, "ep_max_sweeps", minimum=1)
@@ -326,7 +328,7 @@ class _BinaryGPClassifierMixin:
         rng = check_random_state(self.random_state)
         self.classes_ = classes
         hyper = HyperParams(spec.variance, spec.lengthscale.copy(), float(bias), bool(spec.ard),
-                            float(jitter), optimizer, max_iter, n_restarts,
+                            float(jitter), optimizer, max_iter, tol, n_restarts,
                             ep_tol, ep_max_sweeps, float(damping), rng, spec)
         return X, y_pm, hyper
 
@@ -440,7 +442,7 @@ class _BinaryGPClassifierMixin:
         majority = max(float(np.mean(y_pm[idx] > 0)), float(np.mean(y_pm[idx] < 0)))
         spread = float(np.std(special.ndtr(d)))
         if accuracy <= majority and spread < FLAT_PROBA:
-            warnings.warn(
+            warn(
                 f"{type(self).__name__}: training ended at a constant predictor no better "
                 f"than the class frequencies (training accuracy {accuracy:.3f} against "
                 f"{majority:.3f}; probabilities flat, s.d. {spread:.1e}). Try kernel=None "
@@ -448,13 +450,13 @@ class _BinaryGPClassifierMixin:
                 # only what this estimator takes (the stagewise one has no restarts)
                 + ("n_restarts > 0, " if "n_restarts" in self.get_params() else "")
                 + "or more iterations (max_iter)",
-                ConvergenceWarning, stacklevel=3)
+                ConvergenceWarning)
 
     def _warn_ep_not_converged(self, n_sweeps, max_change):
-        warnings.warn(
+        warn(
             f"EP did not converge in {n_sweeps} sweeps (largest site change {max_change:.3g} > "
             f"ep_tol={self.ep_tol}); increase ep_max_sweeps or use ep_damping < 1 (e.g. 0.5)",
-            ConvergenceWarning, stacklevel=3,
+            ConvergenceWarning,
         )
 
     # -- prediction ------------------------------------------------------------------------

@@ -18,7 +18,7 @@ from sklearn.base import ClassifierMixin
 from .._base import SparseGPEstimator
 from .._numba.ep_dense import ep_dense_sweep, probit_cavity_terms
 from .._numba.probit import log_ndtr_vec
-from .._optimize import maximize
+from .._optimize import maximize, stopping_gain
 from ..kernels import grad_contract, kernel_matrix
 from ._binary import (
     _BinaryGPClassifierMixin,
@@ -29,6 +29,7 @@ from ._binary import (
     theta_to_model,
     unpack_theta,
 )
+from .._config import MAX_ITER, TOL
 from .._config import PREDICT_BLOCK as _PREDICT_BATCH
 
 __all__ = ["EPClassifier"]
@@ -191,16 +192,24 @@ class EPClassifier(_BinaryGPClassifierMixin, ClassifierMixin, SparseGPEstimator)
         ``jitter * variance`` is added to the diagonal of K (the same convention as GFITC's
         K_uu).  EP here never inverts K, so ``jitter=0`` is allowed (compare with GFITC at
         Z = X with ``jitter=0``: its FITC prior equals k(X, X) up to O(jitter^2)).
-    optimizer : {"cg", "lbfgs"} or None, default="cg"
+    optimizer : {"lbfgs", "cg"} or None, default="lbfgs"
         How the EP evidence is maximised over the variance, length-scale(s) (those the kernel
-        does not hold fixed) and bias: scipy ``CG`` (seed 000 uses 20 CG iterations) or
-        ``L-BFGS-B`` (log kernel parameters within the kernel's bounds, bias unbounded; CG
-        evaluates at the point clipped into them), through
+        does not hold fixed) and bias: ``L-BFGS-B`` (log kernel parameters within the
+        kernel's bounds, bias unbounded) or scipy ``CG`` (seed 000 uses 20 CG iterations;
+        it evaluates at the point clipped into the bounds), through
         :func:`sparsegp._optimize.maximize`. None holds every hyper-parameter fixed (EP runs
-        at the given values only), as in scikit-learn's GPs. Stopping at ``max_iter`` before
-        converging raises a :class:`~sparsegp.exceptions.ConvergenceWarning`.
-    max_iter : int, default=20
-        Optimiser iterations per start.
+        at the given values only), as in scikit-learn's GPs.
+    max_iter : int, default=1000
+        Safety cap on the optimiser iterations per start: stopping there before the stopping
+        rule is met raises a :class:`~sparsegp.exceptions.ConvergenceWarning`. With
+        ``tol=None``, the fixed number of iterations to run (seed 000: 20 CG steps), without
+        a warning.
+    tol : float or None, default=3e-4
+        Stopping tolerance in nats per training row: the search has converged once the log
+        evidence gains less than ``tol * n_samples`` over the last five iterations, or when
+        scipy's own test is met (:mod:`sparsegp._optimize`, "Stopping rule";
+        ``benchmarks/DEFAULTS.md``). 0 runs to scipy's test; None runs ``max_iter``
+        iterations, the papers' schedules.
     n_restarts : int, default=0
         Extra starts whose log kernel parameters are drawn uniformly inside the kernel's
         bounds (within a factor 10 of the given values where unbounded, as for the default
@@ -262,6 +271,9 @@ class EPClassifier(_BinaryGPClassifierMixin, ClassifierMixin, SparseGPEstimator)
         (= ``log_evidence_``).
     n_iter_ : int
         Optimiser iterations of the best start (0 without optimisation).
+    converged_ : bool
+        Whether the search met its stopping rule (True without optimisation; False at the
+        ``max_iter``: the cap, or the fixed schedule of ``tol=None``).
     L_ : ndarray of shape (n_samples, n_samples)
         Lower Cholesky factor of B = I + S^1/2 K S^1/2 (prediction cache).
     alpha_ : ndarray of shape (n_samples,)
@@ -278,14 +290,15 @@ class EPClassifier(_BinaryGPClassifierMixin, ClassifierMixin, SparseGPEstimator)
     # against the sweep: at N = 600 on 2 cores a fit took 5.3 s with threaded BLAS and 3.5 s
     # with one thread, so BLAS keeps one thread here (the default pool)
 
-    def __init__(self, kernel=None, bias=0.0, jitter=1e-6, optimizer="cg", max_iter=20,
-                 n_restarts=0, ep_tol=1e-6, ep_max_sweeps=200, ep_damping=1.0,
+    def __init__(self, kernel=None, bias=0.0, jitter=1e-6, optimizer="lbfgs", max_iter=MAX_ITER,
+                 tol=TOL, n_restarts=0, ep_tol=1e-6, ep_max_sweeps=200, ep_damping=1.0,
                  random_state=None, verbose=False):
         self.kernel = kernel
         self.bias = bias
         self.jitter = jitter
         self.optimizer = optimizer
         self.max_iter = max_iter
+        self.tol = tol
         self.n_restarts = n_restarts
         self.ep_tol = ep_tol
         self.ep_max_sweeps = ep_max_sweeps
@@ -331,7 +344,7 @@ class EPClassifier(_BinaryGPClassifierMixin, ClassifierMixin, SparseGPEstimator)
         spec = hyper.spec
         theta0 = pack_theta(hyper.variance, hyper.lengthscale, hyper.bias, hyper.ard, spec=spec)
         warm = None
-        n_iter = 0
+        n_iter, converged = 0, True
         if hyper.optimizer is not None and hyper.max_iter > 0:
             def evaluate(theta, state):
                 variance, lengthscale, bias, _ = unpack_theta(theta, D, hyper.ard, spec)
@@ -343,6 +356,9 @@ class EPClassifier(_BinaryGPClassifierMixin, ClassifierMixin, SparseGPEstimator)
             bounds, restart_mask = search_box(spec, D)
             best = maximize(evaluate, theta0, method=hyper.optimizer, bounds=bounds,
                             max_iter=hyper.max_iter, n_restarts=hyper.n_restarts,
+                            tol=stopping_gain(hyper.tol, len(y)),
+                            # a fixed schedule (tol=None) stops at max_iter by design
+                            warn_at_cap=hyper.tol is not None, warn_at_bound=True,
                             random_state=hyper.rng, restart_mask=restart_mask, warm=True,
                             progress=bool(self.verbose), label="EPClassifier",
                             value_name="log evidence",
@@ -354,6 +370,7 @@ class EPClassifier(_BinaryGPClassifierMixin, ClassifierMixin, SparseGPEstimator)
                     "start values"
                 )
             theta0, warm, n_iter = best.theta, best.state, best.n_iter
+            converged = bool(best.converged)
         variance, lengthscale, bias, _ = unpack_theta(theta0, D, hyper.ard, spec)
         try:
             fit, K_se = self._ep_at(X, y, variance, lengthscale, bias, hyper, warm)
@@ -367,6 +384,7 @@ class EPClassifier(_BinaryGPClassifierMixin, ClassifierMixin, SparseGPEstimator)
         g_var, g_ls, g_bias = _gradients(fit, X, K_se, variance, lengthscale, spec.family)
         self._scaling, self._X, self._ls = scaling, X, lengthscale
         self._store(fit, X_user, y, variance, lengthscale, bias, spec, n_iter)
+        self.converged_ = converged
         # log_marginal_likelihood(theta) re-runs EP with the validated options
         self._ep_options = replace(hyper, rng=None)
         self.log_evidence_gradient_ = self._gradient_dict(g_var, g_ls, g_bias, ard=spec.ard,

@@ -46,7 +46,6 @@ Design decisions (notes §2; where the paper leaves room they are documented her
   C probabilities P_c(y = +1 | x) to sum to one (the classifiers are not trained jointly, so
   this is a heuristic; the argmax is the paper's rule).
 """
-import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -66,7 +65,7 @@ from .._validation import (
 )
 from .._numba.covfuncs import SE
 from .._scaling import data_lengthscale, scaling_for
-from ..exceptions import ConvergenceWarning
+from ..exceptions import ConvergenceWarning, warn
 from .. import kernels as _kernels
 from .._optimize import kernel_log_bounds, maximize
 from ._binary import FLAT_PROBA, _BinaryGPClassifierMixin, judged_rows
@@ -1129,14 +1128,14 @@ class IVMClassifier(_BinaryGPClassifierMixin, ClassifierMixin, SparseGPEstimator
         it is a fit, not a collapse."""
         if (model.train_log_loss >= model.class_entropy
                 and model.proba_spread < FLAT_PROBA):
-            warnings.warn(
+            warn(
                 f"{label}: the fitted IVM predicts no better than the class frequencies "
                 f"(training log loss {model.train_log_loss:.4f} >= class-frequency entropy "
                 f"{model.class_entropy:.4f}) and its probabilities are flat (s.d. "
                 f"{model.proba_spread:.1e}). Try "
                 f"standardised inputs, kernel=None (a start scaled to the data), "
                 f"bias='fit', optimizer='validation', or a larger n_active",
-                ConvergenceWarning, stacklevel=3)
+                ConvergenceWarning)
 
     def _set_attributes(self):
         """The fitted attributes, one entry per task along the leading axis (one task for two

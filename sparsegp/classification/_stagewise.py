@@ -343,7 +343,7 @@ class StagewiseGPClassifier(_BinaryGPClassifierMixin, ClassifierMixin, SparseGPE
         lo, hi = bounds[:, 0], bounds[:, 1].copy()
         hi[0] = np.inf
         warn_at_bounds(theta, lo, hi, ["variance", "lengthscale"], "StagewiseGPClassifier",
-                       advice=BOUND_ADVICE, stacklevel=4)
+                       advice=BOUND_ADVICE)
 
     # ------------------------------------------------------------------------------------
     # the objective at other hyper-parameters

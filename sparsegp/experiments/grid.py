@@ -140,7 +140,9 @@ def constructor_arguments(method, params, n_features):
     ``variance``, ``lengthscale``, ``ard`` and the IVM's ``bias_variance`` (now one
     ``kernel``, searched without bounds as those names were; ``lengthscale`` may be
     :data:`SQRT_D`; ``bias_variance`` is held fixed unless ``learn_bias_variance`` is true,
-    then searched without bounds too). Anything else passes as given.
+    then searched without bounds too). A cell that gives ``max_iter`` ran that many steps,
+    the paper's schedule, before estimators had a stopping rule: it keeps that schedule
+    (``tol=None``) unless it gives ``tol`` too. Anything else passes as given.
 
     Parameters
     ----------
@@ -157,6 +159,8 @@ def constructor_arguments(method, params, n_features):
     from sparsegp.kernels import UNBOUNDED, ConstantKernel, SquaredExponential
 
     kw = dict(params)
+    if "max_iter" in kw and "tol" not in kw and "tol" in _allowed_params(method):
+        kw["tol"] = None
     if "optimize" in kw:
         mode = kw.pop("optimize")
         if mode is False or mode is True:

@@ -187,7 +187,7 @@ def chol_jitter(K, variance, jitter, name="K_uu"):
 
     Returns ``(L, used)``; a grown jitter warns, a failure raises ``LinAlgError``.
     """
-    return cholesky_jitter(K, variance, jitter, name=name, stacklevel=4)
+    return cholesky_jitter(K, variance, jitter, name=name)
 
 
 def check_blocks(blocks, n_samples):

@@ -2,7 +2,6 @@
 predictions; and the parameter and attribute descriptions the three docstrings share
 (:data:`SHARED_DOCS`, :func:`fill_shared_docs`).
 """
-import warnings
 
 import numpy as np
 from sklearn.utils.multiclass import check_classification_targets
@@ -13,7 +12,7 @@ from ..._numba import covfuncs as _cf
 from ..._inducing_base import InducingPointEstimator, median_lengthscale, take_rows  # noqa: F401
 from ..._scaling import InputScaling
 from ..._validation import check_int, check_option
-from ...exceptions import ConvergenceWarning
+from ...exceptions import ConvergenceWarning, warn
 from .kernel import pack_params
 from .._binary import judged_rows
 from .rows import check_multiclass_labels, check_row_sliceable, is_lazy_store
@@ -397,23 +396,23 @@ class MultiClassGPClassifier(ClassifierMixin, InducingPointEstimator):
         if max(exponents) <= DEGENERATE_EXPONENT:
             return lengthscale
         if not learnt.any():
-            warnings.warn(
+            warn(
                 f"the given lengthscale makes the kernel between training points and inducing "
                 f"inputs vanish (median k/variance = exp(-{max(exponents):.0f})) and it is held "
                 f"(fixed bounds or optimizer=None), so the predictions will stay near the "
                 f"prior; longer length-scales or standardised inputs help.",
-                ConvergenceWarning, stacklevel=4)
+                ConvergenceWarning)
             return lengthscale
         target = median_lengthscale(X, rng)
         geo = np.exp(np.mean(np.log(lengthscale), axis=1, keepdims=True))
         rescued = np.where(learnt[:, None], lengthscale * (target / geo), lengthscale)
-        warnings.warn(
+        warn(
             f"the initial lengthscale makes the kernel between training points and inducing "
             f"inputs vanish (median k/variance = exp(-{max(exponents):.0f})), so no gradient "
             f"could move it; starting instead from length-scales scaled by "
             f"{float(np.mean((target / geo)[learnt])):.3g} to the median heuristic "
             f"({target:.3g}; kernel=None uses it directly). Standardised inputs help.",
-            ConvergenceWarning, stacklevel=4)
+            ConvergenceWarning)
         return rescued
 
     def _warn_if_no_better_than_frequencies(self, X, y_index):
@@ -434,10 +433,10 @@ class MultiClassGPClassifier(ClassifierMixin, InducingPointEstimator):
         accuracy = float(np.mean(np.argmax(P, axis=1) == y_index[idx]))
         majority = float(np.max(np.bincount(y_index[idx], minlength=P.shape[1]))) / idx.size
         if accuracy <= majority:
-            warnings.warn(
+            warn(
                 f"training ended no better than always predicting the most frequent class "
                 f"(training accuracy {accuracy:.3f} against {majority:.3f}); try "
-                f"{', '.join(self._frequency_advice())}", ConvergenceWarning, stacklevel=3)
+                f"{', '.join(self._frequency_advice())}", ConvergenceWarning)
 
     def _frequency_advice(self):
         """What to try after a fit no better than the class frequencies, most likely first,

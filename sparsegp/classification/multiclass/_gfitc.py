@@ -29,7 +29,7 @@ from ..._numba import multiclass_gfitc as _nb
 from ..._optimize import NUMERICAL_ERRORS, maximize
 from ..._threads import map_threads
 from ..._validation import check_int, check_option, check_positive
-from ...exceptions import ConvergenceWarning
+from ...exceptions import ConvergenceWarning, warn
 from ..._config import (MC_GFITC_AUTO_SEQUENTIAL_WORK as _AUTO_SEQUENTIAL_WORK,
                        MC_GFITC_MIN_UPDATE_ROWS as _MIN_UPDATE_ROWS)
 from . import kernel as _k
@@ -606,7 +606,7 @@ class MultiClassGFITCClassifier(MultiClassGPClassifier):
             if res.state is not None:
                 self._store(res.state, y_idx)
         if not self._ep_converged:
-            warnings.warn(
+            warn(
                 f"EP did not converge at the final hyper-parameters within ep_max_sweeps="
                 f"{ep_max} (tolerance {ep_tol}); increase ep_max_sweeps or ep_tol",
                 ConvergenceWarning)
