@@ -288,3 +288,12 @@ def test_every_registered_file_is_pinned_and_hashed():
             assert len(f.sha256) == 64 and int(f.sha256, 16) >= 0, name
     rows = {r["name"]: r for r in cache_status(os.devnull + "_absent")}
     assert set(rows) == set(REGISTRY)
+
+
+def test_readme_data_table_has_one_row_per_registered_set():
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    section = readme[readme.index("## Benchmark data"):readme.index("## Benchmarks and figures")]
+    rows = [line.split("|")[1].strip().strip("`") for line in section.splitlines()
+            if line.startswith("| `")]
+    assert sorted(rows) == sorted(REGISTRY)
+    assert "Nothing is downloaded" not in readme
