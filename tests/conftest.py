@@ -35,7 +35,8 @@ def require_data(name):
     if not data_available(name):
         pytest.skip(
             f"benchmark data '{name}.npz' not found: set SPARSEGP_DATA to the folder holding "
-            f"it (../shared/datasets in the development layout)"
+            f"it (../shared/datasets in the development layout), or fetch it there with "
+            f"'python -m sparsegp data fetch {name}' where it is registered"
         )
 
 

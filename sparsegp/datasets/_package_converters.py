@@ -4,7 +4,9 @@
   ``zip.{train,test}.gz`` (label, then 256 grey values a line) and the ``row.names, y, x.1 ...``
   tables (``vowel``, ``waveform``);
 * :func:`convert_fold_package` -- a ``data.npz`` / ``folds.npz`` pair as the multi-class EP
-  authors ship them (``arr_0`` = X or train folds, ``arr_1`` = y or test folds, 0-based).
+  authors ship them (``arr_0`` = X or train folds, ``arr_1`` = y or test folds, 0-based);
+* :func:`convert_satellite_r` -- Satellite and its 100 splits as R save files
+  (``satellite.dat``, ``folds.dat`` of the ICML 2017 R code; read with the ``rdata`` package).
 
 Both write the layout of :func:`sparsegp.datasets.load_dataset` through the same writer as the
 other converters, which re-reads the file through the loader's checks.
@@ -16,7 +18,14 @@ import numpy as np
 
 from ._converters import _write
 
-__all__ = ["convert_esl", "convert_fold_package"]
+__all__ = ["convert_esl", "convert_fold_package", "convert_satellite_r", "SATELLITE_CLASSES"]
+
+#: Satellite's classes in UCI code order (codes 1, 2, 3, 4, 5, 7; there is no class 6).
+SATELLITE_CLASSES = ("red soil", "cotton crop", "grey soil", "damp grey soil",
+                     "vegetation stubble", "very damp grey soil")
+_SATELLITE_CODES = (1, 2, 3, 4, 5, 7)
+#: Rows of the R table from UCI's sat.trn; the 2000 after them are sat.tst.
+_SATELLITE_N_TRAIN = 4435
 
 
 def convert_esl(train_path, test_path, out_path, class_names=None, keep_table=False,
@@ -156,3 +165,75 @@ def convert_fold_package(data_path, folds_path, out_path, class_names=None):
     return _write(out_path, info, X=X, y=np.searchsorted(codes, codes_all).astype(np.int8),
                   classes=classes, train_idx=train_idx.astype(np.int32),
                   test_idx=test_idx.astype(np.int32))
+
+
+def convert_satellite_r(data_path, folds_path, out_path):
+    """Convert Satellite and its 100 random splits from the R save files into one ``.npz``.
+
+    ``data_path`` holds a list ``data`` with ``X`` (6435 x 36 pixel values, UCI's ``sat.trn``
+    rows then ``sat.tst`` rows) and ``Y`` (class names); ``folds_path`` a list ``folds`` with
+    ``itrain`` (100 x 1287) and ``itest`` (100 x 5148), 1-based rows. The file gets the
+    official UCI split (``X_train`` = the first 4435 rows), the table ``X``/``y``, the 100
+    splits as ``train_idx``/``test_idx``, ``classes`` (names) and ``uci_codes``.
+
+    Parameters
+    ----------
+    data_path, folds_path : str or path-like
+        ``satellite.dat`` and ``folds.dat`` (gzipped R ``save`` files).
+    out_path : str or path-like
+        ``.npz`` file to write (suffix added when missing).
+
+    Returns
+    -------
+    pathlib.Path
+        The file written.
+
+    Raises
+    ------
+    ImportError
+        The optional package ``rdata`` (extra ``data``) is not installed.
+    ValueError
+        An object or class name other than expected, or a table of another size.
+    """
+    try:
+        import rdata
+    except ImportError:
+        raise ImportError("reading R save files needs the package 'rdata': "
+                          "pip install 'sparsegp[data]' (or pip install rdata)") from None
+    data = _read_r_list(rdata, data_path, "data", ("X", "Y"))
+    folds = _read_r_list(rdata, folds_path, "folds", ("itrain", "itest"))
+    X = np.asarray(data["X"], dtype=np.float64)
+    names = np.asarray(data["Y"], dtype=str)
+    unknown = sorted(set(names.tolist()) - set(SATELLITE_CLASSES))
+    if unknown or X.shape != (names.shape[0], 36):
+        raise ValueError(f"{data_path}: expected 36 inputs a row and classes among "
+                         f"{SATELLITE_CLASSES}; got X {X.shape} and unknown classes {unknown}")
+    y = np.array([SATELLITE_CLASSES.index(n) for n in names], dtype=np.int8)
+    idx = {k: np.asarray(folds[k], dtype=np.float64) for k in ("itrain", "itest")}
+    for key, val in idx.items():
+        if np.any(val != np.round(val)) or val.min() < 1 or val.max() > X.shape[0]:
+            raise ValueError(f"{folds_path}: '{key}' must hold 1-based rows 1..{X.shape[0]}")
+    n_tr = _SATELLITE_N_TRAIN
+    info = {
+        "name": Path(out_path).stem,
+        "labels": f"y = 0..5 = {', '.join(SATELLITE_CLASSES)} (UCI codes 1,2,3,4,5,7)",
+        "source": f"converted by sparsegp.datasets.convert_satellite_r from {data_path} and "
+                  f"{folds_path}",
+        "split": "official UCI split: X_train = rows 0..4434 (sat.trn), X_test = the rest "
+                 "(sat.tst); train_idx/test_idx = the R code's 100 random splits, 0-based",
+    }
+    return _write(out_path, info, X=X, y=y, classes=np.asarray(SATELLITE_CLASSES),
+                  uci_codes=np.asarray(_SATELLITE_CODES, dtype=np.int64),
+                  X_train=X[:n_tr], y_train=y[:n_tr], X_test=X[n_tr:], y_test=y[n_tr:],
+                  train_idx=(idx["itrain"] - 1).astype(np.int32),
+                  test_idx=(idx["itest"] - 1).astype(np.int32))
+
+
+def _read_r_list(rdata, path, name, fields):
+    """The R list ``name`` of an R save file, as a dict holding at least ``fields``."""
+    objects = rdata.conversion.convert(rdata.parser.parse_file(path))
+    got = objects.get(name)
+    if not hasattr(got, "keys") or any(f not in got for f in fields):
+        raise ValueError(f"{path} must hold an R list '{name}' with {list(fields)}; found "
+                         f"objects {sorted(objects)}")
+    return got

@@ -199,10 +199,23 @@ def _build():
                    f"datasets/multiclass.tgz member {member}/",
             licence="Apache-2.0 (package); data from UCI / LIBSVM",
             papers=_MULTICLASS, options={"member": member, "classes": classes})
+    satellite = "emakryo/scalable_multiclass_ep/01a1beb22d6d0c0adf5a5f909832b63a67c873f1/data"
+    out["satellite"] = DatasetSource(
+        "satellite",
+        (RemoteFile("satellite.dat", f"{_GH}/{satellite}/satellite.dat",
+                    "e2c58baf8fda3e6cf0e23171992dc167ec408768620719e17a3c624a244283bd", 214119,
+                    checked_here=True, manual="data/satellite.dat of "
+                    "github.com/emakryo/scalable_multiclass_ep (commit 01a1beb2)"),
+         RemoteFile("folds.dat", f"{_GH}/{satellite}/folds.dat",
+                    "8def6ac2c1c3d622906aecaa01dba6924889cc1d9df374310f19c333f7cbecfb", 1617391,
+                    checked_here=True, manual="data/folds.dat of "
+                    "github.com/emakryo/scalable_multiclass_ep (commit 01a1beb2)")),
+        "satellite_r",
+        source="UCI Statlog sat.trn + sat.tst and the R code's 100 splits, "
+               "emakryo/scalable_multiclass_ep @ 01a1beb2 data/{satellite,folds}.dat "
+               "(needs the rdata package)",
+        licence="none stated (repository); data UCI Statlog", papers=_MULTICLASS)
     not_yet = {
-        "satellite": ("Debian r-cran-mlbench 2.1-3-1 Satellite; 100 folds from "
-                      "emakryo/scalable_multiclass_ep @ 01a1beb2 data/folds.dat",
-                      "GPL-2 (mlbench); data UCI Statlog", _MULTICLASS),
         "crabs": ("Debian r-cran-mass 7.3-58.2-1 (MASS crabs)", "GPL-2 or GPL-3 (MASS)",
                   _GFITC),
         "mnist": ("rasbt/mnist-pngs @ d26bd33b (70 000 PNGs; the IDX files are larger than "
