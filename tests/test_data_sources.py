@@ -18,8 +18,9 @@ import pytest
 from scipy.io import savemat
 
 from conftest import data_available
-from sparsegp.datasets import (REGISTRY, convert_esl, convert_fold_package, convert_raetsch,
-                               convert_raetsch_mat, fetch, load_dataset, load_table)
+from sparsegp.datasets import (REGISTRY, convert_crabs_csv, convert_esl, convert_fold_package,
+                               convert_raetsch, convert_raetsch_mat, fetch, load_dataset,
+                               load_table)
 
 SOURCE_CACHE_ENV_VAR = "SPARSEGP_SOURCE_CACHE"
 
@@ -159,3 +160,24 @@ def test_fetched_sets_equal_the_shared_files(tmp_path):
     if not compared:
         pytest.skip(f"neither the shared data nor any registered set's source files in "
                     f"{source}")
+
+
+def test_convert_crabs_csv_reads_both_r_dialects(tmp_path):
+    rows = [("B", "M", 1, "8.1", "6.7", "16.1", "19", "7"),
+            ("O", "F", 50, "23.1", "20.2", "46.2", "52.5", "21.1")]
+    header = '"sp","sex","index","FL","RW","CL","CW","BD"'
+    (tmp_path / "a.csv").write_text(header + "\n" + "\n".join(
+        ",".join(f'"{c}"' if i < 2 else str(c) for i, c in enumerate(r)) for r in rows) + "\n")
+    (tmp_path / "b.csv").write_text(header.replace(",", ";") + "\n" + "\n".join(
+        ";".join(f'"{c}"' if i < 2 else str(c).replace(".", ",") for i, c in enumerate(r))
+        for r in rows) + "\n")
+    for name in ("a", "b"):
+        convert_crabs_csv(tmp_path / f"{name}.csv", tmp_path / name)
+        X, y, info = load_table(name, data_home=tmp_path)
+        np.testing.assert_array_equal(X, [[8.1, 6.7, 16.1, 19, 7], [23.1, 20.2, 46.2, 52.5, 21.1]])
+        assert y.tolist() == [1, -1]
+        assert info["arrays"]["sp"].tolist() == [0, 1]
+        assert info["arrays"]["index"].tolist() == [1, 50]
+    (tmp_path / "c.csv").write_text("sp,sex,FL\nB,M,1\n")
+    with pytest.raises(ValueError, match="the header must be sp, sex, index"):
+        convert_crabs_csv(tmp_path / "c.csv", tmp_path / "c")

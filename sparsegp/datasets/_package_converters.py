@@ -5,6 +5,7 @@
   tables (``vowel``, ``waveform``);
 * :func:`convert_fold_package` -- a ``data.npz`` / ``folds.npz`` pair as the multi-class EP
   authors ship them (``arr_0`` = X or train folds, ``arr_1`` = y or test folds, 0-based);
+* :func:`convert_crabs_csv` -- MASS ``crabs`` written by R's ``write.csv`` or ``write.csv2``;
 * :func:`convert_satellite_r` -- Satellite and its 100 splits as R save files
   (``satellite.dat``, ``folds.dat`` of the ICML 2017 R code; read with the ``rdata`` package).
 
@@ -18,7 +19,10 @@ import numpy as np
 
 from ._converters import _write
 
-__all__ = ["convert_esl", "convert_fold_package", "convert_satellite_r", "SATELLITE_CLASSES"]
+__all__ = ["convert_esl", "convert_fold_package", "convert_crabs_csv", "convert_satellite_r",
+           "SATELLITE_CLASSES"]
+
+_CRABS_COLUMNS = ("sp", "sex", "index", "FL", "RW", "CL", "CW", "BD")
 
 #: Satellite's classes in UCI code order (codes 1, 2, 3, 4, 5, 7; there is no class 6).
 SATELLITE_CLASSES = ("red soil", "cotton crop", "grey soil", "damp grey soil",
@@ -237,3 +241,65 @@ def _read_r_list(rdata, path, name, fields):
         raise ValueError(f"{path} must hold an R list '{name}' with {list(fields)}; found "
                          f"objects {sorted(objects)}")
     return got
+
+
+def convert_crabs_csv(path, out_path):
+    """Convert Campbell & Mahon's crabs (R package MASS) from a CSV export into one ``.npz``.
+
+    The file has the header ``sp, sex, index, FL, RW, CL, CW, BD`` (quotes allowed) and one
+    crab a row, comma-separated with decimal points (``write.csv``) or semicolon-separated
+    with decimal commas (``write.csv2``). The result has ``X`` = the five measurements,
+    ``y`` = sex as -1 (F) / +1 (M), ``sp`` (0 = B, 1 = O), ``sex`` (0 = F, 1 = M), ``index``
+    and ``feature_names``, in the file's row order; MASS ships no train/test split.
+
+    Parameters
+    ----------
+    path : str or path-like
+        The CSV file.
+    out_path : str or path-like
+        ``.npz`` file to write (suffix added when missing).
+
+    Returns
+    -------
+    pathlib.Path
+        The file written.
+
+    Raises
+    ------
+    ValueError
+        Another header, or a species, sex or number that cannot be read.
+    """
+    lines = [line for line in Path(path).read_text().splitlines() if line.strip()]
+    sep = ";" if ";" in lines[0] else ","
+    header = tuple(c.strip().strip('"') for c in lines[0].split(sep))
+    if header != _CRABS_COLUMNS:
+        raise ValueError(f"{path}: the header must be {', '.join(_CRABS_COLUMNS)}; got "
+                         f"{', '.join(header)}")
+    sp, sex, index, X = [], [], [], []
+    for lineno, line in enumerate(lines[1:], 2):
+        cells = [c.strip().strip('"') for c in line.split(sep)]
+        try:
+            if len(cells) != 8 or cells[0] not in ("B", "O") or cells[1] not in ("F", "M"):
+                raise ValueError
+            # write.csv2 writes decimal commas; with ';' as separator a ',' is a decimal mark
+            values = [float(c.replace(",", ".")) for c in cells[2:]]
+        except ValueError:
+            raise ValueError(f"{path}:{lineno}: expected sp (B/O), sex (F/M), index and five "
+                             f"numbers; got {line[:60]!r}") from None
+        sp.append("BO".index(cells[0]))
+        sex.append("FM".index(cells[1]))
+        index.append(values[0])
+        X.append(values[1:])
+    sex = np.asarray(sex, dtype=np.int8)
+    info = {
+        "name": Path(out_path).stem,
+        "columns_X": list(_CRABS_COLUMNS[3:]),
+        "labels": "y = sex: -1 = F, +1 = M; sp: 0 = B(lue), 1 = O(range); sex: 0 = F, "
+                  "1 = M; index = 1..50 within each sp x sex group",
+        "source": f"converted by sparsegp.datasets.convert_crabs_csv from {path}",
+        "split": "none in source (MASS ships no split)",
+    }
+    return _write(out_path, info, X=np.asarray(X, dtype=np.float64),
+                  y=(2 * sex - 1).astype(np.int8), sp=np.asarray(sp, dtype=np.int8), sex=sex,
+                  index=np.asarray(index, dtype=np.int16),
+                  feature_names=np.asarray(_CRABS_COLUMNS[3:]))

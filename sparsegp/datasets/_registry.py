@@ -215,9 +215,17 @@ def _build():
                "emakryo/scalable_multiclass_ep @ 01a1beb2 data/{satellite,folds}.dat "
                "(needs the rdata package)",
         licence="none stated (repository); data UCI Statlog", papers=_MULTICLASS)
+    crabs = "rodrigosantana/Curso_R_Intro_UNIVALI_2015/c44d2b4ca4112b7ac9be72ebdbf0d796a991d200"
+    out["crabs"] = DatasetSource(
+        "crabs",
+        (RemoteFile("crabs.csv", f"{_GH}/{crabs}/crabs.csv",
+                    "671c5a42604f4ad046f53ca275ee148508d20b765bbedd270191da9d3e1194fe", 6927,
+                    checked_here=True, manual="MASS::crabs written with R's write.csv2"),),
+        "crabs_csv",
+        source="MASS crabs as written by R's write.csv2, rodrigosantana/"
+               "Curso_R_Intro_UNIVALI_2015 @ c44d2b4c crabs.csv",
+        licence="MIT (repository); data from R's MASS (GPL-2 or GPL-3)", papers=_GFITC)
     not_yet = {
-        "crabs": ("Debian r-cran-mass 7.3-58.2-1 (MASS crabs)", "GPL-2 or GPL-3 (MASS)",
-                  _GFITC),
         "mnist": ("rasbt/mnist-pngs @ d26bd33b (70 000 PNGs; the IDX files are larger than "
                   "the snapshots here hold)", "CC BY-SA 3.0 (LeCun & Cortes)", _IVM),
         "flights2008": ("ASA Data Expo 2009, 2008.csv.bz2 (Harvard Dataverse "
