@@ -19,8 +19,8 @@ from scipy.io import savemat
 
 from conftest import data_available
 from sparsegp.datasets import (REGISTRY, convert_crabs_csv, convert_esl, convert_fold_package,
-                               convert_raetsch, convert_raetsch_mat, fetch, load_dataset,
-                               load_table)
+                               convert_mnist_idx, convert_raetsch, convert_raetsch_mat, fetch,
+                               load_dataset, load_table)
 
 SOURCE_CACHE_ENV_VAR = "SPARSEGP_SOURCE_CACHE"
 
@@ -181,3 +181,35 @@ def test_convert_crabs_csv_reads_both_r_dialects(tmp_path):
     (tmp_path / "c.csv").write_text("sp,sex,FL\nB,M,1\n")
     with pytest.raises(ValueError, match="the header must be sp, sex, index"):
         convert_crabs_csv(tmp_path / "c.csv", tmp_path / "c")
+
+
+def _idx(path, array, gz=True):
+    """Write ``array`` (uint8) as an IDX file: magic 0 0 8 ndim, big-endian sizes, bytes."""
+    head = bytes([0, 0, 8, array.ndim]) + b"".join(n.to_bytes(4, "big") for n in array.shape)
+    data = head + array.astype(np.uint8).tobytes()
+    if gz:
+        with gzip.open(path, "wb") as fh:
+            fh.write(data)
+    else:
+        Path(path).write_bytes(data)
+
+
+def test_convert_mnist_idx(tmp_path, rng):
+    images = rng.integers(0, 256, size=(5, 28, 28)).astype(np.uint8)
+    labels = np.array([5, 0, 4, 1, 9], dtype=np.uint8)
+    _idx(tmp_path / "tri.gz", images[:3])
+    _idx(tmp_path / "trl.gz", labels[:3])
+    _idx(tmp_path / "tei", images[3:], gz=False)
+    _idx(tmp_path / "tel", labels[3:], gz=False)
+    convert_mnist_idx(tmp_path / "tri.gz", tmp_path / "trl.gz", tmp_path / "tei",
+                      tmp_path / "tel", tmp_path / "m")
+    X_tr, y_tr, X_te, y_te = load_dataset("m", data_home=tmp_path)
+    assert X_tr.dtype == np.uint8 and X_tr.shape == (3, 784)
+    np.testing.assert_array_equal(X_te, images[3:].reshape(2, -1))
+    assert y_tr.tolist() == [5, 0, 4] and y_te.tolist() == [1, 9]
+    with pytest.raises(ValueError, match="not an IDX file of 3-D unsigned bytes"):
+        convert_mnist_idx(tmp_path / "trl.gz", tmp_path / "trl.gz", tmp_path / "tei",
+                          tmp_path / "tel", tmp_path / "n")
+    with pytest.raises(ValueError, match="3 images but 2 labels"):
+        convert_mnist_idx(tmp_path / "tri.gz", tmp_path / "tel", tmp_path / "tei",
+                          tmp_path / "tel", tmp_path / "n")

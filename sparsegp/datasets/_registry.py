@@ -1,8 +1,9 @@
 """Where each benchmark data set comes from: pinned URLs, SHA-256, licence, size, papers.
 
-Every URL names an immutable object: a GitHub raw URL pinned to a commit. The SHA-256 of a
-file whose source repository could be read here was computed from that repository's bytes at
-the pinned commit, e.g. for USPS::
+Every URL but MNIST's names an immutable object: a GitHub raw URL pinned to a commit.
+MNIST's archives come from a stable mirror, held to the SHA-256 sums published for the
+originals. The SHA-256 of a file whose source repository could be read here was computed from
+that repository's bytes at the pinned commit, e.g. for USPS::
 
     git --git-dir=<snapshot of robintux/Datasets4StackOverFlowQuestions> \\
         show 57a571f9d984e0bd730683dfa014751fbc28b1b7:zip.train.gz | sha256sum
@@ -225,9 +226,30 @@ def _build():
         source="MASS crabs as written by R's write.csv2, rodrigosantana/"
                "Curso_R_Intro_UNIVALI_2015 @ c44d2b4c crabs.csv",
         licence="MIT (repository); data from R's MASS (GPL-2 or GPL-3)", papers=_GFITC)
+    # LeCun's IDX archives from the mirror torchvision uses. Not a versioned URL: the
+    # SHA-256 sums are the ones published for the original files (the same in torchvision,
+    # TFDS and many copies); a copy whose gzip bytes differ (kelas/mnist re-compressed them)
+    # is refused even when its contents are the same.
+    mnist_files = (
+        ("train-images-idx3-ubyte.gz", 9912422,
+         "440fcabf73cc546fa21475e81ea370265605f56be210a4024d2ca8f203523609"),
+        ("train-labels-idx1-ubyte.gz", 28881,
+         "3552534a0a558bbed6aed32b30c495cca23d567ec52cac8be1a0730e8010255c"),
+        ("t10k-images-idx3-ubyte.gz", 1648877,
+         "8d422c7b0a1c1c79245a5bcf07fe86e33eeafee792b84584aec276f5a2dbc4e6"),
+        ("t10k-labels-idx1-ubyte.gz", 4542,
+         "f7ae60f92e00ec6debd23a6088c31dbd2371eca3ffa0defaefb259924204aec6"))
+    out["mnist"] = DatasetSource(
+        "mnist",
+        tuple(RemoteFile(fname, f"https://ossci-datasets.s3.amazonaws.com/mnist/{fname}",
+                         sha256, size, checked_here=False,
+                         manual=f"{fname} of LeCun, Cortes & Burges' MNIST page")
+              for fname, size, sha256 in mnist_files),
+        "mnist_idx",
+        source="LeCun's IDX archives, torchvision's mirror (hash-pinned, not a versioned "
+               "URL; SHA-256 as published)",
+        licence="CC BY-SA 3.0 (LeCun & Cortes)", papers=_IVM)
     not_yet = {
-        "mnist": ("rasbt/mnist-pngs @ d26bd33b (70 000 PNGs; the IDX files are larger than "
-                  "the snapshots here hold)", "CC BY-SA 3.0 (LeCun & Cortes)", _IVM),
         "flights2008": ("ASA Data Expo 2009, 2008.csv.bz2 (Harvard Dataverse "
                         "doi:10.7910/DVN/HG7NV7); not a code repository: hash recorded at "
                         "first download", "public domain (US BTS)", _MULTICLASS),
