@@ -130,6 +130,8 @@ def test_fetch_downloads_checks_and_converts(tmp_path, toy):
     assert fetch("toy", data_home=tmp_path, base_url=toy.url) == path
     assert toy.hits == {"toy.tr": 1, "toy.te": 1}
     assert leftovers(tmp_path) == [] and not list(tmp_path.glob(".toy-*"))
+    # the loader's aliases name registered sets too
+    assert fetch("Toy.npz", data_home=tmp_path, base_url=toy.url) == path
 
 
 def test_load_dataset_downloads_only_when_asked(tmp_path, toy, monkeypatch):

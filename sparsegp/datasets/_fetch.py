@@ -96,6 +96,7 @@ def fetch(name, data_home=None, base_url=None, force=False):
     if out.is_file() and not force:
         return out
     paths = [download_file(f, home, base_url) for f in entry.files]
+    home.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{entry.name}-", dir=home))
     try:
         written = _CONVERTERS[entry.converter](paths, tmp, tmp / f"{entry.name}.npz",
