@@ -225,6 +225,10 @@ def test_bad_names_are_refused_before_any_download(tmp_path, server):
         fetch("no_such_set", data_home=tmp_path, base_url=server.url)
     with pytest.raises(ValueError, match="no download route yet"):
         fetch("flights2008", data_home=tmp_path, base_url=server.url)
+    with pytest.raises(ValueError, match="base_url must be a URL"):
+        fetch("toy", data_home=tmp_path, base_url="127.0.0.1:80")
+    with pytest.raises(ValueError, match="force must be True or False"):
+        fetch("synth", data_home=tmp_path, force="yes")
     assert server.hits == {} and not (tmp_path / "downloads").exists()
 
 

@@ -85,6 +85,10 @@ def fetch(name, data_home=None, base_url=None, force=False):
         A file could not be had whole with its SHA-256 (network down and nothing cached, a
         truncated or corrupt download twice); the message names the URL and the manual route.
     """
+    if not isinstance(force, bool):
+        raise ValueError(f"force must be True or False; got {force!r}")
+    if base_url is not None and not (isinstance(base_url, str) and "://" in base_url):
+        raise ValueError(f"base_url must be a URL such as 'https://host/path'; got {base_url!r}")
     entry = _entry(name)
     if not entry.fetchable:
         raise ValueError(
