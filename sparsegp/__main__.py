@@ -1,9 +1,11 @@
 """Command line: ``python -m sparsegp demo`` fits a sparse GP classifier on embedded data;
-``python -m sparsegp experiment TABLE`` runs a paper's table as a resumable grid."""
+``python -m sparsegp experiment TABLE`` runs a paper's table as a resumable grid;
+``python -m sparsegp data list|fetch NAME|verify|path`` manages the benchmark data."""
 import argparse
 import shlex
 import sys
 
+from ._data_cli import add_data_parser, run_data
 from ._demo import run_demo
 
 
@@ -25,7 +27,10 @@ def main(argv=None):
                       help="where to write the figure (default ./sparsegp_demo.png)")
     demo.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
     _add_experiment_parser(sub)
+    add_data_parser(sub)
     args = parser.parse_args(argv)
+    if args.command == "data":
+        return run_data(args)
     if args.command == "experiment":
         return _run_experiment(args, sys.argv[1:] if argv is None else list(argv))
     if args.command == "demo":

@@ -1,6 +1,7 @@
 """sparsegp.datasets: synthetic generators, the .npz loaders and the format converters."""
 import json
 import os
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -379,9 +380,14 @@ def test_data_home_defaults(tmp_path, monkeypatch, rng):
     assert load_dataset("toy")[0].shape == (6, 3)
     assert list_datasets() == ["toy"]
     monkeypatch.delenv("SPARSEGP_DATA")
+    # the default is pooch's per-user cache folder, which follows XDG_CACHE_HOME on Linux
     monkeypatch.setenv("HOME", str(tmp_path))
-    assert get_data_home() == tmp_path / ".sparsegp" / "data"
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    if sys.platform.startswith("linux"):
+        assert get_data_home() == tmp_path / "cache" / "sparsegp"
     assert list_datasets() == []
+    monkeypatch.setenv("SPARSEGP_DATA", "")          # empty counts as unset
+    assert get_data_home() != Path("")
 
 
 def test_aliases_resolve_to_prefixed_files(tmp_path, rng):

@@ -428,6 +428,8 @@ def test_report_shows_the_svm_column_beside_the_paper():
 def test_mnist_table_prints_the_papers_last_digit():
     from sparsegp.experiments import markdown
 
+    require_data("mnist")       # the grid takes its runs from the file's one official split
+
     # seed 003 prints errors as 0.22 %: at three decimals 0.0018 and 0.0022 would both read
     # 0.002 and the table could not show a difference the † test finds
     table = TABLES["ivm_mnist"]
@@ -450,6 +452,8 @@ def test_mnist_table_prints_the_papers_last_digit():
 def test_mnist_runs_pair_by_seed_and_time_the_svm_without_its_search():
     from sparsegp.experiments import markdown
     from sparsegp.experiments.report import comparison_rows
+
+    require_data("mnist")
 
     table = TABLES["ivm_mnist"]
     cells = table.cells(folds=2, datasets=["mnist_0_vs_rest"])
@@ -509,7 +513,8 @@ def test_marked_cells_are_read_against_the_other_methods_on_the_same_splits():
     assert ("heart / gpc / – / error: ours 0.310 ± 0.006, paper 0.178; minus the other methods "
             "on the same splits (paper's difference in brackets): spgpc +0.025 ± 0.005, n = 2 "
             "(+0.006)") in text
-    # multi-class rows pair at the same M only
+    # multi-class rows pair at the same M only; the grid counts wine's folds from its file
+    require_data("wine")
     mc = TABLES["multiclass"]
     mcells = mc.cells(folds=2, datasets=["wine"], methods=["ep", "vi"])
     mrec = {c.key: {"status": "ok", "error": 0.1 * (c.method == "vi"), "nlp": 0.1,
@@ -523,6 +528,9 @@ def test_marked_cells_are_read_against_the_other_methods_on_the_same_splits():
 def test_markdown_says_how_far_the_grid_has_got():
     from sparsegp.experiments import markdown
     from sparsegp.experiments.report import progress
+
+    require_data("wine")        # the grid's splits per data set come from the files
+    require_data("glass")
 
     mc = TABLES["multiclass"]
     cells = mc.cells(folds=3, datasets=["wine", "glass"], methods=["ep"])
@@ -574,6 +582,7 @@ def test_a_cell_is_marked_only_outside_both_error_bars_and_the_papers_rounding()
     assert mc.paper[("glass", "gfitc", 0.05)] == {"error": 0.23, "nlp": 0.61,
                                                    "error_se": 0.02, "nlp_se": 0.05}
     assert mc.paper_resolution == 0.01
+    require_data("glass")       # the rest reads a grid whose splits come from glass.npz
     cells = mc.cells(folds=2, datasets=["glass"], methods=["gfitc"], )
     cells = [c for c in cells if c.size == 0.05]
     # error .29 +- .01 against .23 +- .02: .06 - .005 > 2 x .0224; NLP .70 +- .05 against
@@ -626,6 +635,8 @@ def test_seed003_table1_script_runs_quick(tmp_path):
 def test_comparisons_read_the_papers_differences_on_the_same_splits():
     from sparsegp.experiments import markdown
     from sparsegp.experiments.report import comparison_rows
+
+    require_data("wine")
 
     mc = TABLES["multiclass"]
     cells = mc.cells(folds=3, datasets=["wine"], methods=["ep", "gfitc", "vi"])

@@ -1,7 +1,8 @@
-"""Build the ``.npz`` cache from the original distribution files (nothing is downloaded).
+"""Build the ``.npz`` cache from the original distribution files (:func:`fetch` downloads them).
 
 * :func:`convert_raetsch` -- Raetsch's IDA benchmark: per-realisation
   ``<name>_{train,test}_{data,labels}_<r>.asc`` text files;
+* :func:`convert_raetsch_mat` -- the same sets from Cawley's ``benchmarks.mat``;
 * :func:`convert_libsvm` -- LIBSVM sparse text format (``label idx:val ...``, 1-based);
 * :func:`convert_ripley` -- Ripley's ``synth.tr`` / ``synth.te`` (header, then ``xs ys yc``).
 
@@ -18,7 +19,7 @@ import numpy as np
 
 from ._loaders import _DataFile
 
-__all__ = ["convert_raetsch", "convert_libsvm", "convert_ripley"]
+__all__ = ["convert_raetsch", "convert_raetsch_mat", "convert_libsvm", "convert_ripley"]
 
 
 def convert_raetsch(folder, name, out_path):
@@ -71,7 +72,77 @@ def convert_raetsch(folder, name, out_path):
             if not path.is_file():
                 raise FileNotFoundError(f"realisation {r} of '{name}' lacks {path}")
             arrays.append(_read_table(path, labels=kind.endswith("labels")))
-        X_tr, y_tr, X_te, y_te = arrays
+        parts.append(tuple(arrays))
+    source = (f"converted by sparsegp.datasets.convert_raetsch from "
+              f"{folder}/{name}_{{train,test}}_{{data,labels}}_<r>.asc, r = {ids}")
+    return _write_realisations(parts, ids, name, out_path, source)
+
+
+def convert_raetsch_mat(mat_path, name, out_path):
+    """Convert one set of Cawley's ``benchmarks.mat`` (all 13 Raetsch sets) into one ``.npz``.
+
+    The file holds, per set, a struct with the unique patterns ``x`` (n, d), their labels
+    ``t`` (n, 1) in -1/+1, and 1-based row indices ``train`` (R, n_train) and ``test``
+    (R, n_test) into them, one row per realisation (R = 100, or 20 for image and splice).
+    Each realisation is rebuilt from those indices and the result laid out as
+    :func:`convert_raetsch` lays out the ``.asc`` files (``X`` = realisation 1's training
+    rows then its test rows), so both routes give the same file for the same realisations.
+
+    Parameters
+    ----------
+    mat_path : str or path-like
+        ``benchmarks.mat`` (MATLAB v5/v7, read with :func:`scipy.io.loadmat`).
+    name : str
+        The set's variable name in the file: ``"banana"``, ``"breast_cancer"``, ...
+    out_path : str or path-like
+        ``.npz`` file to write (the suffix is added when missing).
+
+    Returns
+    -------
+    pathlib.Path
+        The file written.
+
+    Raises
+    ------
+    ValueError
+        ``name`` is not in the file, a field is missing, or indices are out of range or
+        not integers.
+    """
+    from scipy.io import loadmat
+
+    mat = loadmat(mat_path, variable_names=[name])
+    if name not in mat:
+        raise ValueError(f"name must be a data set in {mat_path}; {name!r} is not there")
+    struct = mat[name]
+    fields = struct.dtype.names or ()
+    missing = [f for f in ("x", "t", "train", "test") if f not in fields]
+    if missing:
+        raise ValueError(f"{mat_path}: '{name}' lacks the field(s) {missing} (has {fields})")
+    x, t, train, test = (np.asarray(struct[f][0, 0], dtype=np.float64)
+                         for f in ("x", "t", "train", "test"))
+    t = t.ravel()
+    if x.ndim != 2 or t.shape[0] != x.shape[0]:
+        raise ValueError(f"{mat_path}: '{name}' has x of shape {x.shape} and {t.shape[0]} "
+                         f"labels; expected one label per row of x")
+    parts = []
+    for what, idx in (("train", train), ("test", test)):
+        if idx.ndim != 2 or np.any(idx != np.round(idx)) or idx.min() < 1 \
+                or idx.max() > x.shape[0]:
+            raise ValueError(f"{mat_path}: '{name}.{what}' must hold 1-based row numbers of "
+                             f"x (1..{x.shape[0]}), one realisation a row")
+    if train.shape[0] != test.shape[0]:
+        raise ValueError(f"{mat_path}: '{name}' has {train.shape[0]} train and "
+                         f"{test.shape[0]} test realisations")
+    for tr, te in zip(train.astype(np.int64) - 1, test.astype(np.int64) - 1):
+        parts.append((x[tr], t[tr], x[te], t[te]))
+    ids = list(range(1, len(parts) + 1))
+    source = f"converted by sparsegp.datasets.convert_raetsch_mat from {mat_path} ('{name}')"
+    return _write_realisations(parts, ids, name, out_path, source)
+
+
+def _write_realisations(parts, ids, name, out_path, source):
+    """Lay out realisations ``parts`` = [(X_tr, y_tr, X_te, y_te), ...] as one ``.npz``."""
+    for r, (X_tr, y_tr, X_te, y_te) in zip(ids, parts):
         for X, y, what in ((X_tr, y_tr, "train"), (X_te, y_te, "test")):
             if X.shape[0] != y.shape[0]:
                 raise ValueError(f"realisation {r} of '{name}': {what} data has {X.shape[0]} "
@@ -80,8 +151,6 @@ def convert_raetsch(folder, name, out_path):
             if bad.size:
                 raise ValueError(f"realisation {r} of '{name}': {what} labels must be -1/+1; "
                                  f"found {bad[:5].tolist()}")
-        parts.append((X_tr, y_tr, X_te, y_te))
-
     X0_tr, y0_tr, X0_te, y0_te = parts[0]
     X = np.concatenate([X0_tr, X0_te]) + 0.0  # "+ 0.0" maps -0.0 to 0.0 for row matching
     y = np.concatenate([y0_tr, y0_te])
@@ -117,8 +186,7 @@ def convert_raetsch(folder, name, out_path):
         "name": Path(out_path).stem,
         "family": "Raetsch IDA binary benchmark",
         "labels": "original -1/+1",
-        "source": f"converted by sparsegp.datasets.convert_raetsch from "
-                  f"{folder}/{name}_{{train,test}}_{{data,labels}}_<r>.asc, r = {ids}",
+        "source": source,
         "split": "train_idx/test_idx rows = realisations listed in realisation_ids; 0-based "
                  "row indices into X (X = first realisation's train rows then its test rows)",
     }

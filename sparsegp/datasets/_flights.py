@@ -110,7 +110,7 @@ def load_flights(data_home=None, refresh=False):
     ----------
     data_home : str or path-like, optional
         Where the prepared arrays are cached (``nycflights13_delay.npz``); default
-        ``$SPARSEGP_DATA``, then ``~/.sparsegp/data``.
+        ``$SPARSEGP_DATA``, then pooch's cache folder (:func:`get_data_home`).
     refresh : bool, default=False
         Rebuild the cache from the package even when it exists.
 

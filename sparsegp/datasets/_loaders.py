@@ -1,6 +1,7 @@
 """Readers for the benchmark ``.npz`` files (layout: ``SPARSEGP_DATA/README.md``).
 
-Nothing is ever downloaded. Every file holds ``info`` (a 0-d JSON string) and either
+:func:`load_dataset` downloads a missing registered set only when asked (``download=True``;
+see :func:`sparsegp.datasets.fetch`). Every file holds ``info`` (a 0-d JSON string) and either
 
 * ``X``, ``y`` (a single table), optionally with ``train_idx`` / ``test_idx`` of shape
   (R, n_train) / (R, n_test): 0-based rows of ``X`` for realisation or fold r;
@@ -26,7 +27,6 @@ __all__ = ["load_dataset", "load_table", "list_datasets", "get_data_home",
 #: Environment variable naming the folder with the ``.npz`` files.
 DATA_ENV_VAR = "SPARSEGP_DATA"
 
-_DEFAULT_HOME = Path("~") / ".sparsegp" / "data"
 
 #: The Raetsch (IDA) binary benchmarks; ``"banana"`` means ``"raetsch_banana"`` and so on.
 #: diabetis, flare_solar, splice and thyroid are not in the shared data but the aliases let a
@@ -41,7 +41,7 @@ _OFFICIAL_KEYS = ("X_train", "y_train", "X_test", "y_test")
 
 
 class DatasetNotFoundError(FileNotFoundError):
-    """A benchmark ``.npz`` file is not in the data folder (nothing is downloaded)."""
+    """A benchmark ``.npz`` file is not in the data folder (and no download was asked for)."""
 
 
 def get_data_home(data_home=None):
@@ -51,7 +51,8 @@ def get_data_home(data_home=None):
     ----------
     data_home : str or path-like, optional
         Used as given (``~`` expanded). Default: ``$SPARSEGP_DATA`` when set and non-empty,
-        else ``~/.sparsegp/data``.
+        else pooch's per-user cache folder for ``sparsegp`` (``~/.cache/sparsegp`` on Linux,
+        :func:`pooch.os_cache`), where :func:`sparsegp.datasets.fetch` puts what it fetches.
 
     Returns
     -------
@@ -59,7 +60,11 @@ def get_data_home(data_home=None):
         The folder (it need not exist).
     """
     if data_home is None:
-        data_home = os.environ.get(DATA_ENV_VAR) or _DEFAULT_HOME
+        data_home = os.environ.get(DATA_ENV_VAR)
+    if not data_home:
+        import pooch  # only here: reading a given folder needs no pooch
+
+        data_home = pooch.os_cache("sparsegp")
     return Path(data_home).expanduser()
 
 
@@ -82,7 +87,7 @@ def list_datasets(data_home=None):
     return sorted(p.stem for p in home.glob("*.npz") if p.is_file())
 
 
-def load_dataset(name, split=None, data_home=None, dtype=None):
+def load_dataset(name, split=None, data_home=None, dtype=None, download=False):
     """Load one train/test split of a benchmark data set.
 
     Parameters
@@ -99,11 +104,16 @@ def load_dataset(name, split=None, data_home=None, dtype=None):
         official split (error if there is none). Files without any split (``crabs``) raise
         ``ValueError``; use :func:`load_table` for them.
     data_home : str or path-like, optional
-        Folder holding the files; default ``$SPARSEGP_DATA``, then ``~/.sparsegp/data``.
+        Folder holding the files; default ``$SPARSEGP_DATA``, then pooch's cache folder
+        (:func:`get_data_home`).
     dtype : numpy dtype, optional
         dtype of the returned inputs. Default: float64, except for integer-stored inputs
         (``mnist``: uint8 grey values 0..255), which keep their stored dtype because
         70000 x 784 float64 would take 440 MB; pass ``dtype=np.float64`` to convert.
+    download : bool, default=False
+        When the file is absent, fetch and convert it (:func:`sparsegp.datasets.fetch`)
+        into ``data_home`` first. Off by default so that nothing reaches the network
+        unasked.
 
     Returns
     -------
@@ -118,9 +128,12 @@ def load_dataset(name, split=None, data_home=None, dtype=None):
     Raises
     ------
     DatasetNotFoundError
-        (a ``FileNotFoundError``) when the file is absent; the message names the path.
+        (a ``FileNotFoundError``) when the file is absent and ``download`` is False; the
+        message names the path.
     ValueError
         For a corrupt file, an out-of-range ``split``, or a file without any split.
+    sparsegp.datasets.DownloadError
+        With ``download=True``, when the source files cannot be had (see ``fetch``).
 
     Examples
     --------
@@ -128,6 +141,15 @@ def load_dataset(name, split=None, data_home=None, dtype=None):
     >>> X.shape, Xt.shape                                   # doctest: +SKIP
     ((400, 2), (4900, 2))
     """
+    if not isinstance(download, bool):
+        raise ValueError(f"download must be True or False; got {download!r}")
+    if download:
+        try:
+            _find(name, data_home)
+        except DatasetNotFoundError:
+            from ._fetch import fetch
+
+            fetch(name, data_home=data_home)
     with _DataFile(name, data_home) as df:
         n_splits = df.n_splits()
         official = df.has_official()
@@ -237,8 +259,9 @@ def _find(name, data_home):
     have = list_datasets(home)
     raise DatasetNotFoundError(
         f"data set {name!r} not found: looked for {' and '.join(str(p) for p in looked)}"
-        f"{where}. Nothing is downloaded: put the .npz file there, or point "
-        f"${DATA_ENV_VAR} (or the data_home argument) at the folder that holds it; "
+        f"{where}. Fetch it with load_dataset(..., download=True) or "
+        f"'python -m sparsegp data fetch NAME' (registered sets), put the .npz file there, "
+        f"or point ${DATA_ENV_VAR} (or the data_home argument) at the folder that holds it; "
         f"build it from the original distribution files with "
         f"sparsegp.datasets.convert_raetsch / convert_libsvm / convert_ripley."
         + (f" Available in {home}: {', '.join(have)}." if have else "")

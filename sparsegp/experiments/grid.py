@@ -201,7 +201,8 @@ def validate_cells(cells, data_home=None):
     ----------
     cells : sequence of Cell
     data_home : str or Path, optional
-        Folder of the data files; default ``$SPARSEGP_DATA`` (then ``~/.sparsegp/data``).
+        Folder of the data files; default ``$SPARSEGP_DATA`` (then pooch's cache folder,
+        :func:`sparsegp.datasets.get_data_home`).
 
     Raises
     ------
@@ -244,7 +245,9 @@ def validate_cells(cells, data_home=None):
             path = root / f"{fname}.npz"
             if not path.is_file():
                 raise ValueError(f"data file {path} for data set {cell.dataset!r} not found; "
-                                 f"set {DATA_ENV_VAR} to the folder holding {fname}.npz")
+                                 f"set {DATA_ENV_VAR} to the folder holding {fname}.npz, or "
+                                 f"download it there with 'python -m sparsegp data fetch "
+                                 f"{fname}'")
             checked.add(fname)
 
 
