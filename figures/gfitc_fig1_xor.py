@@ -43,7 +43,8 @@ def main(argv=None):
     X_test, y_test = make_xor(n_test, random_state=SEED + 1)
     initial = init_inducing(X, N_INDUCING, "random", np.random.default_rng(SEED))
     model = GFITCClassifier(inducing_points=initial, kernel=SquaredExponential(1.0, 1.0),
-                            optimizer="cg", max_iter=CG_ITERATIONS, random_state=SEED)
+                            optimizer="cg", max_iter=CG_ITERATIONS, tol=None,
+                            ep_search_rtol=0.0, random_state=SEED)
     model.fit(X, y)
     err = error_rate(y_test, model.predict(X_test))
     nlp = mean_nlp(y_test, model.predict_proba(X_test), classes=model.classes_)

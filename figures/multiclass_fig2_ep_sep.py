@@ -43,7 +43,7 @@ def fit_pair(X, y, M, iterations):
     rng = np.random.default_rng(3)
     C = np.unique(y).size
     Z0 = np.stack([X[np.sort(rng.choice(len(X), M, replace=False))] for _ in range(C)])
-    kw = dict(inducing_points=Z0, max_iter=iterations, random_state=0,
+    kw = dict(inducing_points=Z0, max_iter=iterations, tol=None, random_state=0,
               **held_true(X.shape[1]))
     return {m.upper(): sparsegp.MultiClassEPClassifier(method=m, **kw).fit(X, y)
             for m in ("ep", "sep")}

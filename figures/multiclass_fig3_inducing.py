@@ -53,7 +53,8 @@ def build(method, Z0, iterations, vi_batch):
     # only the inducing inputs are learnt
     kw = dict(inducing_points=Z0, random_state=0, **held_true(Z0.shape[2]))
     if method in ("EP", "SEP"):
-        return sparsegp.MultiClassEPClassifier(method=method.lower(), max_iter=iterations, **kw)
+        return sparsegp.MultiClassEPClassifier(method=method.lower(), max_iter=iterations,
+                                               tol=None, **kw)
     if method == "GFITC":
         return sparsegp.MultiClassGFITCClassifier(max_iter=iterations, **GFITC_EP, **kw)
     return sparsegp.MultiClassSVGPClassifier(batch_size=vi_batch, max_iter=iterations,

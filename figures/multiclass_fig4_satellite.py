@@ -94,7 +94,8 @@ def main(argv=None):
         kw = dict(inducing_points=Z0, kernel=kernel, noise_variance=1.0, max_iter=max_iter,
                   random_state=0, callback=rec)
         if method in ("ep", "sep"):
-            kw["method"] = method
+            # the paper's fixed number of iterations, not the stopping rule
+            kw.update(method=method, tol=None)
         est = cls(**kw)
         rec.t0 = time.perf_counter()
         est.fit(Xtr, ytr)

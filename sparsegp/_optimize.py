@@ -637,6 +637,9 @@ class AscentResult:
         Failed evaluations.
     stopped : bool
         True when the loop gave up after ``max_failures`` failures in a row.
+    converged : bool
+        True when the stopping rule ended the loop before ``max_iter`` (batch mode with
+        ``tol``).
     """
 
     theta: object
@@ -645,12 +648,19 @@ class AscentResult:
     n_steps: int
     n_failures: int
     stopped: bool
+    converged: bool = False
 
 
 def ascend(evaluate, theta0, stepper, max_iter, *, advance=None, batches=None,
            on_success=None, on_epoch=None, on_failure=None, max_failures=MAX_FAILURES,
-           label="ascent"):
+           label="ascent", tol=None, window=STOP_WINDOW):
     """Step up a changing objective: evaluate, then one stepper step, ``max_iter`` times.
+
+    In batch mode with ``tol``, the module's stopping rule ends the loop earlier: once the
+    best value of the iterations so far has gained at most ``tol`` over the last ``window``
+    iterations. The objective moves under the search (EP's sites), so the values are those
+    each iteration evaluated, not of one fixed function; their best still stops rising when
+    the steps stop helping.
 
     Parameters
     ----------
@@ -681,12 +691,23 @@ def ascend(evaluate, theta0, stepper, max_iter, *, advance=None, batches=None,
         Failures in a row after which the loop stops with a ConvergenceWarning.
     label : str
         Named in the warning.
+    tol : float or None
+        Batch mode: stop once the best value gained at most ``tol`` over the last ``window``
+        iterations (the point of that last iteration is the result); reaching ``max_iter``
+        first is then a ConvergenceWarning. None: ``max_iter`` iterations, no warning.
+        Ignored with minibatches.
+    window : int
 
     Returns
     -------
     AscentResult
     """
+    if tol is not None and not (np.isfinite(tol) and tol >= 0.0):
+        raise ValueError(f"tol must be a finite number >= 0 or None; got {tol!r}")
     step = advance if advance is not None else stepper.step
+    rule = tol is not None and batches is None
+    best = []                      # batch mode: the best value after 1, 2, ... iterations
+    settled = False
     theta = last_good = theta0
     history = []
     n_steps = n_failures = in_a_row = 0
@@ -716,8 +737,8 @@ def ascend(evaluate, theta0, stepper, max_iter, *, advance=None, batches=None,
         return False
 
     it = 0
-    stopped = False
-    while it < max_iter and not stopped:
+    stopped = converged = False
+    while it < max_iter and not stopped and not converged:
         values = []
         for batch in ([None] if batches is None else batches()):
             out = attempt(theta, batch)
@@ -731,8 +752,13 @@ def ascend(evaluate, theta0, stepper, max_iter, *, advance=None, batches=None,
             values.append(out[0])
             if batches is None and on_success is not None:
                 on_success(it + 1, theta, out[0], out[2], history + values)
+            if rule:
+                best.append(max(out[0], best[-1]) if best else out[0])
+                settled = len(best) > window and best[-1] - best[-1 - window] <= tol
             # batch mode's last iteration has no step to take: its point is the result
-            if batches is not None or it + 1 < max_iter:
+            if rule and settled:
+                converged = True
+            elif batches is not None or it + 1 < max_iter:
                 last_good = theta
                 theta = step(theta, out[1])
             if batches is not None and on_success is not None:
@@ -746,4 +772,8 @@ def ascend(evaluate, theta0, stepper, max_iter, *, advance=None, batches=None,
         it += 1
         if on_epoch is not None:
             on_epoch(it, history)
-    return AscentResult(theta, history, it, n_steps, n_failures, stopped)
+    if rule and not (converged or stopped):
+        warn(f"{label}: stopped at max_iter={max_iter} iterations before its stopping rule "
+             f"(a gain under {tol:.3g} in {window} iterations) was met; increase max_iter",
+             ConvergenceWarning)
+    return AscentResult(theta, history, it, n_steps, n_failures, stopped, converged)

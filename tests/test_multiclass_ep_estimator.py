@@ -33,14 +33,14 @@ class RowCounter:
 def test_single_class_raises():
     X = np.random.default_rng(0).normal(size=(10, 2))
     with pytest.raises(ValueError, match="at least 2 classes"):
-        MultiClassEPClassifier(max_iter=1).fit(X, np.zeros(10))
+        MultiClassEPClassifier(max_iter=1, tol=None).fit(X, np.zeros(10))
 
 
 def test_nan_raises(gp3):
     X, y = gp3[0].copy(), gp3[1]
     X[3, 1] = np.nan
     with pytest.raises(ValueError, match="NaN"):
-        MultiClassEPClassifier(max_iter=1).fit(X, y)
+        MultiClassEPClassifier(max_iter=1, tol=None).fit(X, y)
     with pytest.raises(ValueError, match="NaN"):
         MultiClassEPClassifier(max_iter=1, batch_size=20, n_inducing=5).fit(X, y)
 
@@ -50,7 +50,7 @@ def test_unknown_label_in_the_test_nll_raises(gp3):
     # one call away in sparsegp.metrics, refuses labels outside classes_
     from sparsegp.metrics import mean_nlp
     X, y, Xt, yt = gp3
-    est = MultiClassEPClassifier(n_inducing=5, max_iter=2, random_state=0).fit(X, y)
+    est = MultiClassEPClassifier(n_inducing=5, max_iter=2, tol=None, random_state=0).fit(X, y)
     bad = yt.copy()
     bad[0] = 17
     with pytest.raises(ValueError, match="not in classes"):
@@ -63,8 +63,8 @@ def test_subset_init_with_too_many_inducing_points_raises():
     X = rng.normal(size=(30, 2))
     y = np.r_[np.zeros(25), np.ones(5)]
     with pytest.raises(ValueError, match="smallest class"):
-        MultiClassEPClassifier(n_inducing=6, init="subset", max_iter=1).fit(X, y)
-    MultiClassEPClassifier(n_inducing=5, init="subset", max_iter=1).fit(X, y)
+        MultiClassEPClassifier(n_inducing=6, init="subset", max_iter=1, tol=None).fit(X, y)
+    MultiClassEPClassifier(n_inducing=5, init="subset", max_iter=1, tol=None).fit(X, y)
 
 
 @pytest.mark.parametrize("bad", [0, -3, 2.5])
@@ -81,7 +81,7 @@ def test_bad_batch_size_raises(gp3, bad):
                                           ("optimizer", "adam")])    # batch mode: "sign"
 def test_bad_parameters_raise(gp3, param, value):
     with pytest.raises(ValueError, match=param):
-        MultiClassEPClassifier(**{"max_iter": 1, param: value}).fit(gp3[0], gp3[1])
+        MultiClassEPClassifier(**{"max_iter": 1, "tol": None, param: value}).fit(gp3[0], gp3[1])
 
 
 # ------------------------------------------------------------------------------------------
@@ -91,7 +91,7 @@ def test_bad_parameters_raise(gp3, param, value):
 def test_batch_fit_learns_and_exposes_attributes(gp3, method):
     X, y, Xt, yt = gp3
     calls = []
-    est = MultiClassEPClassifier(method=method, n_inducing=8, max_iter=40, random_state=0,
+    est = MultiClassEPClassifier(method=method, n_inducing=8, max_iter=40, tol=None, random_state=0,
                                  callback=lambda e, it: calls.append((it, e.log_evidence_)))
     est.fit(X, y)
     assert calls[0][0] == 0 and len(calls) == 40
@@ -106,19 +106,19 @@ def test_batch_fit_learns_and_exposes_attributes(gp3, method):
     mean, var = est.predict_latent(Xt)
     assert mean.shape == var.shape == (50, 3) and np.all(var > 0)
     # the same seed gives the same fit
-    est2 = MultiClassEPClassifier(method=method, n_inducing=8, max_iter=40, random_state=0)
+    est2 = MultiClassEPClassifier(method=method, n_inducing=8, max_iter=40, tol=None, random_state=0)
     assert np.allclose(est2.fit(X, y).predict_proba(Xt), P)
 
 
 def test_fixed_kernel_and_noise_move_only_inducing_inputs(gp3):
     X, y = gp3[0], gp3[1]
     kernel = SquaredExponential(2.0, np.full(X.shape[1], 0.4), "fixed", "fixed")
-    est = MultiClassEPClassifier(n_inducing=4, max_iter=5, kernel=kernel, noise_variance=0.1,
+    est = MultiClassEPClassifier(n_inducing=4, max_iter=5, tol=None, kernel=kernel, noise_variance=0.1,
                                  noise_variance_bounds="fixed", random_state=0)
     est.fit(X, y)
     assert np.allclose(est.lengthscale_, 0.4) and np.allclose(est.variance_, 2.0)
     assert np.allclose(est.noise_, 0.1)
-    est0 = MultiClassEPClassifier(n_inducing=4, max_iter=1, random_state=0).fit(X, y)
+    est0 = MultiClassEPClassifier(n_inducing=4, max_iter=1, tol=None, random_state=0).fit(X, y)
     assert not np.allclose(est.inducing_points_, est0.inducing_points_)
 
 

@@ -22,7 +22,7 @@ def test_plotting_helpers_return_axes():
                                    plot_probability_comparison)
     from sparsegp.plotting._mpl import pyplot
     X, y = make_gp_classes(60, n_classes=3, random_state=1)
-    est = MultiClassEPClassifier(n_inducing=3, max_iter=2, random_state=0).fit(X, y)
+    est = MultiClassEPClassifier(n_inducing=3, max_iter=2, tol=None, random_state=0).fit(X, y)
     ax = plot_multiclass_boundaries(est, X, y, resolution=20, title="EP")
     assert len(ax.collections) >= 4  # three classes of points + inducing inputs
     with pytest.raises(ValueError, match="shape"):
@@ -45,7 +45,7 @@ def test_class_regions_redraw_a_figure_without_the_estimator():
     from sparsegp.plotting import class_regions, plot_class_regions, plot_multiclass_boundaries
     from sparsegp.plotting._mpl import pyplot
     X, y = make_gp_classes(60, n_classes=3, random_state=1)
-    est = MultiClassEPClassifier(n_inducing=3, max_iter=2, random_state=0).fit(X, y)
+    est = MultiClassEPClassifier(n_inducing=3, max_iter=2, tol=None, random_state=0).fit(X, y)
     labels = class_regions(est, X, resolution=15)
     assert labels.shape == (15, 15)
     # row i, column j is the grid point (x0_j, x1_i) over the padded box of X

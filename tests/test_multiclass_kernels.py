@@ -160,7 +160,7 @@ def test_sklearn_matern_kernel_fits_and_exposes_kernel_(method):
     from sklearn.gaussian_process.kernels import ConstantKernel, Matern
     X, y = _data()
     kernel = ConstantKernel() * Matern(nu=1.5)
-    est = MultiClassEPClassifier(method=method, kernel=kernel, n_inducing=6, max_iter=20,
+    est = MultiClassEPClassifier(method=method, kernel=kernel, n_inducing=6, max_iter=20, tol=None,
                                  random_state=0).fit(X, y)
     assert est.kernel is kernel                         # stored unchanged
     fitted = est.kernel_
@@ -189,7 +189,7 @@ def test_ard_se_kernel_steps_as_the_unbounded_one_and_as_a_list_of_it():
     searched without bounds (wide bounds never bind) and as a list of it, one per class; the
     kernel_ is one SE-ARD kernel per class."""
     X, y = _data(seed=1)
-    kw = dict(n_inducing=5, max_iter=10, random_state=3)
+    kw = dict(n_inducing=5, max_iter=10, tol=None, random_state=3)
     start = np.full(2, 1.3)
     unbounded = MultiClassEPClassifier(kernel=K.SquaredExponential(1.0, start, K.UNBOUNDED,
                                                                    K.UNBOUNDED), **kw).fit(X, y)
@@ -210,7 +210,7 @@ def test_ard_se_kernel_steps_as_the_unbounded_one_and_as_a_list_of_it():
 def test_fixed_and_bounded_kernel_parameters_are_honoured():
     X, y = _data(seed=2)
     kernel = K.Matern(0.7, 1.1, nu=2.5, variance_bounds="fixed", lengthscale_bounds=(1.0, 1.2))
-    est = MultiClassEPClassifier(method="sep", kernel=kernel, n_inducing=5, max_iter=40,
+    est = MultiClassEPClassifier(method="sep", kernel=kernel, n_inducing=5, max_iter=40, tol=None,
                                  learning_rate=0.05, random_state=0).fit(X, y)
     np.testing.assert_array_equal(est.variance_, 0.7)
     assert np.all(est.lengthscale_ >= 1.0 - 1e-12) and np.all(est.lengthscale_ <= 1.2 + 1e-12)
@@ -233,21 +233,21 @@ def test_minibatch_fit_with_a_kernel():
 def test_legacy_arguments_are_refused(legacy):
     # the covariance comes from one place, the kernel: the old names are refused
     with pytest.raises(TypeError, match=next(iter(legacy))):
-        MultiClassEPClassifier(kernel=K.SquaredExponential(), max_iter=2, **legacy)
+        MultiClassEPClassifier(kernel=K.SquaredExponential(), max_iter=2, tol=None, **legacy)
 
 
 def test_a_list_of_kernels_is_one_per_class():
     X, y = _data()
     se = K.SquaredExponential
     per_class = [se(1.0, [1.0, 1.2]), se(2.0, [0.8, 1.0]), se(0.5, [1.5, 1.5])]
-    est = MultiClassEPClassifier(kernel=per_class, n_inducing=5, max_iter=1,
+    est = MultiClassEPClassifier(kernel=per_class, n_inducing=5, max_iter=1, tol=None,
                                  random_state=0).fit(X, y)
     np.testing.assert_allclose(est.variance_, [1.0, 2.0, 0.5], rtol=1e-12)   # not a step yet
     assert [k.variance for k in est.kernel_] == list(est.variance_)
     for kernel, match in ((per_class[:2], "2 kernels"), ([se(), K.Matern()], "one family"),
                           ([se(1.0, [1.0, 1.0]), se(), se()], "all ARD")):
         with pytest.raises(ValueError, match=match):
-            MultiClassEPClassifier(kernel=kernel, max_iter=1).fit(X, y)
+            MultiClassEPClassifier(kernel=kernel, max_iter=1, tol=None).fit(X, y)
 
 
 def test_unsupported_kernels_are_value_errors():
@@ -256,7 +256,7 @@ def test_unsupported_kernels_are_value_errors():
     for kernel in (K.SquaredExponential() + K.ConstantKernel(), RationalQuadratic(),
                    K.Matern(nu=3.5)):
         with pytest.raises(ValueError):
-            MultiClassEPClassifier(kernel=kernel, max_iter=2).fit(X, y)
+            MultiClassEPClassifier(kernel=kernel, max_iter=2, tol=None).fit(X, y)
 
 
 # ------------------------------------------------------------------------------------------
@@ -375,7 +375,7 @@ def test_dask_fit_with_a_matern_kernel_equals_the_in_memory_fit(method):
     distributed = pytest.importorskip("distributed")
     X, y = _data(n=200, seed=6)
     kw = dict(method=method, kernel=K.Matern(nu=2.5, lengthscale=[1.0, 1.4]), n_inducing=5,
-              max_iter=4, random_state=0)
+              max_iter=4, tol=None, random_state=0)
     ref = MultiClassEPClassifier(**kw).fit(X, y)
     with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=False,
                                   dashboard_address=":0") as cluster, \

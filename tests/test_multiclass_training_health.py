@@ -22,7 +22,7 @@ def _many_features(n=600, seed=0):
 def test_unit_lengthscales_in_many_dimensions_are_rescued(name):
     # standardised 30-D inputs: with l = 1 the kernel between typical points is exp(-30)
     X, y, Xt, yt = _many_features()
-    kw = dict(n_inducing=10, max_iter=30, random_state=0)
+    kw = dict(n_inducing=10, max_iter=30, tol=None, random_state=0)
     with pytest.warns(ConvergenceWarning, match="vanish"):
         poor = getattr(sparsegp, name)(kernel=SquaredExponential(1.0, np.ones(X.shape[1])),
                                        **kw).fit(X, y)
@@ -36,7 +36,7 @@ def test_unit_lengthscales_in_many_dimensions_are_rescued(name):
 def test_a_sane_start_is_left_alone():
     X, y, _, _ = _many_features()
     held = SquaredExponential(1.0, np.full(X.shape[1], 8.0), "fixed", "fixed")
-    est = sparsegp.MultiClassEPClassifier(method="sep", n_inducing=10, max_iter=10,
+    est = sparsegp.MultiClassEPClassifier(method="sep", n_inducing=10, max_iter=10, tol=None,
                                           kernel=held, noise_variance_bounds="fixed",
                                           random_state=0).fit(X, y)
     np.testing.assert_allclose(est.lengthscale_, 8.0, rtol=1e-12)   # exp(log 8) round trip
@@ -54,7 +54,7 @@ def test_held_lengthscales_are_never_rescued(hold):
     else:
         kw = dict(kernel=SquaredExponential(1.0, ls, "fixed", "fixed"),
                   noise_variance_bounds="fixed")
-    est = sparsegp.MultiClassEPClassifier(n_inducing=10, max_iter=5, random_state=0, **kw)
+    est = sparsegp.MultiClassEPClassifier(n_inducing=10, max_iter=5, tol=None, random_state=0, **kw)
     with pytest.warns(ConvergenceWarning, match="it is held"):
         est.fit(X, y)
     np.testing.assert_allclose(est.lengthscale_, 1.0, rtol=1e-12)
@@ -62,10 +62,10 @@ def test_held_lengthscales_are_never_rescued(hold):
 
 def test_a_fitted_kernel_given_back_with_optimizer_none_keeps_the_fit():
     X, y, _, _ = _many_features()
-    fit = sparsegp.MultiClassEPClassifier(n_inducing=10, max_iter=40, random_state=0).fit(X, y)
+    fit = sparsegp.MultiClassEPClassifier(n_inducing=10, max_iter=40, tol=None, random_state=0).fit(X, y)
     again = sparsegp.MultiClassEPClassifier(
         inducing_points=fit.inducing_points_, kernel=fit.kernel_, noise_variance=fit.noise_,
-        optimizer=None, max_iter=40, random_state=0).fit(X, y)
+        optimizer=None, max_iter=40, tol=None, random_state=0).fit(X, y)
     np.testing.assert_allclose(again.lengthscale_, fit.lengthscale_, rtol=1e-12)
     np.testing.assert_allclose(again.variance_, fit.variance_, rtol=1e-12)
 
@@ -74,7 +74,7 @@ def test_training_no_better_than_the_class_frequencies_warns():
     rng = np.random.default_rng(0)
     X = rng.standard_normal((150, 2))
     y = rng.permutation(np.repeat([0, 1, 2], [110, 25, 15]))   # labels carry no signal
-    est = sparsegp.MultiClassEPClassifier(method="sep", n_inducing=5, max_iter=10,
+    est = sparsegp.MultiClassEPClassifier(method="sep", n_inducing=5, max_iter=10, tol=None,
                                           noise_variance=1e3, optimizer=None, random_state=0)
     with pytest.warns(ConvergenceWarning, match="no better than always predicting") as rec:
         est.fit(X, y)

@@ -338,3 +338,47 @@ def test_default_fits_converge_on_their_rule():
     Xr, yr = make_regression_1d(300, random_state=0)
     reg = SparseGPRegressor(random_state=0).fit(Xr, yr)
     assert reg.converged_ and 0 < reg.n_iter_ < reg.max_iter
+
+
+def _rising(gains):
+    """A batch objective whose k-th evaluation is the sum of the first k gains (theta unused),
+    as EP-inner training sees a log Z that moves with the sites."""
+    values = np.cumsum(gains)
+    calls = [0]
+
+    def evaluate(theta, batch):
+        calls[0] += 1
+        return float(values[min(calls[0], len(values)) - 1]), np.ones_like(theta), None
+
+    return evaluate
+
+
+def test_ascend_rule_stops_when_the_best_value_stops_rising():
+    # gains 1, 1/2, 1/4, ...: the best value gains under 0.05 over five iterations from
+    # the ninth on (1/2^4 + ... + 1/2^8 = 0.1211 at the eighth, 0.0605 at the ninth, ...)
+    gains = 0.5 ** np.arange(40)
+    res = ascend(_rising(gains), np.zeros(1), Adam(1), 100, tol=0.05)
+    best = np.cumsum(gains)
+    k = next(i + 1 for i in range(5, 40) if best[i] - best[i - 5] <= 0.05)
+    assert res.converged and not res.stopped and res.n_iter == k
+    assert res.history == pytest.approx(list(best[:k]))
+
+
+def test_ascend_rule_warns_at_the_cap_and_is_off_without_tol():
+    gains = np.ones(50)                      # never settles
+    with pytest.warns(ConvergenceWarning, match="max_iter=10 .* stopping rule"):
+        res = ascend(_rising(gains), np.zeros(1), Adam(1), 10, tol=0.5)
+    assert res.n_iter == 10 and not res.converged
+    res = ascend(_rising(gains), np.zeros(1), Adam(1), 10)          # a budget: silent
+    assert res.n_iter == 10 and not res.converged
+
+
+def test_table_cells_keep_the_schedule_and_defaults_of_their_day():
+    from sparsegp.experiments.grid import constructor_arguments
+    kw = constructor_arguments("spgpc", {"optimizer": "cg", "max_iter": 20, "n_restarts": 2}, 2)
+    assert kw == {"optimizer": "cg", "max_iter": 20, "n_restarts": 2, "tol": None,
+                  "ep_search_rtol": 0.0}
+    assert constructor_arguments("gpc", {"optimizer": "cg", "max_iter": 20}, 2)["tol"] is None
+    assert constructor_arguments("ep", {"max_iter": 250}, 2)["tol"] is None
+    # a cell that chooses its tolerance keeps it
+    assert constructor_arguments("spgpc", {"max_iter": 20, "tol": 1e-3}, 2)["tol"] == 1e-3

@@ -58,6 +58,7 @@ def swap(dataset, size, folds):
         for method, hyper_of in (("ep", "ep"), ("sep", "ep"), ("ep", "sep"), ("sep", "sep")):
             f = fits[hyper_of]
             est = MultiClassEPClassifier(method=method, optimizer=None, max_iter=250,
+                                         tol=None,
                                          inducing_points=f.inducing_points_, kernel=f.kernel_,
                                          noise_variance=f.noise_, random_state=0).fit(Xtr, ytr)
             nlp, err = _score(est, Xte, yte)

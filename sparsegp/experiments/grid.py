@@ -131,6 +131,12 @@ def _allowed_params(method):
 SQRT_D = "sqrt(D)"
 
 
+#: Constructor defaults that changed after committed cells ran, per method: the values those
+#: cells ran with, so that they refit as they were (GFITC's inexact EP inside the search
+#: became the default with the stopping rule, issue 45).
+DEFAULTS_OF_THE_DAY = {"spgpc": {"ep_search_rtol": 0.0}}
+
+
 def constructor_arguments(method, params, n_features):
     """The estimator's keyword arguments for a cell's ``params``.
 
@@ -142,7 +148,9 @@ def constructor_arguments(method, params, n_features):
     :data:`SQRT_D`; ``bias_variance`` is held fixed unless ``learn_bias_variance`` is true,
     then searched without bounds too). A cell that gives ``max_iter`` ran that many steps,
     the paper's schedule, before estimators had a stopping rule: it keeps that schedule
-    (``tol=None``) unless it gives ``tol`` too. Anything else passes as given.
+    (``tol=None``) unless it gives ``tol`` too; and a cell keeps the defaults of the day it
+    ran where they have changed since (:data:`DEFAULTS_OF_THE_DAY`). Anything else passes
+    as given.
 
     Parameters
     ----------
@@ -158,7 +166,7 @@ def constructor_arguments(method, params, n_features):
     """
     from sparsegp.kernels import UNBOUNDED, ConstantKernel, SquaredExponential
 
-    kw = dict(params)
+    kw = {**DEFAULTS_OF_THE_DAY.get(method, {}), **params}
     if "max_iter" in kw and "tol" not in kw and "tol" in _allowed_params(method):
         kw["tol"] = None
     if "optimize" in kw:

@@ -26,9 +26,9 @@ import numpy as np
 import scipy.linalg as sla
 
 from ..._numba import multiclass_gfitc as _nb
-from ..._optimize import NUMERICAL_ERRORS, maximize
+from ..._optimize import NUMERICAL_ERRORS, maximize, stopping_gain
 from ..._threads import map_threads
-from ..._validation import check_int, check_option, check_positive
+from ..._validation import check_int, check_option, check_positive, check_tol
 from ...exceptions import ConvergenceWarning, warn
 from ..._config import (MC_GFITC_AUTO_SEQUENTIAL_WORK as _AUTO_SEQUENTIAL_WORK,
                        MC_GFITC_MIN_UPDATE_ROWS as _MIN_UPDATE_ROWS)
@@ -431,8 +431,13 @@ class MultiClassGFITCClassifier(MultiClassGPClassifier):
     %(kernel)s
     %(kernel_box)s
     max_iter : int, default=250
-        Optimiser iterations (0: EP at the initial hyper-parameters only). This is a budget,
-        as in the paper's experiments: stopping at it is not reported as non-convergence.
+        Optimiser iterations (0: EP at the initial hyper-parameters only). With ``tol=None``
+        a budget, as in the paper's experiments: stopping at it is not reported as
+        non-convergence; with ``tol``, a cap whose reaching is.
+    tol : float or None, default=None
+        The training driver's stopping rule in nats per training row
+        (:mod:`sparsegp._optimize`, as ``GFITCClassifier``'s). None (for now the default:
+        its measurement on the paper's folds is pending) runs the ``max_iter`` budget.
     optimizer : {"lbfgs", "cg"} or None, default="lbfgs"
         How log Z_EP is maximised over the hyper-parameters and inducing inputs, through
         :func:`sparsegp._optimize.maximize`: L-BFGS-B (the paper's) or nonlinear conjugate
@@ -502,13 +507,14 @@ class MultiClassGFITCClassifier(MultiClassGPClassifier):
     """
 
     def __init__(self, n_inducing="auto", inducing_points=None, init="random", kernel=None,
-                 noise_variance=1.0, noise_variance_bounds=None, max_iter=250,
+                 noise_variance=1.0, noise_variance_bounds=None, max_iter=250, tol=None,
                  optimizer="lbfgs", noise_in_kuu=True, jitter=_k.DEFAULT_JITTER,
                  ep_schedule="auto", ep_damping=1.0, ep_tol=None, ep_max_sweeps=1000,
                  random_state=None, verbose=False, callback=None):
         super().__init__(n_inducing, inducing_points, init, kernel, noise_variance,
                          noise_variance_bounds, max_iter, optimizer, noise_in_kuu, jitter,
                          random_state, verbose, callback)
+        self.tol = tol
         self.ep_schedule = ep_schedule
         self.ep_damping = ep_damping
         self.ep_tol = ep_tol
@@ -517,6 +523,7 @@ class MultiClassGFITCClassifier(MultiClassGPClassifier):
     def fit(self, X, y):
         """Run EP and optimise the hyper-parameters on X (N, D) and labels y (N,)."""
         max_iter, jitter = self._check_iterations_and_callback(min_iter=0)
+        tol = check_tol(self.tol)
         optimizer = check_option(self.optimizer, "optimizer", ("lbfgs", "cg", None))
         ep_max = check_int(self.ep_max_sweeps, "ep_max_sweeps", minimum=1)
         if self.ep_tol is not None:
@@ -599,10 +606,11 @@ class MultiClassGFITCClassifier(MultiClassGPClassifier):
 
         self.evidence_history_ = np.array(history)
         if max_iter > 0 and optimizer is not None:
-            # max_iter is a budget here (the paper's experiments), not a convergence cap
+            # without tol, max_iter is a budget (the paper's experiments), not a cap
             res = maximize(evaluate, theta0, method=optimizer, bounds=hyp0.bounds()[free],
                            max_iter=max_iter, initial=first, callback=on_iteration,
-                           label="MultiClassGFITC", value_name="log Z_EP", warn_at_cap=False)
+                           label="MultiClassGFITC", value_name="log Z_EP",
+                           tol=stopping_gain(tol, N), warn_at_cap=tol is not None)
             if res.state is not None:
                 self._store(res.state, y_idx)
         if not self._ep_converged:

@@ -25,8 +25,8 @@ import numpy as np
 import scipy.linalg as sla
 
 from ..._numba import multiclass_gfitc as _nb
-from ..._optimize import Adam, ascend, maximize, unbounded
-from ..._validation import check_int, check_positive
+from ..._optimize import Adam, ascend, maximize, stopping_gain, unbounded
+from ..._validation import check_int, check_positive, check_tol
 from ...metrics import _as_labels, class_indices
 from . import kernel as _k
 from ..._inducing_base import take_rows
@@ -212,8 +212,13 @@ class MultiClassSVGPClassifier(MultiClassGPClassifier):
         be any row-sliceable array-like (memmap, h5py or zarr dataset), read one minibatch at a
         time.
     max_iter : int, default=250
-        Optimiser iterations (batch mode) or epochs (minibatch mode). This is a budget, as in
-        the paper's experiments: stopping at it is not reported as non-convergence.
+        Optimiser iterations (batch mode) or epochs (minibatch mode). Without ``tol`` a
+        budget, as in the paper's experiments: stopping at it is not reported as
+        non-convergence; with ``tol`` (batch mode), a cap whose reaching is.
+    tol : float or None, default=None
+        Batch mode's stopping rule in nats per training row (:mod:`sparsegp._optimize`, as
+        ``GFITCClassifier``'s). None (for now the default: its measurement on the paper's
+        folds is pending) runs the ``max_iter`` budget.
     optimizer : {"auto", "lbfgs", "adam"} or None, default="auto"
         The method that maximises the ELBO over q(u), the hyper-parameters and the inducing
         inputs: "lbfgs" (L-BFGS-B, batch mode) or "adam" (minibatch mode); "auto" is the one
@@ -259,12 +264,13 @@ class MultiClassSVGPClassifier(MultiClassGPClassifier):
 
     def __init__(self, n_inducing="auto", inducing_points=None, init="random", kernel=None,
                  noise_variance=1.0, noise_variance_bounds=None, batch_size=None, max_iter=250,
-                 optimizer="auto", learning_rate=1e-3, noise_in_kuu=True,
+                 tol=None, optimizer="auto", learning_rate=1e-3, noise_in_kuu=True,
                  jitter=_k.DEFAULT_JITTER, epsilon=1e-3, n_quadrature=100, random_state=None,
                  verbose=False, callback=None):
         super().__init__(n_inducing, inducing_points, init, kernel, noise_variance,
                          noise_variance_bounds, max_iter, optimizer, noise_in_kuu, jitter,
                          random_state, verbose, callback)
+        self.tol = tol
         self.batch_size = batch_size
         self.learning_rate = learning_rate
         self.epsilon = epsilon
@@ -274,6 +280,7 @@ class MultiClassSVGPClassifier(MultiClassGPClassifier):
     def fit(self, X, y):
         """Maximise the ELBO on X (N, D) and labels y (N,); returns ``self``."""
         max_iter, jitter = self._check_iterations_and_callback(min_iter=0)
+        self._tol = check_tol(self.tol)
         n_quad = check_int(self.n_quadrature, "n_quadrature", minimum=2)
         eps = float(check_positive(self.epsilon, "epsilon", allow_array=False))
         if eps >= 1.0:
@@ -374,10 +381,11 @@ class MultiClassSVGPClassifier(MultiClassGPClassifier):
             C, M, D = shape
             bounds = np.vstack([self._split(vec0, shape)[0].bounds(),
                                 unbounded(_Variational.size(C, M))])[free]
-            # max_iter is a budget here (the paper's experiments), not a convergence cap
+            # without tol, max_iter is a budget (the paper's experiments), not a cap
             res = maximize(evaluate, theta0, method="lbfgs", bounds=bounds, max_iter=max_iter,
                            initial=first, callback=on_iteration, label="MultiClassSVGP",
-                           value_name="ELBO", warn_at_cap=False)
+                           value_name="ELBO", tol=stopping_gain(self._tol, y.shape[0]),
+                           warn_at_cap=self._tol is not None)
             self._store(full(res.theta), shape, res.value, history)
 
     def _fit_minibatch(self, X, y, vec0, free, shape, max_iter, batch_size, lr, verbose, rng):
