@@ -29,7 +29,9 @@ def _both_units(X):
 
 def _fit(est, X, y):
     est.fit(X, y)
-    assert getattr(est, "converged_", True)
+    if getattr(est, "tol", None) is not None and hasattr(est, "converged_"):
+        # a default with a stopping rule met it (the multi-class defaults keep a budget)
+        assert est.converged_
     return est
 
 

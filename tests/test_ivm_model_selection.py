@@ -45,8 +45,7 @@ def test_optimize_does_not_end_at_flat_probabilities(cancer):
 
 def test_defaults_match_a_sensible_reference(cancer):
     Xtr, ytr, Xte, yte = cancer
-    with pytest.warns(ConvergenceWarning, match="max_iter="):   # seed 000's 20 CG steps
-        ref = GFITCClassifier(random_state=0).fit(Xtr, ytr)
+    ref = GFITCClassifier(random_state=0).fit(Xtr, ytr)    # converges on its rule, silently
     ref_ll = log_loss(yte, ref.predict_proba(Xte))
     clf = IVMClassifier(random_state=0).fit(Xtr, ytr)
     assert log_loss(yte, clf.predict_proba(Xte)) < ref_ll + 0.05
