@@ -118,3 +118,10 @@ def check_random_state(random_state):
     if isinstance(random_state, np.random.RandomState):
         return np.random.default_rng(random_state.randint(0, 2**31 - 1))
     raise ValueError(f"random_state must be None, an int or a numpy Generator; got {random_state!r}")
+
+
+def plain(value):
+    """``value`` as a plain Python object for a message: a NumPy scalar becomes its Python
+    equivalent, so that ``f"{plain(c)!r}"`` reads ``1`` and not ``np.int64(1)`` (NumPy 2's
+    repr); anything else is returned as is."""
+    return value.item() if isinstance(value, np.generic) else value

@@ -1,5 +1,7 @@
 """IVMClassifier: selection against an independent dense implementation, predictions (eq. 5),
 approximate marginal likelihood and its gradient, randomized greedy, multi-class, bad input."""
+import warnings
+
 import numpy as np
 import pytest
 from scipy import stats
@@ -7,6 +9,7 @@ from scipy.special import log_ndtr, ndtri
 
 from reference.dense_ivm import dense_greedy_entropy, se_bias_kernel
 from sparsegp import IVMClassifier
+from sparsegp.exceptions import ConvergenceWarning
 from sparsegp.classification._ivm import (LATENT_VARIANCE_MAX, _noise_rescale,
                                           approx_log_likelihood, data_lengthscale,
                                           select_active_set)
@@ -103,7 +106,8 @@ def test_end_of_fit_check_reads_the_judged_rows_only(monkeypatch):
     model = clf.models_[0]
     y_pm = np.where(y == clf.classes_[1], 1.0, -1.0)
     assert model.train_log_loss == pytest.approx(_ivm._mean_nlp(f, A, y_pm[rows], model.bias))
-    assert model.class_entropy == pytest.approx(_ivm._class_entropy(y_pm[rows]))
+    q = np.mean(y_pm[rows] > 0)          # the entropy of the judged rows' class frequencies
+    assert model.class_entropy == pytest.approx(-q * np.log(q) - (1 - q) * np.log(1 - q))
 
 
 def test_predictions_equal_dense_formula(rng):
@@ -234,11 +238,16 @@ def test_learn_noise_needs_free_variances(kernel):
 def test_bias_auto_and_selection_modes():
     X, y = _xor(80, seed=7)
     y = np.where(np.arange(80) < 20, 1, 0)
-    clf = IVMClassifier(n_active=10, bias="auto", random_state=0).fit(X, y)
+    # labels unrelated to X: a fit no better than their frequencies says so (issue 49)
+    with pytest.warns(ConvergenceWarning, match="no better than the class frequencies"):
+        clf = IVMClassifier(n_active=10, bias="auto", random_state=0).fit(X, y)
     np.testing.assert_allclose(clf.bias_, ndtri(0.25))
     for sel in ("entropy", "infogain", "random"):
-        c = IVMClassifier(n_active=10, selection=sel, random_state=1).fit(X, y)
+        with warnings.catch_warnings(record=True) as seen:
+            warnings.simplefilter("always")
+            c = IVMClassifier(n_active=10, selection=sel, random_state=1).fit(X, y)
         assert np.unique(c.active_set_).size == 10
+        assert all("no better than the class frequencies" in str(w.message) for w in seen)
 
 
 def test_multiclass_one_vs_rest():
@@ -301,3 +310,4 @@ def test_xor_400_sixty_active_points():
         errs.append(error_rate(yt, clf.predict(Xt)))
     print("xor N=400 d=60 test errors", errs, "mean", np.mean(errs))
     assert np.mean(errs) < 0.16
+

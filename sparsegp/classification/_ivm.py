@@ -63,13 +63,15 @@ from .._validation import (
     check_option,
     check_random_state,
     check_size,
+    plain,
 )
 from .._numba.covfuncs import SE
 from .._scaling import data_lengthscale, scaling_for
 from ..exceptions import ConvergenceWarning
 from .. import kernels as _kernels
 from .._optimize import kernel_log_bounds, maximize
-from ._binary import FLAT_PROBA, _BinaryGPClassifierMixin, judged_rows
+from ._binary import _BinaryGPClassifierMixin
+from ._frequencies import judged_rows
 from .._config import PREDICT_BLOCK as _PREDICT_BLOCK
 
 __all__ = ["IVMClassifier"]
@@ -130,7 +132,8 @@ class _BinaryIVM:
     log_evidence: float
     n_iter: int
     family: int = SE         # stationary family code of sparsegp._numba.covfuncs
-    # the end-of-fit check's numbers, over the judged training rows (_judged)
+    # the end-of-fit check's numbers, over the judged training rows (judged_rows)
+    judged_z: np.ndarray = None      # probit arguments (f + b) / sqrt(1 + A) of those rows
     train_log_loss: float = np.nan   # mean -log p(y_i | x_i)
     class_entropy: float = np.nan    # entropy of their class frequencies (nats)
     proba_spread: float = np.nan     # s.d. of p(y = +1 | x_i)
@@ -389,14 +392,6 @@ def _marginals(X, state, exact, variance, lengthscale, bias_variance, family, ro
     return model.latent(X[rows])
 
 
-def _judged(n):
-    """The training rows the end-of-fit check reads: the binary estimators' evenly spaced
-    sample (:func:`judged_rows`) from ``JUDGED_ROWS`` rows on, every row below. Eq. 5 costs
-    O(d^2) a row, so on all 59 000 MNIST rows at d = 1 130 the check was a fifth of the fit."""
-    idx = judged_rows(n)
-    return np.arange(n) if idx is None else idx
-
-
 def _mean_nlp(f, A, y, bias):
     """Mean of -log Phi(y (f + b) / sqrt(1 + A)) (the probit predictive of eq. 5)."""
     return -float(np.mean(special.log_ndtr(y * (f + bias) / np.sqrt(1.0 + A))))
@@ -417,12 +412,6 @@ def _fit_bias(f, A, y, bias0):
                                    method="bounded", options={"xatol": 1e-6})
     b = float(res.x)
     return b if objective(b) <= objective(bias0) else float(bias0)
-
-
-def _class_entropy(y):
-    """Entropy (nats) of the class frequencies of labels in {-1, +1}."""
-    q = float(np.mean(y > 0))
-    return -sum(v * np.log(v) for v in (q, 1.0 - q) if v > 0)
 
 
 class _Fitter:
@@ -491,12 +480,13 @@ def _fit_binary(X, y, spec, bias_variance, bias, fit_bias, opts, rng, label):
             # one more selection with the fitted b, so that the sites were made with it
             state, bias, _ = fitter.run(variance, lengthscale, bias, score=False)
     model = _finish(X, state, variance, lengthscale, bias_variance, bias, n_iter, spec)
-    rows = _judged(X.shape[0])
+    # the end-of-fit check's rows (every row of a small set, an evenly spaced sample of a
+    # large one: eq. 5 costs O(d^2) a row, so on all 59 000 MNIST rows at d = 1 130 the
+    # check was a fifth of the fit)
+    rows = judged_rows(X.shape[0])
     f, A = _marginals(X, state, fitter.exact, variance, lengthscale, bias_variance,
                       spec.family, rows)
-    model.train_log_loss = _mean_nlp(f, A, y[rows], bias)
-    model.class_entropy = _class_entropy(y[rows])
-    model.proba_spread = float(np.std(special.ndtr((f + bias) / np.sqrt(1.0 + A))))
+    model.judged_z = (f + bias) / np.sqrt(1.0 + A)
     return model
 
 
@@ -1048,10 +1038,17 @@ class IVMClassifier(_BinaryGPClassifierMixin, ClassifierMixin, SparseGPEstimator
                 bias = float(special.ndtri(np.mean(y_pm > 0)))
             else:
                 bias = float(self.bias)
-            label = "IVM" if len(tasks) == 1 else f"IVM {classes[c]!r} vs rest"
+            label = "IVM" if len(tasks) == 1 else f"IVM {plain(classes[c])} vs rest"
             models.append(_fit_binary(X, y_pm, spec, vb, bias, self.bias == "fit", opts, rng,
                                       label))
-            self._warn_if_uninformative(models[-1], label)
+            self._judge_task(models[-1], y_pm, label)
+        if len(tasks) > 1:
+            # the classifier as a whole: the normalised one-vs-rest probabilities
+            log_p = np.column_stack([special.log_ndtr(mod.judged_z) for mod in models])
+            log_p -= log_p.max(axis=1, keepdims=True)
+            P = np.exp(log_p)
+            self._warn_if_no_better(P / P.sum(axis=1, keepdims=True),
+                                    y_index[judged_rows(X.shape[0])])
         self.models_ = models
         self._spec = spec
         self._ard = bool(spec.ard)
@@ -1121,22 +1118,21 @@ class IVMClassifier(_BinaryGPClassifierMixin, ClassifierMixin, SparseGPEstimator
         """``theta_`` minus the model-unit vector: the log length-scale units."""
         return _log_hyper(1.0, self._ls_unit, self._ard, 1.0)[self._free]
 
-    def _warn_if_uninformative(self, model, label):
-        """ConvergenceWarning when the fit has collapsed to the class frequencies: its
-        training log loss is no better than their entropy *and* its probabilities are flat
-        (s.d. below ``FLAT_PROBA``), both over the judged training rows (:func:`_judged`).
-        A fit to labels that X does not explain (a noise fit) is not flat and stays silent:
-        it is a fit, not a collapse."""
-        if (model.train_log_loss >= model.class_entropy
-                and model.proba_spread < FLAT_PROBA):
-            warnings.warn(
-                f"{label}: the fitted IVM predicts no better than the class frequencies "
-                f"(training log loss {model.train_log_loss:.4f} >= class-frequency entropy "
-                f"{model.class_entropy:.4f}) and its probabilities are flat (s.d. "
-                f"{model.proba_spread:.1e}). Try "
-                f"standardised inputs, kernel=None (a start scaled to the data), "
-                f"bias='fit', optimizer='validation', or a larger n_active",
-                ConvergenceWarning, stacklevel=3)
+    def _judge_task(self, model, y_pm, label):
+        """The end-of-fit check (:mod:`sparsegp.classification._frequencies`) of one binary
+        task, on its judged rows; its numbers are kept on ``model``."""
+        z = model.judged_z
+        y_rows = (y_pm[judged_rows(y_pm.shape[0])] > 0).astype(np.int64)
+        v = self._warn_if_no_better(np.column_stack([special.ndtr(-z), special.ndtr(z)]),
+                                    y_rows, label)
+        model.train_log_loss, model.class_entropy = v["log_loss"], v["entropy"]
+        model.proba_spread = v["spread"]
+
+    def _frequency_advice(self):
+        """What to try after a fit no better than the class frequencies (this estimator's
+        parameters only)."""
+        return ["standardised inputs", "kernel=None (a start scaled to the data)",
+                "bias='fit'", "optimizer='validation'", "a larger n_active"]
 
     def _set_attributes(self):
         """The fitted attributes, one entry per task along the leading axis (one task for two

@@ -337,7 +337,7 @@ class StagewiseGPClassifier(_BinaryGPClassifierMixin, ClassifierMixin, SparseGPE
         # eq. 4 at other hyper-parameters: the model-unit rows, labels, the full theta and
         # the model-unit spec (theta_to_model)
         self._nlp_problem = (X, y_pm, theta.copy(), free, ard, spec)
-        self._warn_if_collapsed(X_user, y_pm)
+        self._check_against_frequencies(X_user, (y_pm > 0).astype(np.int64))
         return self
 
     @staticmethod

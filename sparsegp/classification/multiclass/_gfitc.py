@@ -611,7 +611,7 @@ class MultiClassGFITCClassifier(MultiClassGPClassifier):
                 f"{ep_max} (tolerance {ep_tol}); increase ep_max_sweeps or ep_tol",
                 ConvergenceWarning)
         self.ep_sweeps_ = np.array(sweeps, dtype=np.int64)
-        self._warn_if_no_better_than_frequencies(X, y_idx)
+        self._check_against_frequencies(X, y_idx)
         return self
 
     def _check_ep_schedule(self):

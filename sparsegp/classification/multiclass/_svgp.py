@@ -310,7 +310,7 @@ class MultiClassSVGPClassifier(MultiClassGPClassifier):
         else:
             self._fit_minibatch(X, y_idx, vec0, free, (C, M, D), max_iter, batch_size, lr,
                                 verbose, rng)
-        self._warn_if_no_better_than_frequencies(X, y_idx)
+        self._check_against_frequencies(X, y_idx)
         return self
 
     def _split(self, vec, shape):
