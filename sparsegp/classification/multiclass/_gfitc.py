@@ -466,10 +466,19 @@ class MultiClassGFITCClassifier(MultiClassGPClassifier):
         much as its fold-to-fold spread (0.66 against 0.60), which is why "auto" keeps small
         problems sequential. The value used is ``ep_tol_``.
     ep_max_sweeps : int, default=1000
-        Iterations (parallel) or sweeps (sequential) per EP run.
+        Iterations (parallel) or sweeps (sequential) per EP run. This is the inner loop's
+        budget: an evaluation of log Z_EP runs EP from the last sites for at most this many,
+        and from zero sites for at most as many again when that run does not converge, so a
+        fit costs at most (max_iter + scipy's extra line-search evaluations, about 1.1 per
+        iteration) x 2 ``ep_max_sweeps`` sweeps of O(C N M^2). Warm-started sequential EP
+        usually needs tens of sweeps at 1e-6 (200-300 rows with label noise and repeated
+        rows: 20-135 at the most, 1-18 s a fit on a shared 2-core machine); ``ep_sweeps_``
+        records them, and a smaller ``ep_max_sweeps`` or the parallel schedule bounds a fit
+        that would otherwise hit the cap at many evaluations.
     random_state : int, Generator or None
     verbose : bool or int, default=False
-        Print progress every ``verbose`` iterations (every 10 when True).
+        Print progress every ``verbose`` iterations (every 10 when True), with a progress
+        bar over the ``max_iter`` optimiser iterations (``tqdm``).
     callback : callable, optional
         ``callback(estimator, iteration)`` after every L-BFGS-B iteration; the fitted
         attributes then describe the current iterate, so the estimator can predict.
@@ -602,7 +611,8 @@ class MultiClassGFITCClassifier(MultiClassGPClassifier):
             # max_iter is a budget here (the paper's experiments), not a convergence cap
             res = maximize(evaluate, theta0, method=optimizer, bounds=hyp0.bounds()[free],
                            max_iter=max_iter, initial=first, callback=on_iteration,
-                           label="MultiClassGFITC", value_name="log Z_EP", warn_at_cap=False)
+                           progress=bool(verbose), label="MultiClassGFITC",
+                           value_name="log Z_EP", warn_at_cap=False)
             if res.state is not None:
                 self._store(res.state, y_idx)
         if not self._ep_converged:
