@@ -361,3 +361,20 @@ def test_validation_search_keeps_honest_probabilities_on_every_split(seed):
     clf = IVMClassifier(random_state=seed).fit(Xtr, ytr)       # raw features
     assert log_loss(yte, clf.predict_proba(Xte)) < 0.12
     assert clf.score(Xte, yte) > 0.95
+
+
+def test_digits_probabilities_are_as_honest_as_multiclass_ep():
+    # issue 49: standardised digits, IVM 0.965 accurate with log loss 1.41 against
+    # MultiClassEPClassifier's 0.151 (this split: 0.1507, measured; 32 s, so not refitted
+    # here). Coupled tasks, held-out NLP and the wider variance grid: 0.114-0.120
+    from sklearn.datasets import load_digits
+    from sklearn.metrics import log_loss
+    from sklearn.model_selection import train_test_split
+    from sklearn.preprocessing import StandardScaler
+    X, y = load_digits(return_X_y=True)
+    Xtr, Xte, ytr, yte = train_test_split(X, y, test_size=0.3, random_state=0)
+    scaler = StandardScaler().fit(Xtr)
+    clf = IVMClassifier(random_state=0).fit(scaler.transform(Xtr), ytr)
+    P = clf.predict_proba(scaler.transform(Xte))
+    assert log_loss(yte, P) < 0.1507 + 0.05
+    assert np.mean(clf.classes_[np.argmax(P, axis=1)] == yte) > 0.96

@@ -106,8 +106,14 @@ NOISE_RANGE = (1e-4, 1e4)
 #: predictive variance s2 + v_b - |L^-1 S k|^2 keeps ~8 digits there.
 LATENT_VARIANCE_MAX = 1e8
 
-#: Default grid of ``optimizer="validation"``: factors applied to the start (s2, l).
-VALIDATION_GRID = {"variance": (1.0, 4.0, 16.0), "lengthscale": (0.25, 0.5, 1.0, 2.0, 4.0)}
+#: Default grid of ``optimizer="validation"``: factors applied to the start (s2, l). Scored by
+#: held-out NLP, the variance ended on the old grid's top (x 16) on every digit task and on
+#: breast cancer: the larger s2, the nearer the noise-free probit and the sharper the
+#: probabilities. Up to x 256 the standardised-digits log loss went 0.274 -> 0.120 (EP:
+#: 0.151) and breast cancer's 0.098 -> 0.066; beyond (x 4096) only to 0.103 and 0.067, for
+#: ten more grid points.
+VALIDATION_GRID = {"variance": (1.0, 4.0, 16.0, 64.0, 256.0),
+                   "lengthscale": (0.25, 0.5, 1.0, 2.0, 4.0)}
 
 
 _SCORE_KIND = {"entropy": _scoring.SCORE_ENTROPY, "infogain": _scoring.SCORE_INFOGAIN}
@@ -856,7 +862,7 @@ class IVMClassifier(_BinaryGPClassifierMixin, ClassifierMixin, SparseGPEstimator
     validation_grid : None or dict, default=None
         Factors applied to the start for ``optimizer="validation"``: keys "variance" and
         "lengthscale", each a list of positive factors; None: ``VALIDATION_GRID``
-        (variance x 1, 4, 16; length-scale x 1/4, 1/2, 1, 2, 4). Values are clipped to a
+        (variance x 1, 4, 16, 64, 256; length-scale x 1/4, 1/2, 1, 2, 4). Values are clipped to a
         given kernel's bounds; its fixed parameters are not varied.
     random_state : None, int or numpy.random.Generator, default=None
         Seeds the random picks, the tie-breaking keys and the validation split.
