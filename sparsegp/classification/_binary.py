@@ -64,6 +64,7 @@ from .._validation import (
     check_option,
     check_positive,
     check_random_state,
+    plain,
 )
 from .._optimize import METHODS, kernel_log_bounds, unbounded
 from .._scaling import scaling_for
@@ -291,11 +292,11 @@ class _BinaryGPClassifierMixin(FrequencyCheckMixin):
         bias = self.bias
         if isinstance(bias, (bool, np.bool_)) or not np.isscalar(bias) \
                 or not np.isfinite(float(bias)):
-            raise ValueError(f"bias must be a finite real number; got {bias!r}")
+            raise ValueError(f"bias must be a finite real number; got {plain(bias)!r}")
         jitter = self.jitter
         if isinstance(jitter, (bool, np.bool_)) or not np.isscalar(jitter) \
                 or not np.isfinite(float(jitter)) or float(jitter) < 0:
-            raise ValueError(f"jitter must be a non-negative finite number; got {jitter!r}")
+            raise ValueError(f"jitter must be a non-negative finite number; got {plain(jitter)!r}")
         # optimizer=None holds every hyper-parameter fixed, as in scikit-learn's GPs
         optimizer = (None if self.optimizer is None
                      else check_option(self.optimizer, "optimizer", tuple(METHODS)))
@@ -306,7 +307,7 @@ class _BinaryGPClassifierMixin(FrequencyCheckMixin):
         damping = self.ep_damping
         if isinstance(damping, (bool, np.bool_)) or not np.isscalar(damping) \
                 or not (0.0 < float(damping) <= 1.0):
-            raise ValueError(f"ep_damping must be a number in (0, 1]; got {damping!r}")
+            raise ValueError(f"ep_damping must be a number in (0, 1]; got {plain(damping)!r}")
         rng = check_random_state(self.random_state)
         self.classes_ = classes
         hyper = HyperParams(spec.variance, spec.lengthscale.copy(), float(bias), bool(spec.ard),

@@ -777,7 +777,7 @@ def _split_bias_variance(kernel):
     vb = float(sum(float(c.constant_value) for c in constants))
     if not (np.isfinite(vb) and vb >= 0.0):
         raise ValueError(f"the ConstantKernel summands (the bias variance v_b) must sum to a "
-                         f"finite number >= 0; got {vb!r}")
+                         f"finite number >= 0; got {plain(vb)!r}")
     hypers = [c.hyperparameters[0] for c in constants]
     bounds = ("fixed" if any(h.fixed for h in hypers) else
               tuple(float(sum(np.ravel(h.bounds)[j] for h in hypers)) for j in (0, 1)))
@@ -970,15 +970,15 @@ class IVMClassifier(_BinaryGPClassifierMixin, ClassifierMixin, SparseGPEstimator
         bias = self.bias
         if isinstance(bias, str):
             if bias not in ("auto", "fit"):
-                raise ValueError(f"bias must be a finite number, 'auto' or 'fit'; got {bias!r}")
+                raise ValueError(f"bias must be a finite number, 'auto' or 'fit'; got {plain(bias)!r}")
         elif (isinstance(bias, (bool, np.bool_)) or not np.isscalar(bias)
               or not np.isfinite(float(bias))):
-            raise ValueError(f"bias must be a finite number, 'auto' or 'fit'; got {bias!r}")
+            raise ValueError(f"bias must be a finite number, 'auto' or 'fit'; got {plain(bias)!r}")
         optimizer = self._check_optimizer()
         fraction = self.validation_fraction
         if (isinstance(fraction, (bool, np.bool_)) or not np.isscalar(fraction)
                 or not 0.0 < float(fraction) < 1.0):
-            raise ValueError(f"validation_fraction must be in (0, 1); got {fraction!r}")
+            raise ValueError(f"validation_fraction must be in (0, 1); got {plain(fraction)!r}")
         grid = self._check_validation_grid()
         max_iter = check_int(self.max_iter, "max_iter", minimum=1)
         if not isinstance(self.verbose, (bool, np.bool_, int, np.integer)):
@@ -1058,7 +1058,7 @@ class IVMClassifier(_BinaryGPClassifierMixin, ClassifierMixin, SparseGPEstimator
         retain = out["retain"]
         if isinstance(retain, (bool, np.bool_)) or not np.isscalar(retain) \
                 or not 0.0 <= float(retain) <= 1.0:
-            raise ValueError(f"randomized['retain'] must be in [0, 1]; got {retain!r}")
+            raise ValueError(f"randomized['retain'] must be in [0, 1]; got {plain(retain)!r}")
         out["retain"] = float(retain)
         return out
 

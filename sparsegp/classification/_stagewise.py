@@ -36,6 +36,7 @@ from .._validation import (
     check_option,
     check_random_state,
     check_size,
+    plain,
 )
 from .._numba import adf as _adf
 from .._numba import scoring as _scoring
@@ -246,12 +247,12 @@ class StagewiseGPClassifier(_BinaryGPClassifierMixin, ClassifierMixin, SparseGPE
         bias = self.bias
         if isinstance(bias, (bool, np.bool_)) or not np.isscalar(bias) \
                 or not np.isfinite(float(bias)):
-            raise ValueError(f"bias must be a finite real number; got {bias!r}")
+            raise ValueError(f"bias must be a finite real number; got {plain(bias)!r}")
         max_iter = check_int(self.max_iter, "max_iter", minimum=1)
         tol = self.tol
         if isinstance(tol, (bool, np.bool_)) or not np.isscalar(tol) \
                 or not np.isfinite(float(tol)) or float(tol) < 0:
-            raise ValueError(f"tol must be a non-negative finite number; got {tol!r}")
+            raise ValueError(f"tol must be a non-negative finite number; got {plain(tol)!r}")
         optimizer = (None if self.optimizer is None
                      else check_option(self.optimizer, "optimizer", tuple(METHODS)))
         rng = check_random_state(self.random_state)

@@ -26,7 +26,7 @@ import scipy.linalg as sla
 
 from ..._numba import multiclass_gfitc as _nb
 from ..._optimize import Adam, ascend, maximize, unbounded
-from ..._validation import check_int, check_positive
+from ..._validation import check_int, check_positive, plain
 from ...metrics import _as_labels, class_indices
 from . import kernel as _k
 from ..._inducing_base import take_rows
@@ -277,7 +277,7 @@ class MultiClassSVGPClassifier(MultiClassGPClassifier):
         n_quad = check_int(self.n_quadrature, "n_quadrature", minimum=2)
         eps = float(check_positive(self.epsilon, "epsilon", allow_array=False))
         if eps >= 1.0:
-            raise ValueError(f"epsilon must be in (0, 1); got {self.epsilon!r}")
+            raise ValueError(f"epsilon must be in (0, 1); got {plain(self.epsilon)!r}")
         lr = float(check_positive(self.learning_rate, "learning_rate", allow_array=False))
         batch_size = None
         if self.batch_size is not None:
