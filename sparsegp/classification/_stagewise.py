@@ -192,6 +192,14 @@ class StagewiseGPClassifier(_BinaryGPClassifierMixin, ClassifierMixin, SparseGPE
 
     Notes
     -----
+    Eq. 4 fits the hyper-parameters, the bias among them, to the non-active points alone;
+    over one class it is minimised by a bias that predicts that class everywhere. So every
+    selection rule leaves at least half of each class's share of the n - d_max non-active
+    points out of the active set (:func:`class_reserve`; zero when d_max = n - 1), and
+    ``d_max="auto"`` keeps half the rows non-active. Adaptive sampling, which prefers badly
+    predicted points, otherwise took a whole class into the active set on most data sets of
+    under 80 rows, and the fit ended at a constant predictor (issue 49).
+
     Algorithm 1 is greedy: each inclusion takes the best-scoring candidate, and near-tied
     candidates can differ only in the last bits of their scores. On data whose labels carry
     little signal (random labels, points repeated with opposite labels) such ties are common,
