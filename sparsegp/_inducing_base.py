@@ -13,7 +13,7 @@ import numpy as np
 
 from ._base import SparseGPEstimator
 from ._validation import (check_array, check_option, check_size, check_positive,
-                          check_random_state)
+                          check_random_state, plain)
 from .inducing import init_inducing, kmeans
 
 
@@ -36,9 +36,9 @@ class InducingPointEstimator(SparseGPEstimator):
         jitter = self.jitter
         if (isinstance(jitter, (bool, np.bool_)) or not np.isscalar(jitter)
                 or not math.isfinite(float(jitter)) or float(jitter) < 0):
-            raise ValueError(f"jitter must be a non-negative finite number; got {jitter!r}")
+            raise ValueError(f"jitter must be a non-negative finite number; got {plain(jitter)!r}")
         if positive and float(jitter) == 0.0:
-            raise ValueError(f"jitter must be positive (K_uu needs it); got {jitter!r}")
+            raise ValueError(f"jitter must be positive (K_uu needs it); got {plain(jitter)!r}")
         return float(jitter)
 
     def _check_random_state(self):
@@ -132,9 +132,9 @@ def _positive_array(value, name):
     try:
         arr = np.asarray(value, dtype=np.float64)
     except (TypeError, ValueError):
-        raise ValueError(f"{name} must be positive numbers; got {value!r}") from None
+        raise ValueError(f"{name} must be positive numbers; got {plain(value)!r}") from None
     if arr.size == 0 or not np.all(np.isfinite(arr)) or np.any(arr <= 0):
-        raise ValueError(f"{name} must be positive and finite; got {value!r}")
+        raise ValueError(f"{name} must be positive and finite; got {plain(value)!r}")
     return arr
 
 

@@ -61,14 +61,14 @@ def check_positive(value, name, allow_array=True):
     if arr.ndim > 1 or (arr.ndim == 1 and not allow_array):
         raise ValueError(f"{name} must be a positive scalar; got shape {arr.shape}")
     if arr.size == 0 or not np.all(np.isfinite(arr)) or np.any(arr <= 0):
-        raise ValueError(f"{name} must be positive and finite; got {value!r}")
+        raise ValueError(f"{name} must be positive and finite; got {plain(value)!r}")
     return arr.copy() if arr.ndim else float(arr)
 
 
 def check_int(value, name, minimum=None, maximum=None):
     """An integer within ``[minimum, maximum]``."""
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise ValueError(f"{name} must be an integer; got {value!r}")
+        raise ValueError(f"{name} must be an integer; got {plain(value)!r}")
     value = int(value)
     if minimum is not None and value < minimum:
         raise ValueError(f"{name} must be >= {minimum}; got {value}")
@@ -104,7 +104,7 @@ def check_size(value, name, auto, largest, why):
     """
     if isinstance(value, str):
         if value != "auto":
-            raise ValueError(f"{name} must be a positive integer or 'auto'; got {value!r}")
+            raise ValueError(f"{name} must be a positive integer or 'auto'; got {plain(value)!r}")
         return max(1, min(int(auto), int(largest)))
     value = check_int(value, name, minimum=1)
     if value > largest:
@@ -115,7 +115,7 @@ def check_size(value, name, auto, largest, why):
 def check_option(value, name, options):
     """``value`` must be one of ``options``."""
     if value not in options:
-        raise ValueError(f"{name} must be one of {list(options)}; got {value!r}")
+        raise ValueError(f"{name} must be one of {list(options)}; got {plain(value)!r}")
     return value
 
 
@@ -128,3 +128,10 @@ def check_random_state(random_state):
     if isinstance(random_state, np.random.RandomState):
         return np.random.default_rng(random_state.randint(0, 2**31 - 1))
     raise ValueError(f"random_state must be None, an int or a numpy Generator; got {random_state!r}")
+
+
+def plain(value):
+    """``value`` as a plain Python object for a message: a NumPy scalar becomes its Python
+    equivalent, so that ``f"{plain(c)!r}"`` reads ``1`` and not ``np.int64(1)`` (NumPy 2's
+    repr); anything else is returned as is."""
+    return value.item() if isinstance(value, np.generic) else value

@@ -24,6 +24,7 @@ from abc import ABC, abstractmethod
 import numpy as np
 
 from ._numba import covfuncs as _cf
+from ._validation import plain
 
 __all__ = ["Kernel", "SquaredExponential", "Matern", "ConstantKernel", "Sum", "as_kernel",
            "kernel_matrix", "grad_contract", "stationary_spec", "kernel_spec", "UNBOUNDED"]
@@ -334,7 +335,7 @@ class Matern(_Stationary):
         try:
             return _MATERN_CODES[float(self.nu)]
         except (KeyError, TypeError, ValueError):
-            raise ValueError(f"Matern nu must be 0.5, 1.5 or 2.5; got {self.nu!r}") from None
+            raise ValueError(f"Matern nu must be 0.5, 1.5 or 2.5; got {plain(self.nu)!r}") from None
 
 
 class ConstantKernel(Kernel):

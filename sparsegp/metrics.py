@@ -8,6 +8,8 @@ contain every class.
 """
 import numpy as np
 
+from ._validation import plain
+
 __all__ = ["error_rate", "mean_nlp", "brier_score", "rejection_curve", "class_indices",
            "PROBA_FLOOR", "ROW_SUM_TOL"]
 
@@ -171,7 +173,7 @@ def rejection_curve(proba, y_true, classes=None, n_points=None):
     if n_points is not None:
         if isinstance(n_points, bool) or not isinstance(n_points, (int, np.integer)) \
                 or n_points < 2:
-            raise ValueError(f"n_points must be an integer >= 2 or None; got {n_points!r}")
+            raise ValueError(f"n_points must be an integer >= 2 or None; got {plain(n_points)!r}")
         k = np.unique(np.round(np.linspace(0, n - 1, int(n_points))).astype(np.int64))
     return k / n, remaining[k] / (n - k)
 

@@ -1,4 +1,6 @@
 """EPClassifier (dense EP) against the textbook reference, finite differences and the API rules."""
+import warnings
+
 import numpy as np
 import pytest
 
@@ -355,11 +357,19 @@ def test_sweep_rank_one_updates_match_recomputation(damping):
         np.testing.assert_allclose(mu, m_ref, rtol=1e-9, atol=1e-11)
 
 
-@pytest.mark.parametrize("kw", [dict(lengthscale=1e-3), dict(lengthscale=1e3),
-                                dict(variance=1e4), dict(variance=1e-6), dict(bias=8.0)])
-def test_extreme_hyperparameters_stay_finite(kw):
+@pytest.mark.parametrize("kw, flat", [(dict(lengthscale=1e-3), False),
+                                      (dict(lengthscale=1e3), True),
+                                      (dict(variance=1e4), False), (dict(variance=1e-6), False),
+                                      (dict(bias=8.0), True)])
+def test_extreme_hyperparameters_stay_finite(kw, flat):
     X, y = _data(25, seed=17)
-    est = _fixed(ep_tol=1e-6, **kw).fit(X, y)      # the default ep_tol
+    # l = 1e3 makes f constant on the data, and b = 8 predicts one class everywhere: those
+    # fits are no better than the class frequencies, and say so
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        est = _fixed(ep_tol=1e-6, **kw).fit(X, y)      # the default ep_tol
+    assert len(seen) == int(flat)
+    assert all("no better than the class frequencies" in str(w.message) for w in seen)
     assert np.isfinite(est.log_evidence_)
     assert all(np.all(np.isfinite(v)) for v in est.log_evidence_gradient_.values())
     P = est.predict_proba(X)

@@ -477,3 +477,15 @@ def test_predict_latent_matches_dense_fitc_predictive():
         np.testing.assert_allclose(mean[:, c], Qsf @ (nu - t * mu), rtol=1e-7, atol=1e-9)
         np.testing.assert_allclose(v[:, c], var[c] + noise[c] - np.einsum(
             "ij,jk,ik->i", Qsf, A, Qsf), rtol=1e-7, atol=1e-9)
+
+
+def test_verbose_shows_a_progress_bar_over_the_iterations(capsys):
+    from sparsegp.datasets import make_gp_classes
+    X, y = make_gp_classes(60, n_classes=3, random_state=0)
+    MultiClassGFITCClassifier(n_inducing=4, max_iter=3, verbose=True, random_state=0).fit(X, y)
+    out, err = capsys.readouterr()
+    assert "[MultiClassGFITC] start 0" in out and "[MultiClassGFITC] start 0 done" in out
+    # tqdm's bar (on stderr) counts the optimiser iterations against max_iter
+    assert "3/3" in err and "iter" in err
+    MultiClassGFITCClassifier(n_inducing=4, max_iter=3, random_state=0).fit(X, y)
+    assert capsys.readouterr() == ("", "")

@@ -1,4 +1,6 @@
 """One name for the objective every estimator maximised (issue 22, item 5)."""
+import warnings
+
 import numpy as np
 import pytest
 
@@ -42,7 +44,13 @@ def test_log_marginal_likelihood_value_is_a_float(name, n_classes):
         if name in ("GFITCClassifier", "EPClassifier", "StagewiseGPClassifier"):
             pytest.skip("binary only")
         X, y = make_gp_classes(60, n_classes=n_classes, random_state=0)
-    est.fit(X, y)
+    # the small budgets can leave a fit (or one IVM task of ten active points) no better
+    # than the class frequencies, which it says; that is not what this test checks
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        est.fit(X, y)
+    assert all("no better than the class frequencies" in str(w.message)
+               or "stopped at max_iter=" in str(w.message) for w in seen)
     value = est.log_marginal_likelihood_value_
     assert isinstance(value, float) and np.isfinite(value)
     if name in SAME_AS:

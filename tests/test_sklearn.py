@@ -20,7 +20,7 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 import sparsegp
 from sparsegp.datasets import make_gp_classes, make_regression_1d, make_xor
 
-from conftest import AT_THE_CAP, ON_NOISE_TARGETS
+from conftest import AT_THE_CAP, ON_NOISE_LABELS, ON_NOISE_TARGETS
 
 # Small settings that fit the checks' data (as few as 10 rows) in well under a second.
 CHECK_CONFIGS = {
@@ -77,6 +77,7 @@ def _expected_failures(estimator):
                          expected_failed_checks=_expected_failures)
 @AT_THE_CAP
 @ON_NOISE_TARGETS
+@ON_NOISE_LABELS
 def test_sklearn_estimator_checks(estimator, check):
     check(estimator)
 

@@ -1,4 +1,6 @@
 """StagewiseGPClassifier (seed 004): eq. 4 and its gradient, inclusions, site optimisation, API."""
+import warnings
+
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -7,8 +9,11 @@ from hypothesis import strategies as st
 from sparsegp import StagewiseGPClassifier
 from sparsegp._numba import adf
 from sparsegp.classification._binary import pack_theta
-from sparsegp.classification._stagewise import _inner_loop, active_sqdist, nlp_eq4
+from sparsegp.classification._stagewise import (
+    _inner_loop, active_sqdist, class_reserve, nlp_eq4,
+)
 from sparsegp.datasets import make_xor
+from sparsegp.exceptions import ConvergenceWarning
 from sparsegp.kernels import SquaredExponential
 
 from reference.dense_stagewise import (
@@ -225,6 +230,73 @@ def test_bad_data_raise_value_error():
         est.fit(X, np.arange(30) % 3)
     with pytest.raises(ValueError, match="NaN"):
         est.fit(np.where(np.eye(30, 2) > 0, np.nan, X), y)
-    est.set_params(optimizer=None).fit(X, y)
+    # five basis vectors at the start's hyper-parameters (random_state=None): on these 30
+    # rows some draws end no better than the class frequencies, and say so
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        est.set_params(optimizer=None).fit(X, y)
+    assert all(issubclass(w.category, ConvergenceWarning)
+               and "no better than the class frequencies" in str(w.message) for w in seen)
     with pytest.raises(ValueError, match="features"):
         est.predict(X[:, :1])
+
+
+def _breast_cancer_40():
+    """The issue 49 reproducer: the first 20 rows of each class of standardised breast cancer."""
+    from sklearn.datasets import load_breast_cancer
+    from sklearn.preprocessing import StandardScaler
+    X, y = load_breast_cancer(return_X_y=True)
+    X = StandardScaler().fit_transform(X)
+    idx = np.r_[np.flatnonzero(y == 0)[:20], np.flatnonzero(y == 1)[:20]]
+    return X[idx], y[idx]
+
+
+def test_small_data_finds_the_signal():
+    # d_max = "auto" was n - 1 = 39: eq. 4 over the one non-active point was minimised by the
+    # bias alone, and the fit predicted the positive class everywhere (accuracy 0.5)
+    X, y = _breast_cancer_40()
+    est = StagewiseGPClassifier(random_state=0).fit(X, y)
+    assert est.active_set_.size == 20
+    assert est.score(X, y) >= 0.9
+    proba = est.predict_proba(X)[:, 1]
+    assert proba.min() < 0.1 and proba.max() > 0.9
+
+
+@pytest.mark.parametrize("n, expected", [(3, 1), (41, 20), (170, 80)])
+def test_auto_d_max_leaves_half_the_rows_to_eq4(n, expected):
+    X = np.random.default_rng(4).normal(size=(n, 2))
+    y = np.where(np.arange(n) % 2 == 0, 1.0, -1.0)
+    est = StagewiseGPClassifier(optimizer=None, random_state=0).fit(X, y)
+    assert est.active_set_.size == expected
+
+
+def test_class_reserve_keeps_half_of_each_class_share():
+    y = np.r_[-np.ones(12), np.ones(28)]
+    np.testing.assert_array_equal(class_reserve(y, 20), [3, 7])
+    np.testing.assert_array_equal(class_reserve(y, 39), [0, 0])
+    rng = np.random.default_rng(5)
+    for _ in range(50):
+        n = int(rng.integers(2, 300))
+        y = np.where(rng.random(n) < rng.random(), 1.0, -1.0)
+        d_max = int(rng.integers(1, n)) if n > 1 else 1
+        # the reserves fit in half the non-active set, so a candidate always remains
+        assert 2 * class_reserve(y, d_max).sum() <= n - d_max
+
+
+@pytest.mark.parametrize("selection", ["adaptive", "random", "validation", "entropy",
+                                       "infogain"])
+def test_inner_loop_leaves_each_class_its_reserve(selection):
+    # a minority class of 12 whose points all sit where the majority's prior mean (bias 1.5)
+    # predicts them badly: adaptive sampling takes them first
+    rng = np.random.default_rng(6)
+    X = rng.normal(size=(60, 2))
+    y = np.where(np.arange(60) < 12, -1.0, 1.0)
+    d_max = 40
+    state = adf.new_state(60, d_max, 1.0)
+    active, _, _, _ = _inner_loop(X, y, state, d_max, selection, 2, "moment", 1.0,
+                                  np.full(2, 1.0), 1.5, rng)
+    left = np.ones(60, dtype=bool)
+    left[active] = False
+    reserve = class_reserve(y, d_max)
+    assert np.sum(left & (y < 0)) >= reserve[0] >= 1
+    assert np.sum(left & (y > 0)) >= reserve[1]

@@ -64,20 +64,14 @@ from .._validation import (
     check_positive,
     check_random_state,
     check_tol,
+    plain,
 )
 from .._optimize import METHODS, kernel_log_bounds, unbounded
 from .._scaling import scaling_for
 from ..exceptions import ConvergenceWarning, warn
 from ..kernels import StationarySpec, kernel_spec
-
-#: s.d. of the training probabilities below which a fit counts as flat (the collapse of
-#: seed 000 Table 1's IVM cells left them constant to 1e-15; the binary estimators' flat
-#: start on MNIST, to 0)
-FLAT_PROBA = 1e-3
-#: The end-of-fit comparisons with the class frequencies (binary and multi-class) judge sets
-#: of at least this many rows, on this many evenly spaced ones (:func:`judged_rows`)
-JUDGED_ROWS = 100
-JUDGED_SAMPLE = 300
+# the end-of-fit check's names, imported from here by older callers
+from ._frequencies import FLAT_PROBA, JUDGED_SAMPLE, FrequencyCheckMixin, judged_rows  # noqa: F401
 
 __all__ = [
     "HyperParams",
@@ -253,15 +247,6 @@ def search_box(spec, n_features, n_extra=0):
     return bounds, restart_mask
 
 
-def judged_rows(n_samples):
-    """Indices of the training rows an end-of-fit check judges: up to ``JUDGED_SAMPLE``
-    evenly spaced ones, shape (k,); None below ``JUDGED_ROWS`` rows."""
-    if n_samples < JUDGED_ROWS:
-        return None
-    return np.unique(np.linspace(0, n_samples - 1, min(n_samples, JUDGED_SAMPLE))
-                     .astype(np.int64))
-
-
 def optimizer_advice(optimizer):
     """What the max_iter ``ConvergenceWarning`` suggests besides more iterations: the
     optimiser the fit did not use (``optimizer`` a key of :data:`sparsegp._optimize.METHODS`),
@@ -286,7 +271,7 @@ def probit_proba(mean, var, bias):
     return special.ndtr((np.asarray(mean) + bias) / np.sqrt(1.0 + np.asarray(var)))
 
 
-class _BinaryGPClassifierMixin:
+class _BinaryGPClassifierMixin(FrequencyCheckMixin):
     """Label handling, shared validation, hyper-parameter attributes and predictions.
 
     See the module docstring for the contract; subclasses implement ``_predict_latent``.
@@ -308,11 +293,11 @@ class _BinaryGPClassifierMixin:
         bias = self.bias
         if isinstance(bias, (bool, np.bool_)) or not np.isscalar(bias) \
                 or not np.isfinite(float(bias)):
-            raise ValueError(f"bias must be a finite real number; got {bias!r}")
+            raise ValueError(f"bias must be a finite real number; got {plain(bias)!r}")
         jitter = self.jitter
         if isinstance(jitter, (bool, np.bool_)) or not np.isscalar(jitter) \
                 or not np.isfinite(float(jitter)) or float(jitter) < 0:
-            raise ValueError(f"jitter must be a non-negative finite number; got {jitter!r}")
+            raise ValueError(f"jitter must be a non-negative finite number; got {plain(jitter)!r}")
         # optimizer=None holds every hyper-parameter fixed, as in scikit-learn's GPs
         optimizer = (None if self.optimizer is None
                      else check_option(self.optimizer, "optimizer", tuple(METHODS)))
@@ -324,7 +309,7 @@ class _BinaryGPClassifierMixin:
         damping = self.ep_damping
         if isinstance(damping, (bool, np.bool_)) or not np.isscalar(damping) \
                 or not (0.0 < float(damping) <= 1.0):
-            raise ValueError(f"ep_damping must be a number in (0, 1]; got {damping!r}")
+            raise ValueError(f"ep_damping must be a number in (0, 1]; got {plain(damping)!r}")
         rng = check_random_state(self.random_state)
         self.classes_ = classes
         hyper = HyperParams(spec.variance, spec.lengthscale.copy(), float(bias), bool(spec.ard),
@@ -417,40 +402,22 @@ class _BinaryGPClassifierMixin:
         out.update(extra)
         return out
 
-    def _warn_if_collapsed(self, X, y_pm):
-        """ConvergenceWarning when the fit is a constant predictor no better than the class
-        frequencies: on up to ``JUDGED_SAMPLE`` evenly spaced training rows its accuracy is at
-        most the majority rate *and* its probabilities are flat (s.d. below ``FLAT_PROBA``).
-
-        Both, so that a fit to labels X does not explain (it follows noise, it is not flat)
-        and a deliberately smooth fit that still ranks the rows stay silent. Sets smaller than
-        ``JUDGED_ROWS`` rows, where the majority rate is itself noise, are not judged.
-
-        Parameters
-        ----------
-        X : ndarray of shape (n_samples, n_features)
-            The validated training inputs in the user's units.
-        y_pm : ndarray of shape (n_samples,)
-            Their labels in {-1, +1}.
-        """
-        idx = judged_rows(X.shape[0])
-        if idx is None:
-            return
-        mean, var = self._predict_latent(X[idx])
+    def _judged_proba(self, X, rows):
+        """Probabilities (len(rows), 2) of the training rows ``rows`` of the validated X (user
+        units), for the end-of-fit check (:mod:`sparsegp.classification._frequencies`)."""
+        mean, var = self._predict_latent(X[rows])
         d = (mean + self.bias_) / np.sqrt(1.0 + np.maximum(var, 0.0))
-        accuracy = float(np.mean(np.where(d > 0, 1.0, -1.0) == y_pm[idx]))
-        majority = max(float(np.mean(y_pm[idx] > 0)), float(np.mean(y_pm[idx] < 0)))
-        spread = float(np.std(special.ndtr(d)))
-        if accuracy <= majority and spread < FLAT_PROBA:
-            warn(
-                f"{type(self).__name__}: training ended at a constant predictor no better "
-                f"than the class frequencies (training accuracy {accuracy:.3f} against "
-                f"{majority:.3f}; probabilities flat, s.d. {spread:.1e}). Try kernel=None "
-                f"(a start scaled to the data) or a longer starting length-scale, "
-                # only what this estimator takes (the stagewise one has no restarts)
-                + ("n_restarts > 0, " if "n_restarts" in self.get_params() else "")
-                + "or more iterations (max_iter)",
-                ConvergenceWarning)
+        return np.column_stack([special.ndtr(-d), special.ndtr(d)])
+
+    def _frequency_advice(self):
+        """What to try after a fit no better than the class frequencies, naming only this
+        estimator's parameters."""
+        advice = ["kernel=None (a start scaled to the data) or a longer starting "
+                  "length-scale"]
+        # the stagewise and IVM fits have no restarts
+        if "n_restarts" in self.get_params():
+            advice.append("n_restarts > 0")
+        return advice + ["more iterations (max_iter)"]
 
     def _warn_ep_not_converged(self, n_sweeps, max_change):
         warn(

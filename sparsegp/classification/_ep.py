@@ -392,7 +392,7 @@ class EPClassifier(_BinaryGPClassifierMixin, ClassifierMixin, SparseGPEstimator)
         if self.verbose:
             print(f"[EPClassifier] final EP: {fit.n_sweeps} sweeps, log evidence "
                   f"{fit.log_evidence:.6f}")
-        self._warn_if_collapsed(X_user, y)
+        self._check_against_frequencies(X_user, (y > 0).astype(np.int64))
         return self
 
     def _store(self, fit, X, y, variance, lengthscale, bias, spec, n_iter):

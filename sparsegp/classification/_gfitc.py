@@ -833,7 +833,7 @@ class GFITCClassifier(_BinaryGPClassifierMixin, ClassifierMixin, InducingPointEs
         self._Lu = prior.Lu
         self._R = res.post.R
         self._c = res.post.R @ (prior.Vt.T @ res.post.btil)
-        self._warn_if_collapsed(X_user, y_pm)
+        self._check_against_frequencies(X_user, (y_pm > 0).astype(np.int64))
         return self
 
     # ---------------------------------------------------------------- predict

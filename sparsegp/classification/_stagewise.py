@@ -36,6 +36,7 @@ from .._validation import (
     check_option,
     check_random_state,
     check_size,
+    plain,
 )
 from .._numba import adf as _adf
 from .._numba import scoring as _scoring
@@ -55,8 +56,13 @@ from ._binary import (
 
 __all__ = ["StagewiseGPClassifier"]
 
-#: the number of basis vectors ``d_max="auto"`` asks for, capped at one less than the rows
+#: the number of basis vectors ``d_max="auto"`` asks for, capped at half the rows (the paper
+#: asks for d_max << n "to avoid any overfitting", §3: eq. 4 learns the hyper-parameters on the
+#: non-active set only)
 AUTO_D_MAX = 80
+#: Of each class, the inner loop leaves at least this fraction of its share of the non-active
+#: set, (n - d_max) n_c / n, out of the active set (:func:`class_reserve`)
+RESERVE_FRACTION = 0.5
 SELECTIONS = ("adaptive", "random", "validation", "entropy", "infogain")
 SITE_UPDATES = ("moment", "optimize")
 #: Working-set size used by the validation rule when ``kappa`` is None (notes §3.5).
@@ -90,8 +96,11 @@ class StagewiseGPClassifier(_BinaryGPClassifierMixin, ClassifierMixin, SparseGPE
     ----------
     d_max : int or "auto", default="auto"
         Number of basis vectors (active-set size), smaller than the number of training
-        points (the NLP of eq. 4 needs a non-active point). ``"auto"``: 80, or one less than
-        the number of training points when that is smaller.
+        points (the NLP of eq. 4 needs a non-active point). ``"auto"``: 80, or half the
+        number of training points (rounded down) when that is smaller: eq. 4 learns the
+        hyper-parameters on the non-active points alone, and with one or a few of them left
+        (d_max = n - 1 was the rule before) it is minimised by the bias alone, giving a
+        constant predictor.
     selection : {"adaptive", "random", "validation", "entropy", "infogain"}, default="adaptive"
         Basis-vector selection rule (see the module docstring).
     kappa : int or None, default=None
@@ -183,6 +192,14 @@ class StagewiseGPClassifier(_BinaryGPClassifierMixin, ClassifierMixin, SparseGPE
 
     Notes
     -----
+    Eq. 4 fits the hyper-parameters, the bias among them, to the non-active points alone;
+    over one class it is minimised by a bias that predicts that class everywhere. So every
+    selection rule leaves at least half of each class's share of the n - d_max non-active
+    points out of the active set (:func:`class_reserve`; zero when d_max = n - 1), and
+    ``d_max="auto"`` keeps half the rows non-active. Adaptive sampling, which prefers badly
+    predicted points, otherwise took a whole class into the active set on most data sets of
+    under 80 rows, and the fit ended at a constant predictor (issue 49).
+
     Algorithm 1 is greedy: each inclusion takes the best-scoring candidate, and near-tied
     candidates can differ only in the last bits of their scores. On data whose labels carry
     little signal (random labels, points repeated with opposite labels) such ties are common,
@@ -225,7 +242,7 @@ class StagewiseGPClassifier(_BinaryGPClassifierMixin, ClassifierMixin, SparseGPE
         classes, y_pm = check_binary_labels(y)
         n, D = X.shape
         # eq. 4 averages over the non-active points: at least one must remain
-        d_max = check_size(self.d_max, "d_max", AUTO_D_MAX, n - 1,
+        d_max = check_size(self.d_max, "d_max", min(AUTO_D_MAX, n // 2), n - 1,
                            "the number of training points less one")
         selection = check_option(self.selection, "selection", SELECTIONS)
         if self.kappa is None:
@@ -238,12 +255,12 @@ class StagewiseGPClassifier(_BinaryGPClassifierMixin, ClassifierMixin, SparseGPE
         bias = self.bias
         if isinstance(bias, (bool, np.bool_)) or not np.isscalar(bias) \
                 or not np.isfinite(float(bias)):
-            raise ValueError(f"bias must be a finite real number; got {bias!r}")
+            raise ValueError(f"bias must be a finite real number; got {plain(bias)!r}")
         max_iter = check_int(self.max_iter, "max_iter", minimum=1)
         tol = self.tol
         if isinstance(tol, (bool, np.bool_)) or not np.isscalar(tol) \
                 or not np.isfinite(float(tol)) or float(tol) < 0:
-            raise ValueError(f"tol must be a non-negative finite number; got {tol!r}")
+            raise ValueError(f"tol must be a non-negative finite number; got {plain(tol)!r}")
         optimizer = (None if self.optimizer is None
                      else check_option(self.optimizer, "optimizer", tuple(METHODS)))
         rng = check_random_state(self.random_state)
@@ -329,7 +346,7 @@ class StagewiseGPClassifier(_BinaryGPClassifierMixin, ClassifierMixin, SparseGPE
         # eq. 4 at other hyper-parameters: the model-unit rows, labels, the full theta and
         # the model-unit spec (theta_to_model)
         self._nlp_problem = (X, y_pm, theta.copy(), free, ard, spec)
-        self._warn_if_collapsed(X_user, y_pm)
+        self._check_against_frequencies(X_user, (y_pm > 0).astype(np.int64))
         return self
 
     @staticmethod
@@ -439,13 +456,18 @@ def _inner_loop(X, y, state, d_max, selection, kappa, site_update, s2, ls, b, rn
     ones = np.ones(n)
     trace = np.empty(d_max)
     kind = _scoring.SCORE_ENTROPY if selection == "entropy" else _scoring.SCORE_INFOGAIN
+    reserve = class_reserve(y, d_max)
+    # non-active points of each class ({-1, +1} at positions 0, 1), and the candidates a rule
+    # may choose: the non-active points of the classes above their reserve
+    left = np.array([np.sum(y < 0), np.sum(y > 0)])
+    blocked = np.zeros(n, dtype=bool)
     for t in range(d_max):
         n_free = n - t
         # eq. 4 after including a candidate averages over the n_free - 1 others
         norm = float(max(n_free - 1, 1)) if validation else float(n)
         if use_set:
             E = rng.standard_exponential(n)
-            _sw.sampling_keys(state.diag_A, state.h, y, b, state.is_active, E,
+            _sw.sampling_keys(state.diag_A, state.h, y, b, blocked, E,
                               selection == "adaptive", keys)
             found = _sw.smallest_keys(keys, min(kappa, n_free), J)
             Jc = J[:found]
@@ -468,7 +490,7 @@ def _inner_loop(X, y, state, d_max, selection, kappa, site_update, s2, ls, b, rn
             col = kt[c]
         else:
             _scoring.compute_scores(kind, y, state.h, state.diag_A, b, cols, scores)
-            c = _scoring.select_best(scores, cols, state.is_active, rng.random(n))
+            c = _scoring.select_best(scores, cols, blocked, rng.random(n))
             j = int(cols[c])
             col = kt[0]
             _adf.cov_column_blas(Xs, sq_norms, s2, 0.0, state, j, col, family)
@@ -481,12 +503,46 @@ def _inner_loop(X, y, state, d_max, selection, kappa, site_update, s2, ls, b, rn
             raise RuntimeError(f"ADF core refused to include point {j} (p={p_j}, m={m_j})")
         if validation:
             weights[j] = 0.0
+        blocked[j] = True
+        side = int(y[j] > 0)
+        left[side] -= 1
+        if left[side] <= reserve[side]:
+            blocked[y == y[j]] = True
         if use_set and not validation and site_update == "moment":
             trace[t] = losses[c]     # the look-ahead already is NLP_a after this inclusion
         else:
             trace[t] = _sw.weighted_nlp(y, state.h, state.diag_A, b, ones) / n
     k = int(state.k[0])
     return (state.active[:k].copy(), state.sqrt_p[:k] ** 2, state.site_mean[:k].copy(), trace)
+
+
+def class_reserve(y, d_max):
+    """How many points of each class the inner loop keeps out of the active set.
+
+    Eq. 4 fits the hyper-parameters (the bias among them) to the non-active points alone.
+    Adaptive sampling (eq. 11) prefers badly predicted points, often those of one class, and
+    can take every point of that class into the active set; eq. 4 over one class is then
+    minimised by a bias that predicts that class everywhere, and the outer loop keeps that
+    model, its NLP near 0, as the best: a constant predictor (issue 49). Keeping
+    ``RESERVE_FRACTION`` of each class's share of the n - d_max non-active points keeps
+    both classes in eq. 4; the shares sum to at most half the non-active set, so the
+    selection always has a candidate.
+
+    Parameters
+    ----------
+    y : ndarray of shape (n,)
+        Labels in {-1, +1}.
+    d_max : int
+        Active-set size.
+
+    Returns
+    -------
+    reserve : ndarray of shape (2,), int
+        For the labels -1 and +1, in that order.
+    """
+    n = y.shape[0]
+    counts = np.array([np.sum(y < 0), np.sum(y > 0)])
+    return np.floor(RESERVE_FRACTION * counts * (n - d_max) / n).astype(np.int64)
 
 
 def _optimise_site(state, y, b, weights, norm, col, j, skip):

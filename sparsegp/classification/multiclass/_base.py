@@ -14,15 +14,12 @@ from ..._scaling import InputScaling
 from ..._validation import check_int, check_option
 from ...exceptions import ConvergenceWarning, warn
 from .kernel import pack_params
-from .._binary import judged_rows
+from .._frequencies import FrequencyCheckMixin
 from .rows import check_multiclass_labels, check_row_sliceable, is_lazy_store
 
 #: A start whose median 0.5 |x - z|^2 / l^2 exceeds this (k/s2 < 1e-9) has vanishing kernel
 #: values and gradients; see MultiClassGPClassifier._rescue_degenerate_lengthscale
 DEGENERATE_EXPONENT = 20.0
-#: The end-of-fit comparison with the class frequencies needs this many iterations (and
-#: ``sparsegp.classification._binary.JUDGED_ROWS`` rows)
-_JUDGED_ITERATIONS = 10
 #: Below this many inducing points a class, a fit no better than the class frequencies is
 #: first told to use more (seed 002 Fig. 3: M = 1 and 2 draw no boundary on 3 classes)
 _FEW_INDUCING = 8
@@ -113,7 +110,7 @@ def fill_shared_docs(cls):
     return cls
 
 
-class MultiClassGPClassifier(ClassifierMixin, InducingPointEstimator):
+class MultiClassGPClassifier(FrequencyCheckMixin, ClassifierMixin, InducingPointEstimator):
     """Base of the three multi-class classifiers: validation, initial state, predictions.
 
     Subclasses define ``predict_latent(X) -> (mean, var)`` and ``predict_proba(X)``, both of
@@ -415,28 +412,11 @@ class MultiClassGPClassifier(ClassifierMixin, InducingPointEstimator):
             ConvergenceWarning)
         return rescued
 
-    def _warn_if_no_better_than_frequencies(self, X, y_index):
-        """ConvergenceWarning when the fit classifies the training labels no better than
-        always predicting the most frequent class (judged on up to 300 evenly spaced rows:
-        enough to tell a fit from the majority vote; the quadrature costs 0.3 ms a row).
-
-        Accuracy rather than NLL: a fit that classifies well but is over-confident on a few
-        points (VI's robust-max after few iterations) is not a failed fit. Runs shorter than
-        ``_JUDGED_ITERATIONS`` iterations (warm-ups, deliberate partial fits) and sets smaller
-        than ``_binary.JUDGED_ROWS`` rows (where the majority baseline is itself noise) are not judged.
-        """
-        idx = judged_rows(X.shape[0])
-        if idx is None or getattr(self, "n_iter_", 0) < _JUDGED_ITERATIONS:
-            return
-        # fit's own float64 copy of X: no second validation (nor feature-name warnings)
-        P = self._proba(*self._latent(take_rows(X, idx)))
-        accuracy = float(np.mean(np.argmax(P, axis=1) == y_index[idx]))
-        majority = float(np.max(np.bincount(y_index[idx], minlength=P.shape[1]))) / idx.size
-        if accuracy <= majority:
-            warn(
-                f"training ended no better than always predicting the most frequent class "
-                f"(training accuracy {accuracy:.3f} against {majority:.3f}); try "
-                f"{', '.join(self._frequency_advice())}", ConvergenceWarning)
+    def _judged_proba(self, X, rows):
+        """Probabilities (len(rows), n_classes) of the training rows ``rows`` for the
+        end-of-fit check (:mod:`sparsegp.classification._frequencies`); ``X`` is fit's own
+        float64 copy (or row store), so there is no second validation."""
+        return self._proba(*self._latent(take_rows(X, rows)))
 
     def _frequency_advice(self):
         """What to try after a fit no better than the class frequencies, most likely first,

@@ -203,7 +203,7 @@ class MultiClassEPClassifier(MultiClassGPClassifier):
         rows = _eng.LocalRows(X, y_idx, self._nik)
         hyp, n_factors, mask, rng = self._start(X, y_idx, classes)
         self._train(rows, hyp, n_factors, max_iter, batch_size, damping, lr, mask, rng)
-        self._warn_if_no_better_than_frequencies(X, y_idx)
+        self._check_against_frequencies(X, y_idx)
         return self
 
     def _fit_dask(self, X, y):

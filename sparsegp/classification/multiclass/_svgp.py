@@ -26,7 +26,7 @@ import scipy.linalg as sla
 
 from ..._numba import multiclass_gfitc as _nb
 from ..._optimize import Adam, ascend, maximize, stopping_gain, unbounded
-from ..._validation import check_int, check_positive, check_tol
+from ..._validation import check_int, check_positive, check_tol, plain
 from ...metrics import _as_labels, class_indices
 from . import kernel as _k
 from ..._inducing_base import take_rows
@@ -284,7 +284,7 @@ class MultiClassSVGPClassifier(MultiClassGPClassifier):
         n_quad = check_int(self.n_quadrature, "n_quadrature", minimum=2)
         eps = float(check_positive(self.epsilon, "epsilon", allow_array=False))
         if eps >= 1.0:
-            raise ValueError(f"epsilon must be in (0, 1); got {self.epsilon!r}")
+            raise ValueError(f"epsilon must be in (0, 1); got {plain(self.epsilon)!r}")
         lr = float(check_positive(self.learning_rate, "learning_rate", allow_array=False))
         batch_size = None
         if self.batch_size is not None:
@@ -317,7 +317,7 @@ class MultiClassSVGPClassifier(MultiClassGPClassifier):
         else:
             self._fit_minibatch(X, y_idx, vec0, free, (C, M, D), max_iter, batch_size, lr,
                                 verbose, rng)
-        self._warn_if_no_better_than_frequencies(X, y_idx)
+        self._check_against_frequencies(X, y_idx)
         return self
 
     def _split(self, vec, shape):

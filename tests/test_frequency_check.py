@@ -1,0 +1,148 @@
+"""The end-of-fit comparison with the class frequencies, one for every classifier (issue 49):
+it fires on every fit no better than them, tiny and small sets included, and only then."""
+import warnings
+
+import numpy as np
+import pytest
+from sklearn.base import is_classifier
+from sklearn.metrics import log_loss
+
+import sparsegp
+from sparsegp.classification._frequencies import (
+    JUDGED_SAMPLE, FrequencyCheckMixin, compare_with_frequencies, judged_rows,
+)
+from sparsegp.exceptions import ConvergenceWarning
+
+CLASSIFIERS = sorted(name for name in sparsegp.__all__
+                     if name[0].isupper() and is_classifier(getattr(sparsegp, name)()))
+MESSAGE = "no better than the class frequencies"
+
+
+def test_every_public_classifier_has_the_check():
+    # a classifier added later without the check fails here
+    assert len(CLASSIFIERS) == 7
+    for name in CLASSIFIERS:
+        assert issubclass(getattr(sparsegp, name), FrequencyCheckMixin), name
+
+
+def test_judged_rows_cover_small_sets_and_sample_large_ones():
+    np.testing.assert_array_equal(judged_rows(2), [0, 1])
+    np.testing.assert_array_equal(judged_rows(JUDGED_SAMPLE), np.arange(JUDGED_SAMPLE))
+    rows = judged_rows(10_000)
+    assert rows.size == JUDGED_SAMPLE and rows[0] == 0 and rows[-1] == 9_999
+
+
+def test_any_constant_predictor_is_no_better_and_a_fit_with_signal_is():
+    rng = np.random.default_rng(0)
+    y = rng.integers(0, 3, size=40)
+    for q in ([1 / 3] * 3, [0.8, 0.1, 0.1], np.bincount(y, minlength=3) / 40):
+        # Gibbs' inequality: no constant beats the frequencies' entropy, whatever its value
+        assert compare_with_frequencies(np.tile(q, (40, 1)), y)["no_better"]
+    informative = np.full((40, 3), 0.1)
+    informative[np.arange(40), y] = 0.8
+    v = compare_with_frequencies(informative, y)
+    assert not v["no_better"] and v["accuracy"] == 1.0
+    # better accuracy but worse log loss (over-confident where wrong): still a fit
+    confident = np.eye(3)[y[:10]]
+    confident[0] = np.roll(confident[0], 1)
+    v = compare_with_frequencies(confident * (1 - 3e-15) + 1e-15, y[:10])
+    assert v["log_loss"] > v["entropy"] and not v["no_better"]
+
+
+def test_a_fit_flat_but_for_a_few_rows_is_no_better():
+    # a kernel vanishing between the rows: the frequency everywhere but at one inducing input,
+    # whose good prediction takes the log loss just below the entropy
+    y = np.r_[np.ones(19, dtype=int), np.zeros(11, dtype=int)]
+    p = np.full(30, 19 / 30)
+    p[0] = 0.99
+    P = np.column_stack([1 - p, p])
+    v = compare_with_frequencies(P, y)
+    assert v["log_loss"] < v["entropy"] and v["spread"] == 0.0 and v["no_better"]
+    # the same log loss from probabilities that vary on every row is a fit
+    p = 19 / 30 + np.linspace(-0.05, 0.05, 30) * np.where(y == 1, 1, -1)
+    v = compare_with_frequencies(np.column_stack([1 - p, p]), y)
+    assert v["log_loss"] < v["entropy"] and v["spread"] > 1e-3 and not v["no_better"]
+
+
+def _verdict(est, X, y):
+    """The check computed here from the public predictions, independently of the library."""
+    P = est.predict_proba(X)
+    majority = np.max(np.unique(y, return_counts=True)[1]) / len(y)
+    freq = np.unique(y, return_counts=True)[1] / len(y)
+    entropy = -np.sum(freq * np.log(freq))
+    accuracy = np.mean(est.predict(X) == y)
+    loss = log_loss(y, np.clip(P, 1e-15, 1.0), labels=est.classes_)
+    flat = np.max(np.median(np.abs(P - np.median(P, axis=0)), axis=0)) < 1e-3
+    return accuracy <= majority and (loss >= entropy - 1e-9 or flat)
+
+
+def _fit_recording(est, X, y):
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        est.fit(X, y)
+    return [str(w.message) for w in seen if issubclass(w.category, ConvergenceWarning)]
+
+
+@pytest.mark.parametrize("name", CLASSIFIERS)
+@pytest.mark.parametrize("n", [2, 3, 4, 5])
+def test_tiny_sets_warn_exactly_when_no_better(name, n):
+    # 2-5 rows: GFITC, EP and multi-class VI fitted these at below-majority accuracy, silently
+    rng = np.random.default_rng(n)
+    X = rng.normal(size=(n, 3))
+    y = np.r_[0, 1, rng.integers(0, 2, size=n - 2)]
+    est = getattr(sparsegp, name)(random_state=0)
+    if name == "IVMClassifier" and n == 2:
+        # its default model selection holds out a validation part: two rows cannot give one
+        with pytest.raises(ValueError, match="validation_fraction"):
+            est.fit(X, y)
+        return
+    messages = _fit_recording(est, X, y)
+    warned = any(MESSAGE in m for m in messages)
+    assert warned == _verdict(est, X, y), messages
+
+
+def _small_problem(seed):
+    """Problem ``seed`` of ``benchmarks/small_n_signal.py``: 8-60 rows, 1-20 features, labels
+    from at most 3 of them with 5 % flipped, features scaled by 1e-3 to 1e3."""
+    from sklearn.datasets import make_classification
+    rng = np.random.default_rng(seed)
+    n, d = int(rng.integers(8, 61)), int(rng.integers(1, 21))
+    X, y = make_classification(n + 500, d, n_informative=max(1, min(d, 3)), n_redundant=0,
+                               n_repeated=0, n_clusters_per_class=1, flip_y=0.05,
+                               random_state=seed)
+    return (X * 10.0 ** rng.uniform(-3, 3, d))[:n], y[:n]
+
+
+@pytest.mark.filterwarnings("ignore:.*stopped at max_iter=:sparsegp.exceptions.ConvergenceWarning")
+@pytest.mark.parametrize("name", CLASSIFIERS)
+@pytest.mark.parametrize("seed", [9, 47])
+def test_small_problems_warn_exactly_when_no_better(name, seed):
+    X, y = _small_problem(seed)
+    est = getattr(sparsegp, name)(random_state=seed)
+    messages = _fit_recording(est, X, y)
+    assert any(MESSAGE in m for m in messages) == _verdict(est, X, y), messages
+
+
+def test_a_flat_gfitc_fit_on_a_small_problem_warns():
+    # 30 rows, 18 features: GFITC's length-scale ends where the kernel vanishes between the
+    # rows, one class everywhere (accuracy 0.633, the majority rate), and said nothing
+    X, y = _small_problem(9)
+    assert X.shape == (30, 18)
+    est = sparsegp.GFITCClassifier(random_state=9)
+    messages = _fit_recording(est, X, y)
+    assert np.unique(est.predict(X)).size == 1
+    assert any(MESSAGE in m and "a constant predictor" in m for m in messages), messages
+
+
+def test_the_message_gives_the_numbers_and_the_estimators_own_advice():
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((60, 2))
+    y = np.where(rng.random(60) < 0.7, 1, -1)
+    tiny = sparsegp.kernels.SquaredExponential(1e-8, 1.0)
+    with pytest.warns(ConvergenceWarning, match=MESSAGE) as rec:
+        sparsegp.GFITCClassifier(n_inducing=5, kernel=tiny, optimizer=None,
+                                 random_state=0).fit(X, y)
+    message = next(str(w.message) for w in rec if MESSAGE in str(w.message))
+    assert message.startswith("GFITCClassifier: ")
+    assert "on 60 training rows" in message and "a constant predictor" in message
+    assert message.endswith("n_restarts > 0, or more iterations (max_iter)")
