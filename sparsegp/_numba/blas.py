@@ -127,7 +127,7 @@ def syrk_rows_upper(A, lo, hi, C):
 
     The same product through Fortran's lower-triangle kernel, which OpenBLAS (0.3.30,
     Haswell kernels) runs about 20% faster than the upper one at M = 50, N = 16 000 in blocks
-    of 1 024 rows. Symmetrise with :func:`sum_upper_parts`.
+    of 1 024 rows. Symmetrise with :func:`symmetrize_upper`.
     """
     _syrk(A, lo, hi, C, _L)
 
@@ -174,11 +174,25 @@ def sum_lower_parts(C):
 
 
 @jit
-def sum_upper_parts(C):
-    """The symmetric sum over the first axis of per-thread upper-triangle Grams C (T, M, M)."""
-    total = C.sum(axis=0).T.copy()        # upper becomes lower
-    symmetrize_lower(total)
-    return total
+def symmetrize_upper(C):
+    """Copy the upper triangle of the square C into its lower triangle, in place."""
+    symmetrize_lower(C.T)                 # C's upper triangle is the lower one of Cᵀ
+
+
+@jit
+def add_parts(parts, total):
+    """``total += parts.sum(axis=0)`` for C-contiguous ``parts`` (T, ...) and ``total`` (...).
+
+    The parts are added one after another, as ``sum(axis=0)`` does, so into a zero ``total``
+    the result is that sum bit for bit; written as a loop because Numba's axis sum compiles
+    an axis check with its formatted error message.
+    """
+    size = total.size
+    flat = total.reshape(size)
+    rows = parts.reshape((parts.shape[0], size))
+    for p in range(rows.shape[0]):
+        for i in range(size):
+            flat[i] += rows[p, i]
 
 
 @jit
