@@ -352,26 +352,12 @@ def refresh_rows(Vt, d0, tau, nu, t, omega, btil, d, nn, Ws, b):
             b[m] += bt * v
 
 
-@jit
-def parallel_apply(Vt, d0, tau, nu, tau_target, nu_target, delta, t, omega, btil, d, nn, Ws,
-                   b):
-    """Damped site update, then the O(N M) part of the refresh that follows it.
-
-    ``(tau, nu)`` move a fraction ``delta`` of the way to the targets
-    (:func:`sparsegp._numba.ep.damp_site`); the refresh arrays are then written by
-    :func:`refresh_rows`. All arrays are written in place.
-    """
-    for n in range(Vt.shape[0]):
-        tau[n], nu[n] = damp_site(tau[n], nu[n], tau_target[n], nu_target[n], delta)
-    refresh_rows(Vt, d0, tau, nu, t, omega, btil, d, nn, Ws, b)
-
-
 # -- the O(N M²) row passes ----------------------------------------------------------------
 # Each pass is one serial kernel over a row range lo..hi-1, walked in blocks of ``block`` rows
 # (``*_rows``), and a ``parallel=True`` wrapper that splits the rows into ``n_parts`` ranges,
 # one per thread, and adds up the ranges' results (``*_split``). Outputs that sum over rows
 # are added into arrays the caller zeroes; Grams fill the upper triangle only (the faster
-# syrk), mirrored by :func:`sparsegp._numba.blas.symmetrize_upper`. With one thread the caller
+# syrk), mirrored by the caller (``_gfitc._mirror_upper``). With one thread the caller
 # runs the serial kernel over all rows (``sparsegp.classification._gfitc._row_pass``): the
 # same blocks and sums, bit for bit, without compiling the parallel wrapper, which is most of
 # a small fit's first-run compile time.
@@ -437,14 +423,16 @@ def parallel_targets_split(Vt, RT, t, d, nn, gamma, y, tau, nu, bias, tau_target
 @jit
 def parallel_apply_rows(Vt, d0, tau, nu, tau_target, nu_target, delta, t, omega, btil, d, nn,
                         G, b, lo, hi, block):
-    """:func:`parallel_apply` of rows lo..hi-1, ``block`` rows at a time, Ws never stored.
+    """Damped site update of rows lo..hi-1, then the O(N M) part of the refresh that follows
+    it, ``block`` rows at a time, Ws never stored.
 
-    Each block's ``Ws = diag(ω)^½ Vt`` goes to scratch and its Gram is added to the upper
-    triangle of ``G`` (M, M) (syrk: the faster kernel,
-    :func:`sparsegp._numba.blas.syrk_rows_upper`); its ``Vtᵀ b̃`` is added to ``b`` (M,).
-    Over all rows, from zeros, the mirrored G is S − I = Wsᵀ Ws. The site and refresh arrays
-    are written in place as by :func:`parallel_apply`. With ``delta`` < 0 the sites are left
-    as they are (no step): a plain refresh.
+    ``(tau, nu)`` move a fraction ``delta`` of the way to the targets
+    (:func:`sparsegp._numba.ep.damp_site`); with ``delta`` < 0 they are left as they are (no
+    step: a plain refresh). The refresh arrays are then written by :func:`refresh_rows`, each
+    block's ``Ws = diag(ω)^½ Vt`` to scratch, and its Gram is added to the upper triangle of
+    ``G`` (M, M) (syrk: the faster kernel, :func:`sparsegp._numba.blas.syrk_rows_upper`) and
+    its ``Vtᵀ b̃`` to ``b`` (M,). Over all rows, from zeros, the mirrored G is S − I = Wsᵀ Ws.
+    All arrays are written in place.
     """
     M = Vt.shape[1]
     Wb = np.empty((_scratch_rows(lo, hi, block), M))
@@ -452,15 +440,11 @@ def parallel_apply_rows(Vt, d0, tau, nu, tau_target, nu_target, delta, t, omega,
     for b_lo in range(lo, hi, block):
         b_hi = min(b_lo + block, hi)
         nb = b_hi - b_lo
-        if delta < 0.0:
-            refresh_rows(Vt[b_lo:b_hi], d0[b_lo:b_hi], tau[b_lo:b_hi], nu[b_lo:b_hi],
-                         t[b_lo:b_hi], omega[b_lo:b_hi], btil[b_lo:b_hi], d[b_lo:b_hi],
-                         nn[b_lo:b_hi], Wb[:nb], bb)
-        else:
-            parallel_apply(Vt[b_lo:b_hi], d0[b_lo:b_hi], tau[b_lo:b_hi], nu[b_lo:b_hi],
-                           tau_target[b_lo:b_hi], nu_target[b_lo:b_hi], delta, t[b_lo:b_hi],
-                           omega[b_lo:b_hi], btil[b_lo:b_hi], d[b_lo:b_hi], nn[b_lo:b_hi],
-                           Wb[:nb], bb)
+        if delta >= 0.0:
+            for n in range(b_lo, b_hi):
+                tau[n], nu[n] = damp_site(tau[n], nu[n], tau_target[n], nu_target[n], delta)
+        refresh_rows(Vt[b_lo:b_hi], d0[b_lo:b_hi], tau[b_lo:b_hi], nu[b_lo:b_hi], t[b_lo:b_hi],
+                     omega[b_lo:b_hi], btil[b_lo:b_hi], d[b_lo:b_hi], nn[b_lo:b_hi], Wb[:nb], bb)
         for m in range(M):
             b[m] += bb[m]
         syrk_rows_upper(Wb, 0, nb, G)

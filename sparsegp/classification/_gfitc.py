@@ -32,7 +32,6 @@ from .._optimize import maximize, stopping_gain
 from .._threads import single_threaded_blas
 from .._validation import check_option
 from ..exceptions import ConvergenceWarning
-from .._numba.blas import symmetrize_upper
 from .._numba.covfuncs import SE
 from ..kernels import grad_contract, kernel_matrix
 from ._binary import (
@@ -183,13 +182,20 @@ def _finish_refresh(post, G, b):
     """
     S = G
     M = S.shape[0]
-    symmetrize_upper(S)
+    _mirror_upper(S)
     S.flat[::M + 1] += 1.0
     post.R, post.logdet_S = _upper_factor_of_inverse(S)
     post.S = S
     post.gamma = post.R.T @ (post.R @ b)
     post.b = b
     post.c2 = post.vg = None
+
+
+def _mirror_upper(C):
+    """Copy the upper triangle of the square C (M, M) into its lower one, in place (numpy:
+    an M x M copy is not worth a compile on a first run)."""
+    lower = np.tril_indices(C.shape[0], -1)
+    C[lower] = C.T[lower]
 
 
 def _marginal_parts(post):
@@ -522,7 +528,7 @@ def log_evidence_gradient(prior, tau, nu, post):
         wk = _row_pass(_ep.evidence_gradient_rows, _ep.evidence_gradient_split, N, prior.Vt,
                        np.ascontiguousarray(post.R.T), prior.Linv, alpha, omega, g, wg, a,
                        prior.Kfu, Gd, prior.X, prior.Z, prior.lengthscale, gl1, gz1, gram)
-    symmetrize_upper(gram)
+    _mirror_upper(gram)
     # a a^T - I + S^{-1} - 2 V diag(g) V^T
     inner = np.outer(a, a) + post.R.T @ post.R - gram + post.S
     inner.flat[::inner.shape[0] + 1] -= 2.0
