@@ -168,7 +168,7 @@ def symmetrize_lower(C):
 @jit
 def sum_lower_parts(C):
     """The symmetric sum over the first axis of per-thread lower-triangle Grams C (T, M, M)."""
-    total = C.sum(axis=0)
+    total = sum_parts(C)
     symmetrize_lower(total)
     return total
 
@@ -187,6 +187,25 @@ def add_parts(parts, total):
     for p in range(rows.shape[0]):
         for i in range(size):
             flat[i] += rows[p, i]
+
+
+@jit
+def sum_parts(parts):
+    """``parts.sum(axis=0)`` of C-contiguous ``parts`` (T, ...), bit for bit, as a new array
+    (:func:`add_parts` into zeros)."""
+    total = np.zeros(parts.shape[1:])
+    add_parts(parts, total)
+    return total
+
+
+@jit
+def copy_rows(src, dst, lo, hi, at):
+    """``dst[at:at + hi - lo] = src[lo:hi]`` for (., M) arrays, as a loop: a slice assignment
+    would make Numba compile its shape-mismatch error message (string formatting, seconds of
+    a first run's compile) for a shape that cannot mismatch here."""
+    for i in range(hi - lo):
+        for m in range(src.shape[1]):
+            dst[at + i, m] = src[lo + i, m]
 
 
 @jit

@@ -24,7 +24,7 @@ import numba
 import numpy as np
 
 from ._jit import jit
-from .blas import add_parts, syrk_rows_upper, thread_ranges, trmm_rows
+from .blas import add_parts, copy_rows, syrk_rows_upper, thread_ranges, trmm_rows
 from .covfuncs import stationary_grad
 from .ep import TAU_MIN, cavity, damp_site, marginal_step, site_residual, site_target
 from .probit import probit_tilted, probit_tilted_moments
@@ -361,26 +361,16 @@ def refresh_rows(Vt, d0, tau, nu, t, omega, btil, d, nn, Ws, b):
 # runs the serial kernel over all rows (``sparsegp.classification._gfitc._row_pass``): the
 # same blocks and sums, bit for bit, without compiling the parallel wrapper, which is most of
 # a small fit's first-run compile time.
-# Constant flags and offsets go to the shared kernels (trmm_rows, stationary_grad, _copy_rows)
+# Constant flags and offsets go to the shared kernels (trmm_rows, stationary_grad, copy_rows)
 # as np.bool_(...) and np.int64(...): a bare True or 0 is a literal type to Numba, and each
 # literal value compiles a specialisation of its own (a quarter to half a second each, cold).
-
-
-@jit
-def _copy_rows(src, dst, lo, hi, at):
-    """``dst[at:at + hi - lo] = src[lo:hi]`` for (., M) arrays, as a loop: a slice assignment
-    would make Numba compile its shape-mismatch error message (string formatting, seconds of
-    a first run's compile) for a shape that cannot mismatch here."""
-    for i in range(hi - lo):
-        for m in range(src.shape[1]):
-            dst[at + i, m] = src[lo + i, m]
 
 
 @jit
 def _vt_rt_block(Cb, Vt, RT, lo, hi):
     """``Cb[:hi - lo] = Vt[lo:hi] Rᵀ`` in a thread's scratch (trmm); returns that view."""
     nb = hi - lo
-    _copy_rows(Vt, Cb, lo, hi, np.int64(0))
+    copy_rows(Vt, Cb, lo, hi, np.int64(0))
     trmm_rows(Cb, RT, np.int64(0), nb, np.bool_(False))
     return Cb[:nb]
 
@@ -501,7 +491,7 @@ def whiten_rows(K, Linv, variance, Vt, d0, lo, hi, block):
     M = K.shape[1]
     for b_lo in range(lo, hi, block):
         b_hi = min(b_lo + block, hi)
-        _copy_rows(K, Vt, b_lo, b_hi, b_lo)
+        copy_rows(K, Vt, b_lo, b_hi, b_lo)
         trmm_rows(Vt, Linv, b_lo, b_hi, np.bool_(True))
         for n in range(b_lo, b_hi):
             s = 0.0
