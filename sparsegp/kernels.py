@@ -21,6 +21,7 @@ are what the estimators' engines call with plain arrays.
 import numbers
 from abc import ABC, abstractmethod
 
+import numba
 import numpy as np
 
 from ._numba import covfuncs as _cf
@@ -522,15 +523,25 @@ def _as2d(X):
 # ----------------------------------------------------------------------------------------------
 # function forms for the engines (plain arrays in, no objects)
 
-def kernel_matrix(X, Z, family, variance, lengthscale, out=None):
-    """k(X, Z) as a C-contiguous (N, M) array for a stationary family code.
+def kernel_matrix(X, Z, family, variance, lengthscale, out=None, deriv=False):
+    """k(X, Z) as a C-contiguous (N, M) array for a stationary family code, or with ``deriv``
+    its derivative factor s2 G(r²) (:mod:`sparsegp._numba.covfuncs`).
 
-    X (N, D) and Z (M, D) C-contiguous float64; lengthscale (D,).
+    X (N, D) and Z (M, D) C-contiguous float64; lengthscale (D,). Filled by the parallel
+    :func:`~sparsegp._numba.covfuncs.stationary_cross`, or, when it would run on one thread
+    anyway (one Numba thread, as in every fit under ``PARALLEL_MIN_ROWS`` rows, or a single
+    block of rows), by the serial pass its threads call, over all rows: the same values, and
+    a small fit never compiles the parallel version.
     """
     if out is None:
         out = np.empty((X.shape[0], Z.shape[0]))
-    _cf.stationary_cross(X, Z, int(family), float(variance),
-                         np.ascontiguousarray(lengthscale, dtype=np.float64), False, out)
+    args = (int(family), float(variance), np.ascontiguousarray(lengthscale, dtype=np.float64),
+            bool(deriv), out)
+    N = X.shape[0]
+    if N <= _cf.CROSS_BLOCK_ROWS or numba.get_num_threads() == 1:
+        _cf.stationary_cross_rows(X, np.ascontiguousarray(Z.T), *args, 0, N)
+    else:
+        _cf.stationary_cross(X, Z, *args)
     return out
 
 
@@ -572,7 +583,7 @@ def grad_contract(X, Z, K, W, family, variance, lengthscale, symmetric=False, wr
         G = np.ascontiguousarray(K, dtype=np.float64)
     else:
         G = np.empty_like(W)
-        _cf.stationary_cross(X, Z, int(family), float(variance), ls, True, G)
+        kernel_matrix(X, Z, family, variance, ls, out=G, deriv=True)
     grad_ls = np.zeros(X.shape[1])
     grad_Z = np.zeros_like(Z)
     grad_X = np.zeros_like(X) if wrt_X else np.zeros((1, 1))

@@ -54,6 +54,18 @@ def readonly(*arrays):
 
 
 @pytest.fixture
+def one_numba_thread():
+    """Numba at one thread for the test, as every fit under ``PARALLEL_MIN_ROWS`` rows runs
+    (a count the user set is left alone by the thread policy), then back."""
+    import numba
+
+    before = numba.get_num_threads()
+    numba.set_num_threads(1)
+    yield
+    numba.set_num_threads(before)
+
+
+@pytest.fixture
 def openblas_at_two_threads():
     """Every loaded BLAS set to two threads for the test, then back to what it was.
 

@@ -120,6 +120,25 @@ def test_refresh_equals_dense_posterior_also_with_negative_site_precisions(n_neg
     assert _relerr(h, Sigma @ nu) <= 1e-9
 
 
+def test_a_one_thread_fit_calls_no_parallel_wrapper(monkeypatch, one_numba_thread):
+    """With one Numba thread each row pass runs its serial kernel over all rows, so a small
+    fit never compiles a parallel wrapper (issue 45: the first run's compile time)."""
+    from sparsegp._numba import covfuncs
+
+    def refuse(*args):
+        raise AssertionError("a parallel wrapper was called")
+
+    for name in ("whiten_split", "parallel_apply_split", "parallel_targets_split",
+                 "marginal_parts_split", "evidence_gradient_split"):
+        monkeypatch.setattr(E, name, refuse)
+    monkeypatch.setattr(covfuncs, "stationary_cross", refuse)
+    X, y = _xor(80, seed=2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        clf = GFITCClassifier(n_inducing=5, max_iter=3, tol=None, random_state=0).fit(X, y)
+    assert clf.predict_proba(X).shape == (80, 2)
+
+
 @pytest.mark.parametrize("n_parts, row_block", [(1, 1024), (4, 7)])
 @pytest.mark.parametrize("delta, prev_change", [(1.0, np.inf), (0.6, 0.0)])
 def test_fused_parallel_step_equals_targets_damping_and_refresh(delta, prev_change, n_parts,

@@ -65,11 +65,13 @@ def test_compiled_cross_fills_every_row_block(name, nu, n):
 @pytest.mark.parametrize("name,nu", FAMILIES)
 @pytest.mark.parametrize("deriv", [False, True])
 @pytest.mark.parametrize("D", [1, 2, 37])
-def test_compiled_cross_equals_the_per_pair_sum_bit_for_bit(name, nu, deriv, D):
+def test_compiled_cross_equals_the_per_pair_sum_bit_for_bit(name, nu, deriv, D,
+                                                           one_numba_thread):
     # the cross pass runs its inner loop over Z's rows so that it vectorises; each entry must
     # still be the same ordered sum of ((x_d - z_d) / l_d)^2 as the per-pair helper, so that
     # committed grid cells refit to the same numbers
     from sparsegp._numba import covfuncs
+    from sparsegp.kernels import kernel_matrix
     rng = np.random.default_rng(D)
     X, Z = rng.normal(size=(70, D)), rng.normal(size=(41, D))
     ls = rng.uniform(0.3, 3.0, size=D)
@@ -79,6 +81,8 @@ def test_compiled_cross_equals_the_per_pair_sum_bit_for_bit(name, nu, deriv, D):
                                                family, 1.7, deriv) for j in range(41)]
                     for i in range(70)])
     assert np.array_equal(out, ref)
+    # on one thread kernel_matrix runs the serial rows pass itself: the same bits
+    assert np.array_equal(kernel_matrix(X, Z, family, 1.7, ls, deriv=deriv), out)
 
 @pytest.mark.parametrize("name,nu", FAMILIES)
 def test_covariance_from_formed_distances(name, nu):

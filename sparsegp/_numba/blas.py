@@ -127,7 +127,7 @@ def syrk_rows_upper(A, lo, hi, C):
 
     The same product through Fortran's lower-triangle kernel, which OpenBLAS (0.3.30,
     Haswell kernels) runs about 20% faster than the upper one at M = 50, N = 16 000 in blocks
-    of 1 024 rows. Symmetrise with :func:`sum_upper_parts`.
+    of 1 024 rows. The caller mirrors the upper triangle into the lower.
     """
     _syrk(A, lo, hi, C, _L)
 
@@ -168,17 +168,44 @@ def symmetrize_lower(C):
 @jit
 def sum_lower_parts(C):
     """The symmetric sum over the first axis of per-thread lower-triangle Grams C (T, M, M)."""
-    total = C.sum(axis=0)
+    total = sum_parts(C)
     symmetrize_lower(total)
     return total
 
 
 @jit
-def sum_upper_parts(C):
-    """The symmetric sum over the first axis of per-thread upper-triangle Grams C (T, M, M)."""
-    total = C.sum(axis=0).T.copy()        # upper becomes lower
-    symmetrize_lower(total)
+def add_parts(parts, total):
+    """``total += parts.sum(axis=0)`` for C-contiguous ``parts`` (T, ...) and ``total`` (...).
+
+    The parts are added one after another, as ``sum(axis=0)`` does, so into a zero ``total``
+    the result is that sum bit for bit; written as a loop because Numba's axis sum compiles
+    an axis check with its formatted error message.
+    """
+    size = total.size
+    flat = total.reshape(size)
+    rows = parts.reshape((parts.shape[0], size))
+    for p in range(rows.shape[0]):
+        for i in range(size):
+            flat[i] += rows[p, i]
+
+
+@jit
+def sum_parts(parts):
+    """``parts.sum(axis=0)`` of C-contiguous ``parts`` (T, ...), bit for bit, as a new array
+    (:func:`add_parts` into zeros)."""
+    total = np.zeros(parts.shape[1:])
+    add_parts(parts, total)
     return total
+
+
+@jit
+def copy_rows(src, dst, lo, hi, at):
+    """``dst[at:at + hi - lo] = src[lo:hi]`` for (., M) arrays, as a loop: a slice assignment
+    would make Numba compile its shape-mismatch error message (string formatting, seconds of
+    a first run's compile) for a shape that cannot mismatch here."""
+    for i in range(hi - lo):
+        for m in range(src.shape[1]):
+            dst[at + i, m] = src[lo + i, m]
 
 
 @jit

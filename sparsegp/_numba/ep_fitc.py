@@ -24,7 +24,7 @@ import numba
 import numpy as np
 
 from ._jit import jit
-from .blas import sum_upper_parts, syrk_rows_upper, thread_ranges, trmm_rows
+from .blas import add_parts, copy_rows, syrk_rows_upper, thread_ranges, trmm_rows
 from .covfuncs import stationary_grad
 from .ep import TAU_MIN, cavity, damp_site, marginal_step, site_residual, site_target
 from .probit import probit_tilted, probit_tilted_moments
@@ -38,11 +38,11 @@ SWEEP_DOWNDATE_FAILED = 1
 #: squared: the result would be singular to working precision.
 DOWNDATE_MARGIN = 1e-12
 
-@jit
-def _scratch_rows(edges, p, block):
-    """Rows of a thread's scratch block: ``block``, or fewer when its range is shorter (a large
-    scratch costs a fresh mapping and its page faults on every call)."""
-    return max(1, min(block, edges[p + 1] - edges[p]))
+@jit(inline="always")
+def _scratch_rows(lo, hi, block):
+    """Rows of a scratch block for rows lo..hi-1: ``block``, or fewer when the range is shorter
+    (a large scratch costs a fresh mapping and its page faults on every call)."""
+    return max(1, min(block, hi - lo))
 
 
 @jit
@@ -269,7 +269,7 @@ def ep_site_targets(y, tau, nu, diag_a, h, bias, tau_new, nu_new, log_z, dlog_z,
         cav_nu[n] = mu_c / var_c
 
 
-@jit
+@jit(inline="always")
 def marginal_parts(C, Vt, gamma, c2, vg):
     """Row pieces of the marginals of an implicit refresh: c2_n = ‖C[n]‖², vg_n = Vt[n]·γ.
 
@@ -288,7 +288,7 @@ def marginal_parts(C, Vt, gamma, c2, vg):
         vg[n] = v
 
 
-@jit
+@jit(inline="always")
 def parallel_targets(C, Vt, t, d, nn, gamma, y, tau, nu, bias, tau_target, nu_target):
     """Marginals, cavities and undamped site targets of one parallel EP iteration, fused.
 
@@ -323,7 +323,7 @@ def parallel_targets(C, Vt, t, d, nn, gamma, y, tau, nu, bias, tau_target, nu_ta
     return change
 
 
-@jit
+@jit(inline="always")
 def refresh_rows(Vt, d0, tau, nu, t, omega, btil, d, nn, Ws, b):
     """The O(N M) part of a refresh from the site vectors (notes §1.4, whitened), in place.
 
@@ -352,135 +352,174 @@ def refresh_rows(Vt, d0, tau, nu, t, omega, btil, d, nn, Ws, b):
             b[m] += bt * v
 
 
-@jit
-def parallel_apply(Vt, d0, tau, nu, tau_target, nu_target, delta, t, omega, btil, d, nn, Ws,
-                   b):
-    """Damped site update, then the O(N M) part of the refresh that follows it.
+# -- the O(N M²) row passes ----------------------------------------------------------------
+# Each pass is one serial kernel over a row range lo..hi-1, walked in blocks of ``block`` rows
+# (``*_rows``), and a ``parallel=True`` wrapper that splits the rows into ``n_parts`` ranges,
+# one per thread, and adds up the ranges' results (``*_split``). Outputs that sum over rows
+# are added into arrays the caller zeroes; Grams fill the upper triangle only (the faster
+# syrk), mirrored by the caller (``_gfitc._mirror_upper``). With one thread the caller
+# runs the serial kernel over all rows (``sparsegp.classification._gfitc._row_pass``): the
+# same blocks and sums, bit for bit, without compiling the parallel wrapper, which is most of
+# a small fit's first-run compile time.
+# Constant flags and offsets go to the shared kernels (trmm_rows, stationary_grad, copy_rows)
+# as np.bool_(...) and np.int64(...): a bare True or 0 is a literal type to Numba, and each
+# literal value compiles a specialisation of its own (a quarter to half a second each, cold).
+# The helpers the passes call per block (_scratch_rows, _vt_rt_block, parallel_targets,
+# marginal_parts, refresh_rows) are jitted with inline="always": Numba then types them inside
+# each pass instead of compiling each as a module that every caller links in and optimises
+# again (the cold demo compiled 5.3 s instead of 6.0; same code, same bits).
 
-    ``(tau, nu)`` move a fraction ``delta`` of the way to the targets
-    (:func:`sparsegp._numba.ep.damp_site`); the refresh arrays are then written by
-    :func:`refresh_rows`. All arrays are written in place.
-    """
-    for n in range(Vt.shape[0]):
-        tau[n], nu[n] = damp_site(tau[n], nu[n], tau_target[n], nu_target[n], delta)
-    refresh_rows(Vt, d0, tau, nu, t, omega, btil, d, nn, Ws, b)
 
-
-@jit
+@jit(inline="always")
 def _vt_rt_block(Cb, Vt, RT, lo, hi):
     """``Cb[:hi - lo] = Vt[lo:hi] Rᵀ`` in a thread's scratch (trmm); returns that view."""
     nb = hi - lo
-    Cb[:nb] = Vt[lo:hi]
-    trmm_rows(Cb, RT, 0, nb, False)
+    copy_rows(Vt, Cb, lo, hi, np.int64(0))
+    trmm_rows(Cb, RT, np.int64(0), nb, np.bool_(False))
     return Cb[:nb]
+
+
+@jit
+def parallel_targets_rows(Vt, RT, t, d, nn, gamma, y, tau, nu, bias, tau_target, nu_target,
+                          lo, hi, block):
+    """:func:`parallel_targets` of rows lo..hi-1, ``C = Vt Rᵀ`` formed ``block`` rows at a time.
+
+    ``RT`` (M, M) is Rᵀ, lower triangular, C-contiguous; each block of C is formed in scratch
+    (trmm) and used while it is in cache. Arguments otherwise as :func:`parallel_targets`;
+    returns the largest undamped residual of the rows.
+    """
+    Cb = np.empty((_scratch_rows(lo, hi, block), Vt.shape[1]))
+    change = 0.0
+    for b_lo in range(lo, hi, block):
+        b_hi = min(b_lo + block, hi)
+        c = parallel_targets(_vt_rt_block(Cb, Vt, RT, b_lo, b_hi), Vt[b_lo:b_hi], t[b_lo:b_hi],
+                             d[b_lo:b_hi], nn[b_lo:b_hi], gamma, y[b_lo:b_hi], tau[b_lo:b_hi],
+                             nu[b_lo:b_hi], bias, tau_target[b_lo:b_hi], nu_target[b_lo:b_hi])
+        change = max(change, c)
+    return change
 
 
 @jit(parallel=True)
 def parallel_targets_split(Vt, RT, t, d, nn, gamma, y, tau, nu, bias, tau_target, nu_target,
                            n_parts, block):
-    """:func:`parallel_targets` with the rows split among ``n_parts`` threads.
-
-    Each thread forms ``C = Vt Rᵀ`` for a block of ``block`` rows at a time in scratch
-    (trmm; ``RT`` (M, M) is Rᵀ, lower triangular, C-contiguous) and runs the fused targets on
-    that block while it is in cache. Arguments otherwise as :func:`parallel_targets`; returns
-    the largest undamped residual over all sites.
-    """
-    N, M = Vt.shape
-    edges = thread_ranges(N, n_parts)
+    """:func:`parallel_targets_rows` of every row, the rows split among ``n_parts`` threads."""
+    edges = thread_ranges(Vt.shape[0], n_parts)
     change = np.zeros(n_parts)
     for p in numba.prange(n_parts):
-        Cb = np.empty((_scratch_rows(edges, p, block), M))
-        for lo in range(edges[p], edges[p + 1], block):
-            hi = min(lo + block, edges[p + 1])
-            c = parallel_targets(_vt_rt_block(Cb, Vt, RT, lo, hi), Vt[lo:hi], t[lo:hi],
-                                 d[lo:hi], nn[lo:hi], gamma, y[lo:hi], tau[lo:hi], nu[lo:hi],
-                                 bias, tau_target[lo:hi], nu_target[lo:hi])
-            change[p] = max(change[p], c)
-    return change.max()
+        change[p] = parallel_targets_rows(Vt, RT, t, d, nn, gamma, y, tau, nu, bias, tau_target,
+                                          nu_target, edges[p], edges[p + 1], block)
+    largest = 0.0
+    for p in range(n_parts):
+        largest = max(largest, change[p])
+    return largest
+
+
+@jit
+def parallel_apply_rows(Vt, d0, tau, nu, tau_target, nu_target, delta, t, omega, btil, d, nn,
+                        G, b, lo, hi, block):
+    """Damped site update of rows lo..hi-1, then the O(N M) part of the refresh that follows
+    it, ``block`` rows at a time, Ws never stored.
+
+    ``(tau, nu)`` move a fraction ``delta`` of the way to the targets
+    (:func:`sparsegp._numba.ep.damp_site`); with ``delta`` < 0 they are left as they are (no
+    step: a plain refresh). The refresh arrays are then written by :func:`refresh_rows`, each
+    block's ``Ws = diag(ω)^½ Vt`` to scratch, and its Gram is added to the upper triangle of
+    ``G`` (M, M) (syrk: the faster kernel, :func:`sparsegp._numba.blas.syrk_rows_upper`) and
+    its ``Vtᵀ b̃`` to ``b`` (M,). Over all rows, from zeros, the mirrored G is S − I = Wsᵀ Ws.
+    All arrays are written in place.
+    """
+    M = Vt.shape[1]
+    Wb = np.empty((_scratch_rows(lo, hi, block), M))
+    bb = np.empty(M)
+    for b_lo in range(lo, hi, block):
+        b_hi = min(b_lo + block, hi)
+        nb = b_hi - b_lo
+        if delta >= 0.0:
+            for n in range(b_lo, b_hi):
+                tau[n], nu[n] = damp_site(tau[n], nu[n], tau_target[n], nu_target[n], delta)
+        refresh_rows(Vt[b_lo:b_hi], d0[b_lo:b_hi], tau[b_lo:b_hi], nu[b_lo:b_hi], t[b_lo:b_hi],
+                     omega[b_lo:b_hi], btil[b_lo:b_hi], d[b_lo:b_hi], nn[b_lo:b_hi], Wb[:nb], bb)
+        for m in range(M):
+            b[m] += bb[m]
+        syrk_rows_upper(Wb, 0, nb, G)
 
 
 @jit(parallel=True)
 def parallel_apply_split(Vt, d0, tau, nu, tau_target, nu_target, delta, t, omega, btil, d, nn,
-                         n_parts, block):
-    """:func:`parallel_apply` with the rows split among ``n_parts`` threads, Ws never stored.
-
-    Each thread applies the damped step to a block of rows, writes that block's
-    ``Ws = diag(ω)^½ Vt`` to scratch and adds its Gram matrix to its own (syrk, upper
-    triangle: the faster kernel, :func:`sparsegp._numba.blas.syrk_rows_upper`). Returns
-    ``(S − I, b)``: Wsᵀ Ws (M, M, symmetric) and b = Vtᵀ b̃ (M,). The site and refresh
-    arrays are written in place as by :func:`parallel_apply`. With ``delta`` < 0 the sites
-    are left as they are (no step): a plain refresh.
-    """
+                         G, b, n_parts, block):
+    """:func:`parallel_apply_rows` of every row, the rows split among ``n_parts`` threads,
+    each adding into a G and b of its own; their sums are added to ``G`` and ``b``."""
     N, M = Vt.shape
     edges = thread_ranges(N, n_parts)
-    G = np.zeros((n_parts, M, M))
-    b = np.zeros((n_parts, M))
+    G_parts = np.zeros((n_parts, M, M))
+    b_parts = np.zeros((n_parts, M))
     for p in numba.prange(n_parts):
-        Wb = np.empty((_scratch_rows(edges, p, block), M))
-        bb = np.empty(M)
-        for lo in range(edges[p], edges[p + 1], block):
-            hi = min(lo + block, edges[p + 1])
-            nb = hi - lo
-            if delta < 0.0:
-                refresh_rows(Vt[lo:hi], d0[lo:hi], tau[lo:hi], nu[lo:hi], t[lo:hi],
-                             omega[lo:hi], btil[lo:hi], d[lo:hi], nn[lo:hi], Wb[:nb], bb)
-            else:
-                parallel_apply(Vt[lo:hi], d0[lo:hi], tau[lo:hi], nu[lo:hi], tau_target[lo:hi],
-                               nu_target[lo:hi], delta, t[lo:hi], omega[lo:hi], btil[lo:hi],
-                               d[lo:hi], nn[lo:hi], Wb[:nb], bb)
-            for m in range(M):
-                b[p, m] += bb[m]
-            syrk_rows_upper(Wb, 0, nb, G[p])
-    return sum_upper_parts(G), b.sum(axis=0)
+        parallel_apply_rows(Vt, d0, tau, nu, tau_target, nu_target, delta, t, omega, btil, d,
+                            nn, G_parts[p], b_parts[p], edges[p], edges[p + 1], block)
+    add_parts(G_parts, G)
+    add_parts(b_parts, b)
+
+
+@jit
+def marginal_parts_rows(Vt, RT, gamma, c2, vg, lo, hi, block):
+    """:func:`marginal_parts` of rows lo..hi-1, ``C = Vt Rᵀ`` formed ``block`` rows at a time.
+
+    ``RT`` (M, M) is Rᵀ, lower triangular, C-contiguous; ``c2``, ``vg`` (N,) are written.
+    """
+    Cb = np.empty((_scratch_rows(lo, hi, block), Vt.shape[1]))
+    for b_lo in range(lo, hi, block):
+        b_hi = min(b_lo + block, hi)
+        marginal_parts(_vt_rt_block(Cb, Vt, RT, b_lo, b_hi), Vt[b_lo:b_hi], gamma,
+                       c2[b_lo:b_hi], vg[b_lo:b_hi])
 
 
 @jit(parallel=True)
 def marginal_parts_split(Vt, RT, gamma, c2, vg, n_parts, block):
-    """:func:`marginal_parts` of every row, ``C = Vt Rᵀ`` formed a block at a time.
-
-    ``RT`` (M, M) is Rᵀ, lower triangular, C-contiguous; ``c2``, ``vg`` (N,) are written.
-    The rows are split among ``n_parts`` threads (OpenBLAS held to one thread by the caller).
-    """
-    N, M = Vt.shape
-    edges = thread_ranges(N, n_parts)
+    """:func:`marginal_parts_rows` of every row, the rows split among ``n_parts`` threads
+    (OpenBLAS held to one thread by the caller)."""
+    edges = thread_ranges(Vt.shape[0], n_parts)
     for p in numba.prange(n_parts):
-        Cb = np.empty((_scratch_rows(edges, p, block), M))
-        for lo in range(edges[p], edges[p + 1], block):
-            hi = min(lo + block, edges[p + 1])
-            marginal_parts(_vt_rt_block(Cb, Vt, RT, lo, hi), Vt[lo:hi], gamma, c2[lo:hi],
-                           vg[lo:hi])
+        marginal_parts_rows(Vt, RT, gamma, c2, vg, edges[p], edges[p + 1], block)
+
+
+@jit
+def whiten_rows(K, Linv, variance, Vt, d0, lo, hi, block):
+    """Rows lo..hi-1 of the whitened FITC prior: ``Vt = K L⁻ᵀ`` (N, M) and
+    d0 = max(s2 − ‖Vt[n]‖², 0) (N,).
+
+    ``K`` (N, M) is k(X, Z), ``Linv`` (M, M) the lower triangular inverse of the Cholesky
+    factor of K_uu (C-contiguous); ``Vt`` and ``d0`` are written, ``block`` rows at a time.
+    Round-off can push K_nn − Q_nn a hair below zero; the FITC diagonal is >= 0, hence the
+    clip.
+    """
+    M = K.shape[1]
+    for b_lo in range(lo, hi, block):
+        b_hi = min(b_lo + block, hi)
+        copy_rows(K, Vt, b_lo, b_hi, b_lo)
+        trmm_rows(Vt, Linv, b_lo, b_hi, np.bool_(True))
+        for n in range(b_lo, b_hi):
+            s = 0.0
+            for m in range(M):
+                s += Vt[n, m] * Vt[n, m]
+            d0[n] = max(variance - s, 0.0)
 
 
 @jit(parallel=True)
 def whiten_split(K, Linv, variance, Vt, d0, n_parts, block):
-    """The whitened FITC prior: ``Vt = K L⁻ᵀ`` (N, M) and d0 = max(s2 − ‖Vt[n]‖², 0) (N,).
-
-    ``K`` (N, M) is k(X, Z), ``Linv`` (M, M) the lower triangular inverse of the Cholesky
-    factor of K_uu (C-contiguous); ``Vt`` and ``d0`` are written, a block of rows at a time
-    on each of ``n_parts`` threads. Round-off can push K_nn − Q_nn a hair below zero; the
-    FITC diagonal is >= 0, hence the clip.
-    """
-    N, M = K.shape
-    edges = thread_ranges(N, n_parts)
+    """:func:`whiten_rows` of every row, the rows split among ``n_parts`` threads."""
+    edges = thread_ranges(K.shape[0], n_parts)
     for p in numba.prange(n_parts):
-        for lo in range(edges[p], edges[p + 1], block):
-            hi = min(lo + block, edges[p + 1])
-            Vt[lo:hi] = K[lo:hi]
-            trmm_rows(Vt, Linv, lo, hi, True)
-            for n in range(lo, hi):
-                s = 0.0
-                for m in range(M):
-                    s += Vt[n, m] * Vt[n, m]
-                d0[n] = max(variance - s, 0.0)
+        whiten_rows(K, Linv, variance, Vt, d0, edges[p], edges[p + 1], block)
 
 
-@jit(parallel=True)
-def evidence_gradient_split(Vt, RT, Linv, alpha, omega, g, wg, a, K, Gd, X, Z, lengthscale,
-                            n_parts, block):
-    """The row passes of the evidence gradient (notes §1.9, whitened; see ``_gfitc``).
+@jit
+def evidence_gradient_rows(Vt, RT, Linv, alpha, omega, g, wg, a, K, Gd, X, Z, lengthscale,
+                           grad_ls, grad_Z, gram, lo, hi, block):
+    """Rows lo..hi-1 of the row passes of the evidence gradient (notes §1.9, whitened; see
+    ``_gfitc``).
 
     With S⁻¹ = RᵀR, the adjoint of K_fu is dL/dK_fu = Hᵀ L⁻¹ (N, M) with
-    Hᵀ = α aᵀ − diag(ω) Vt S⁻¹ − 2 diag(g) Vt, formed a block of rows at a time (two TRMMs
+    Hᵀ = α aᵀ − diag(ω) Vt S⁻¹ − 2 diag(g) Vt, formed ``block`` rows at a time (two TRMMs
     by Rᵀ and R, one by L⁻¹) and contracted at once with the kernel's derivatives.
 
     Parameters
@@ -491,8 +530,8 @@ def evidence_gradient_split(Vt, RT, Linv, alpha, omega, g, wg, a, K, Gd, X, Z, l
     alpha, omega, g : ndarray of shape (N,)
         (K̃ + S̃)⁻¹ μ̃, the refresh's ω and g = ½ (α² − diag (K̃ + S̃)⁻¹).
     wg : ndarray of shape (N,)
-        Row weights of the returned Gram, ≥ 0 (the caller's split of Vᵀ diag(g) V into
-        Grams that a symmetric rank-k update can form: half the work of a general product).
+        Row weights of the Gram, ≥ 0 (the caller's split of Vᵀ diag(g) V into Grams that a
+        symmetric rank-k update can form: half the work of a general product).
     a : ndarray of shape (M,)
         Vtᵀ α.
     K, Gd : ndarray of shape (N, M)
@@ -501,50 +540,73 @@ def evidence_gradient_split(Vt, RT, Linv, alpha, omega, g, wg, a, K, Gd, X, Z, l
     X : ndarray of shape (N, D)
     Z : ndarray of shape (M, D)
     lengthscale : ndarray of shape (D,)
-    n_parts, block : int
+    grad_ls : ndarray of shape (D,)
+    grad_Z : ndarray of shape (M, D)
+        The rows' K_fu contraction of :func:`sparsegp._numba.covfuncs.stationary_grad`,
+        added in.
+    gram : ndarray of shape (M, M)
+        The rows' share of Vtᵀ diag(wg²) Vt, for the adjoint of K_uu, added into the upper
+        triangle.
+    lo, hi, block : int
 
     Returns
     -------
     sum_wk : float
-        Σ dL/dK_fu ⊙ K_fu (the variance derivative's share, times s2).
-    grad_ls : ndarray of shape (D,)
-    grad_Z : ndarray of shape (M, D)
-        The K_fu contraction of :func:`sparsegp._numba.covfuncs.stationary_grad`.
-    gram : ndarray of shape (M, M)
-        Vtᵀ diag(wg²) Vt, for the adjoint of K_uu.
+        The rows' Σ dL/dK_fu ⊙ K_fu (the variance derivative's share, times s2).
     """
+    M = Vt.shape[1]
+    Hb = np.empty((_scratch_rows(lo, hi, block), M))
+    Ub = np.empty((_scratch_rows(lo, hi, block), M))
+    no_x = np.zeros((1, 1))
+    wk = 0.0
+    for b_lo in range(lo, hi, block):
+        b_hi = min(b_lo + block, hi)
+        nb = b_hi - b_lo
+        trmm_rows(_vt_rt_block(Hb, Vt, RT, b_lo, b_hi), RT, np.int64(0), nb,
+                  np.bool_(True))                            # Vt Rᵀ R = Vt S⁻¹
+        for i in range(nb):
+            n = b_lo + i
+            an, om, gn, wn = alpha[n], omega[n], g[n], wg[n]
+            for m in range(M):
+                v = Vt[n, m]
+                Ub[i, m] = wn * v
+                Hb[i, m] = an * a[m] - om * Hb[i, m] - 2.0 * gn * v
+        syrk_rows_upper(Ub, 0, nb, gram)
+        trmm_rows(Hb, Linv, np.int64(0), nb, np.bool_(False))      # Hᵀ L⁻¹ = dL/dK_fu
+        s = 0.0
+        for i in range(nb):
+            for m in range(M):
+                s += Hb[i, m] * K[b_lo + i, m]
+        wk += s
+        stationary_grad(X[b_lo:b_hi], Z, Gd[b_lo:b_hi], Hb[:nb], lengthscale, grad_ls, grad_Z,
+                        no_x, np.bool_(False))
+    return wk
+
+
+@jit(parallel=True)
+def evidence_gradient_split(Vt, RT, Linv, alpha, omega, g, wg, a, K, Gd, X, Z, lengthscale,
+                            grad_ls, grad_Z, gram, n_parts, block):
+    """:func:`evidence_gradient_rows` of every row, the rows split among ``n_parts`` threads,
+    each adding into arrays of its own; their sums are added to ``grad_ls``, ``grad_Z`` and
+    ``gram``, and the sum of theirs returned."""
     N, M = Vt.shape
     D = X.shape[1]
     edges = thread_ranges(N, n_parts)
     wk = np.zeros(n_parts)
     gl = np.zeros((n_parts, D))
     gz = np.zeros((n_parts, M, D))
-    gram = np.zeros((n_parts, M, M))
+    gram_parts = np.zeros((n_parts, M, M))
     for p in numba.prange(n_parts):
-        Hb = np.empty((_scratch_rows(edges, p, block), M))
-        Ub = np.empty((_scratch_rows(edges, p, block), M))
-        no_x = np.zeros((1, 1))
-        for lo in range(edges[p], edges[p + 1], block):
-            hi = min(lo + block, edges[p + 1])
-            nb = hi - lo
-            trmm_rows(_vt_rt_block(Hb, Vt, RT, lo, hi), RT, 0, nb, True)   # Vt Rᵀ R = Vt S⁻¹
-            for i in range(nb):
-                n = lo + i
-                an, om, gn, wn = alpha[n], omega[n], g[n], wg[n]
-                for m in range(M):
-                    v = Vt[n, m]
-                    Ub[i, m] = wn * v
-                    Hb[i, m] = an * a[m] - om * Hb[i, m] - 2.0 * gn * v
-            syrk_rows_upper(Ub, 0, nb, gram[p])
-            trmm_rows(Hb, Linv, 0, nb, False)        # Hᵀ L⁻¹ = dL/dK_fu
-            s = 0.0
-            for i in range(nb):
-                for m in range(M):
-                    s += Hb[i, m] * K[lo + i, m]
-            wk[p] += s
-            stationary_grad(X[lo:hi], Z, Gd[lo:hi], Hb[:nb], lengthscale, gl[p], gz[p], no_x,
-                            False)
-    return wk.sum(), gl.sum(axis=0), gz.sum(axis=0), sum_upper_parts(gram)
+        wk[p] = evidence_gradient_rows(Vt, RT, Linv, alpha, omega, g, wg, a, K, Gd, X, Z,
+                                       lengthscale, gl[p], gz[p], gram_parts[p], edges[p],
+                                       edges[p + 1], block)
+    add_parts(gl, grad_ls)
+    add_parts(gz, grad_Z)
+    add_parts(gram_parts, gram)
+    total = 0.0
+    for p in range(n_parts):
+        total += wk[p]
+    return total
 
 
 #: Ridge of the Anderson normal equations, relative to the largest squared residual change.

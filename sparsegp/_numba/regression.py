@@ -18,7 +18,8 @@ import numpy as np
 
 from ._jit import jit
 from .covfuncs import stationary_rows
-from .blas import gemm_rows, sum_lower_parts, syrk_rows, thread_ranges, trmm_rows
+from .blas import (copy_rows, gemm_rows, sum_lower_parts, sum_parts, syrk_rows, thread_ranges,
+                   trmm_rows)
 
 
 @jit
@@ -54,7 +55,7 @@ def _whiten_rows(Xs, ZsT, family, s2, K, G, want_g, V, Li, lo, hi):
     cache, so K_fu costs one pass over N×M memory (its write) instead of a write and a read.
     """
     stationary_rows(Xs, ZsT, family, s2, K, G, want_g, lo, hi)
-    V[lo:hi] = K[lo:hi]
+    copy_rows(K, V, lo, hi, lo)
     trmm_rows(V, Li, lo, hi, True)
 
 
@@ -84,7 +85,7 @@ def fitc_forward(Xs, ZsT, family, s2, K, G, want_g, V, Li, y, sn2, lam, ys, n_pa
             _whiten_rows(Xs, ZsT, family, s2, K, G, want_g, V, Li, lo, hi)
             fitc_scale_rows(V[lo:hi], y[lo:hi], s2, sn2, lam[lo:hi], Ub, ys[lo:hi], r[t], 0, nb)
             syrk_rows(Ub, 0, nb, S[t])
-    return sum_lower_parts(S), r.sum(axis=0)
+    return sum_lower_parts(S), sum_parts(r)
 
 
 @jit
@@ -160,7 +161,7 @@ def fitc_backward(Xs, ZsT, K, G, V, H, Li, y, lam, gamma, wt, alpha, n_parts, bl
                              gq[t], cs[t], 0, nb)
     # the per-range Σ g goes back whole: a full .sum() here becomes a Numba parallel
     # reduction whose order follows the thread count
-    return trg, sum_lower_parts(C), gz.sum(axis=0), gq.sum(axis=0), cs.sum(axis=0)
+    return trg, sum_lower_parts(C), sum_parts(gz), sum_parts(gq), sum_parts(cs)
 
 
 @jit(parallel=True)
@@ -184,7 +185,7 @@ def dtc_forward(Xs, ZsT, family, s2, K, G, want_g, V, Li, y, n_parts, block):
             for n in range(lo, hi):
                 for m in range(M):
                     b[t, m] += V[n, m] * y[n]
-    return sum_lower_parts(S), b.sum(axis=0)
+    return sum_lower_parts(S), sum_parts(b)
 
 
 @jit
@@ -226,7 +227,7 @@ def dtc_backward(Xs, ZsT, K, G, V, P, y, gamma, sn2, wt, alpha, n_parts, block):
             gemm_rows(V[lo:hi], P, Wb, 0, nb, 0.0)
             se_contract_rows(Xs[lo:hi], ZsT, K[lo:hi], G[lo:hi], Wb, alpha[lo:hi], wt, gz[t],
                              gq[t], cs[t], 0, nb)
-    return gz.sum(axis=0), gq.sum(axis=0), cs.sum(axis=0)
+    return sum_parts(gz), sum_parts(gq), sum_parts(cs)
 
 
 @jit
@@ -269,7 +270,7 @@ def se_contract_parallel(Xs, ZsT, K, G, W, alpha, wt, n_chunks):
     for c in numba.prange(n_chunks):
         se_contract_rows(Xs, ZsT, K, G, W, alpha, wt, gz[c], gq[c], cs[c], c * step,
                          min(N, (c + 1) * step))
-    return gz.sum(axis=0), gq.sum(axis=0), cs.sum(axis=0)
+    return sum_parts(gz), sum_parts(gq), sum_parts(cs)
 
 
 @jit

@@ -32,7 +32,7 @@ from .._optimize import maximize, stopping_gain
 from .._threads import single_threaded_blas
 from .._validation import check_option
 from ..exceptions import ConvergenceWarning
-from .._numba.covfuncs import SE, stationary_cross
+from .._numba.covfuncs import SE
 from ..kernels import grad_contract, kernel_matrix
 from ._binary import (
     _BinaryGPClassifierMixin, optimizer_advice, pack_theta, search_box, theta_gradient,
@@ -107,8 +107,8 @@ class _FITCPrior:
         N, M = self.Kfu.shape
         self.Vt, self.d0 = np.empty((N, M)), np.empty(N)
         with _row_split_blas():
-            _ep.whiten_split(self.Kfu, self.Linv, self.variance, self.Vt, self.d0, _n_parts(),
-                             ROW_BLOCK)
+            _row_pass(_ep.whiten_rows, _ep.whiten_split, N, self.Kfu, self.Linv, self.variance,
+                      self.Vt, self.d0)
 
 
 class _Posterior:
@@ -153,10 +153,12 @@ def _refresh(prior, tau, nu, with_P=True):
         # the compiled row pass of the parallel schedule, without its step: one read of Vt
         N = tau.shape[0]
         post.t, post.omega, post.btil, post.d, post.nn = (np.empty(N) for _ in range(5))
+        M = prior.Vt.shape[1]
+        G, b = np.zeros((M, M)), np.zeros(M)
         with _row_split_blas():
-            G, b = _ep.parallel_apply_split(prior.Vt, prior.d0, tau, nu, tau, nu, -1.0, post.t,
-                                            post.omega, post.btil, post.d, post.nn, _n_parts(),
-                                            ROW_BLOCK)
+            _row_pass(_ep.parallel_apply_rows, _ep.parallel_apply_split, N, prior.Vt, prior.d0,
+                      tau, nu, tau, nu, -1.0, post.t, post.omega, post.btil, post.d, post.nn,
+                      G, b)
     else:  # negative site precisions (never produced by the probit updates here)
         t = 1.0 / (1.0 + prior.d0 * tau)
         post.t = t
@@ -174,18 +176,26 @@ def _refresh(prior, tau, nu, with_P=True):
 def _finish_refresh(post, G, b):
     """The M x M part of a refresh: S = I + G, its factor R, log|S|, gamma = R^T R b.
 
-    G (M, M) = V diag(omega) V^T, of which only the upper triangle is read; it becomes S in
-    place and is kept (the gradient's Gram uses it). Keeps ``b`` and clears the cached marginal
-    pieces.
+    G (M, M) = V diag(omega) V^T, of which only the upper triangle is read (the row passes
+    write no other); it is mirrored and becomes S in place, and is kept (the gradient's Gram
+    uses it). Keeps ``b`` and clears the cached marginal pieces.
     """
     S = G
     M = S.shape[0]
+    _mirror_upper(S)
     S.flat[::M + 1] += 1.0
     post.R, post.logdet_S = _upper_factor_of_inverse(S)
     post.S = S
     post.gamma = post.R.T @ (post.R @ b)
     post.b = b
     post.c2 = post.vg = None
+
+
+def _mirror_upper(C):
+    """Copy the upper triangle of the square C (M, M) into its lower one, in place (numpy:
+    an M x M copy is not worth a compile on a first run)."""
+    lower = np.tril_indices(C.shape[0], -1)
+    C[lower] = C.T[lower]
 
 
 def _marginal_parts(post):
@@ -198,8 +208,8 @@ def _marginal_parts(post):
         N = post.t.shape[0]
         post.c2, post.vg = np.empty(N), np.empty(N)
         with _row_split_blas():
-            _ep.marginal_parts_split(post.Vt, np.ascontiguousarray(post.R.T), post.gamma,
-                                     post.c2, post.vg, _n_parts(), ROW_BLOCK)
+            _row_pass(_ep.marginal_parts_rows, _ep.marginal_parts_split, N, post.Vt,
+                      np.ascontiguousarray(post.R.T), post.gamma, post.c2, post.vg)
     return post.c2, post.vg
 
 
@@ -233,6 +243,22 @@ class _ParallelWork:
 def _n_parts():
     """Row ranges of a parallel EP iteration: one per Numba thread."""
     return numba.get_num_threads()
+
+
+def _row_pass(rows, split, N, *args):
+    """Run one compiled row pass of :mod:`sparsegp._numba.ep_fitc` over all N rows.
+
+    ``split`` (``parallel=True``) divides the rows among Numba's threads; with one thread
+    (every fit under ``PARALLEL_MIN_ROWS`` rows, :func:`sparsegp._threads.load_aware_threads`)
+    ``rows``, the serial kernel each of those threads runs, takes all rows itself: the same
+    blocks and sums, bit for bit, and a small fit never compiles a parallel wrapper (the
+    larger part of a first run's 40 s of compilation). ``args`` are the pass's arguments up
+    to its row range; returns what the pass returns.
+    """
+    n_parts = _n_parts()
+    if n_parts == 1:
+        return rows(*args, 0, N, ROW_BLOCK)
+    return split(*args, n_parts, ROW_BLOCK)
 
 
 def _row_split_blas():
@@ -303,9 +329,10 @@ def _parallel_step(prior, y, bias, tau, nu, post, work, delta, prev_change, max_
     delta : float
         The step size used.
     """
-    change = _ep.parallel_targets_split(
-        post.Vt, np.ascontiguousarray(post.R.T), post.t, post.d, post.nn, post.gamma, y, tau,
-        nu, float(bias), work.tau_target, work.nu_target, _n_parts(), ROW_BLOCK)
+    N, M = post.Vt.shape
+    change = _row_pass(_ep.parallel_targets_rows, _ep.parallel_targets_split, N, post.Vt,
+                       np.ascontiguousarray(post.R.T), post.t, post.d, post.nn, post.gamma, y,
+                       tau, nu, float(bias), work.tau_target, work.nu_target)
     if change > prev_change:
         delta = max(0.5 * delta, PARALLEL_MIN_DAMPING)
         if accel is not None:
@@ -316,9 +343,10 @@ def _parallel_step(prior, y, bias, tau, nu, post, work, delta, prev_change, max_
     if accel is not None:
         accel.propose(tau, nu, work.tau_target, work.nu_target, delta)
         step = 1.0
-    G, b = _ep.parallel_apply_split(prior.Vt, prior.d0, tau, nu, work.tau_target, work.nu_target,
-                                    step, post.t, post.omega, post.btil, post.d, post.nn,
-                                    _n_parts(), ROW_BLOCK)
+    G, b = np.zeros((M, M)), np.zeros(M)
+    _row_pass(_ep.parallel_apply_rows, _ep.parallel_apply_split, N, prior.Vt, prior.d0, tau, nu,
+              work.tau_target, work.nu_target, step, post.t, post.omega, post.btil, post.d,
+              post.nn, G, b)
     _finish_refresh(post, G, b)
     return change, delta
 
@@ -492,11 +520,15 @@ def log_evidence_gradient(prior, tau, nu, post):
     Gd = prior.Kfu
     if prior.family != SE:  # SE is its own derivative factor
         Gd = np.empty_like(prior.Kfu)
-        stationary_cross(prior.X, prior.Z, prior.family, s2, prior.lengthscale, True, Gd)
+        kernel_matrix(prior.X, prior.Z, prior.family, s2, prior.lengthscale, out=Gd,
+                      deriv=True)
+    N, M = prior.Vt.shape
+    gl1, gz1, gram = np.zeros(prior.X.shape[1]), np.zeros(prior.Z.shape), np.zeros((M, M))
     with _row_split_blas():
-        wk, gl1, gz1, gram = _ep.evidence_gradient_split(
-            prior.Vt, np.ascontiguousarray(post.R.T), prior.Linv, alpha, omega, g, wg, a,
-            prior.Kfu, Gd, prior.X, prior.Z, prior.lengthscale, _n_parts(), ROW_BLOCK)
+        wk = _row_pass(_ep.evidence_gradient_rows, _ep.evidence_gradient_split, N, prior.Vt,
+                       np.ascontiguousarray(post.R.T), prior.Linv, alpha, omega, g, wg, a,
+                       prior.Kfu, Gd, prior.X, prior.Z, prior.lengthscale, gl1, gz1, gram)
+    _mirror_upper(gram)
     # a a^T - I + S^{-1} - 2 V diag(g) V^T
     inner = np.outer(a, a) + post.R.T @ post.R - gram + post.S
     inner.flat[::inner.shape[0] + 1] -= 2.0

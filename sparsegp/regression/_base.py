@@ -78,6 +78,7 @@ from .._numba.covfuncs import SE
 from .._numba import regression as _nr
 from .._threads import single_threaded_blas
 from ..exceptions import JitterWarning
+from ..kernels import kernel_matrix
 from .._config import REGRESSION_PARALLEL_SIZE as _PARALLEL_SIZE, ROW_BLOCK, ROW_PARTS
 
 SPARSE_METHODS = ("sor", "dtc", "fitc", "fic", "pitc", "vfe")
@@ -462,7 +463,7 @@ def _k_grad(X, Z, K, family, s2, lengthscale):
     if family == SE:
         return K
     G = np.empty_like(K)
-    _cf.stationary_cross(X, Z, family, s2, lengthscale, True, G)
+    kernel_matrix(X, Z, family, s2, lengthscale, out=G, deriv=True)
     return G
 
 
