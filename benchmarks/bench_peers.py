@@ -109,13 +109,13 @@ RESULT_TAG = "BENCH_PEERS_RESULT "
 
 # Sizes and iteration counts; --quick keeps the models and shrinks the problems.
 CONFIG = {
-    "T1": dict(sizes=(16000, 4000), n_test=5000, M=50, lbfgs_iter=200,
+    "T1": dict(sizes=(16000, 4000), n_test=5000, M=50, lbfgs_iter=200, every=5,
                adam_steps=200),
     "T2": dict(N=100000, n_test=10000, D=5, M=100, max_iter=100),
     "T3": dict(M=50, sep_iter=250, lbfgs_iter=200, every=10, n_train=None),
 }
 QUICK = {
-    "T1": dict(sizes=(1000, 400), n_test=1000, M=20, lbfgs_iter=30,
+    "T1": dict(sizes=(1000, 400), n_test=1000, M=20, lbfgs_iter=30, every=5,
                adam_steps=30),
     "T2": dict(N=3000, n_test=1000, D=5, M=20, max_iter=15),
     "T3": dict(M=10, sep_iter=20, lbfgs_iter=20, every=5, n_train=600),
@@ -275,8 +275,17 @@ def _warm_up_gpflow(optimizer, model, loss):
     gpflow.utilities.multiple_assign(model, initial)
 
 
+def _binary_nlp(p_positive, positive):
+    """Mean negative log probability of the test labels (``positive`` True for class 1),
+    in numpy alone (a peer's interpreter has no sparsegp)."""
+    p = np.where(positive, p_positive, 1.0 - p_positive)
+    return float(-np.mean(np.log(np.maximum(p, 1e-300))))
+
+
 def child_t1_sparsegp(d, cfg, variant):
     import warnings
+
+    from sklearn.base import clone
 
     import sparsegp
     from sparsegp.datasets import make_xor
@@ -287,6 +296,12 @@ def child_t1_sparsegp(d, cfg, variant):
         warnings.simplefilter("ignore")        # the tiny warm-up may not converge
         sparsegp.GFITCClassifier(n_inducing=5, kernel=SquaredExponential(1.0, np.ones(2)),
                                  max_iter=2, random_state=0).fit(Xw, yw)   # compile first
+        # and the row passes at the timed size (a large N runs the parallel kernels, which a
+        # small warm-up does not compile): one iteration from the shared start
+        sparsegp.GFITCClassifier(inducing_points=d["Z"],
+                                 kernel=SquaredExponential(1.0, np.ones(D)), bias=0.0,
+                                 max_iter=1, tol=None,
+                                 random_state=0).fit(d["Xtr"], d["ytr"])
     # the shared start (Z, unit SE-ARD, bias 0); everything else at the defaults, which stop
     # on the training driver's rule (issue 45)
     est = sparsegp.GFITCClassifier(inducing_points=d["Z"],
@@ -294,10 +309,21 @@ def child_t1_sparsegp(d, cfg, variant):
                                    random_state=0)
     with Timer() as t:
         est.fit(d["Xtr"], d["ytr"])
-    proba = est.predict_proba(d["Xte"])[:, list(est.classes_).index(1)]
+    positive = list(est.classes_).index(1)
+    proba = est.predict_proba(d["Xte"])[:, positive]
+    # the test NLP along the path: a fit stopped after k iterations by tol=None, max_iter=k
+    # takes the first k steps of the default fit (the rule only ends the search), and its
+    # own fit time is the time to get there; every cfg["every"] iterations and the last
+    trace = []
+    for k in sorted(set(range(cfg["every"], est.n_iter_, cfg["every"])) | {est.n_iter_}):
+        part = clone(est).set_params(max_iter=k, tol=None)
+        with Timer() as tk:
+            part.fit(d["Xtr"], d["ytr"])
+        trace.append((tk.seconds, _binary_nlp(part.predict_proba(d["Xte"])[:, positive],
+                                              d["yte"] > 0)))
     return dict(seconds=t.seconds, iterations=int(est.n_iter_),
-                objective=float(est.log_evidence_), objective_name="log Z_EP"), \
-        dict(proba=proba)
+                objective=float(est.log_evidence_), objective_name="log Z_EP",
+                trace=trace), dict(proba=proba)
 
 
 def child_t1_gpflow(d, cfg, variant):
@@ -315,16 +341,28 @@ def child_t1_gpflow(d, cfg, variant):
             mean_function=gpflow.mean_functions.Constant(np.zeros(1)),
             num_data=Xb.shape[0])
 
+    from bench_gpflow_satellite import Clock
     model = build(X, d["Z"])
     optimizer = gpflow.optimizers.Scipy()
     loss = model.training_loss_closure((tf.constant(X), tf.constant(Y)))
     _warm_up_gpflow(optimizer, model, loss)
-    with Timer() as t:
-        result = optimizer.minimize(loss, model.trainable_variables,
-                                    options=dict(maxiter=cfg["lbfgs_iter"]))
+    trace = []
+
+    def record(step, variables, values):
+        # the test NLP every cfg["every"] iterations, its evaluation not counted as training
+        if step > 0 and step % cfg["every"] == 0:
+            p = clock.evaluate(lambda: model.predict_y(d["Xte"])[0].numpy().ravel())
+            trace.append((clock.now(), _binary_nlp(p, d["yte"] > 0)))
+
+    clock = Clock()
+    result = optimizer.minimize(loss, model.trainable_variables,
+                                options=dict(maxiter=cfg["lbfgs_iter"]), step_callback=record)
+    seconds = clock.now()
     proba = model.predict_y(d["Xte"])[0].numpy().ravel()
-    return dict(seconds=t.seconds, iterations=int(result.nit), nfev=int(result.nfev),
-                objective=float(model.elbo((X, Y))), objective_name="ELBO"), dict(proba=proba)
+    trace.append((seconds, _binary_nlp(proba, d["yte"] > 0)))
+    return dict(seconds=seconds, iterations=int(result.nit), nfev=int(result.nfev),
+                objective=float(model.elbo((X, Y))), objective_name="ELBO",
+                trace=trace), dict(proba=proba)
 
 
 def _gpytorch_model(Z, D):
@@ -467,6 +505,10 @@ def child_t2_sparsegp(d, cfg, variant):
         sparsegp.SparseGPRegressor(variant, n_inducing=10, normalize_y=False,
                                    kernel=SquaredExponential(1.0, np.ones(D)),
                                    max_iter=2, random_state=0).fit(Xw, np.sin(Xw[:, 0]))
+        # the passes at the timed size too (a large N runs the parallel kernels)
+        sparsegp.SparseGPRegressor(variant, inducing_points=d["Z"], normalize_y=False,
+                                   kernel=SquaredExponential(1.0, np.ones(D)), max_iter=1,
+                                   tol=None, random_state=0).fit(d["Xtr"], d["ytr"])
 
     # GPflow's GPRFITC and SGPR maximise their own objective over the inducing inputs too
     # the shared start (Z, unit SE-ARD, unit noise); the search at the defaults, which stop
@@ -806,11 +848,16 @@ def run_cells(task, size, data, data_path, threads, cfg, libs, problems, pythons
         ref_variant = REFERENCE.get(row["variant"], {}).get(task, row["variant"])
         ref = done.get(("sparsegp", ref_variant))
         row["ratio"] = row["seconds"] / ref["seconds"] if ref else None
-    if task == "T3" and ("sparsegp", "sep") in done and ("gpflow", "svgp") in done:
-        sep, svgp = done[("sparsegp", "sep")], done[("gpflow", "svgp")]
-        sep_final, svgp_final = sep["trace"][-1][1], svgp["trace"][-1][1]
+    # T1 and T3: each library's time to first reach the other's final test NLP (traced)
+    ours = done.get(("sparsegp", {"T1": "gfitc", "T3": "sep"}.get(task)))
+    peer = done.get(("gpflow", "svgp"))
+    if task in ("T1", "T3") and ours is not None and peer is not None:
+        ours_final, peer_final = ours["trace"][-1][1], peer["trace"][-1][1]
         for row in rows:
-            mine, other = (sep, svgp_final) if row["lib"] == "sparsegp" else (svgp, sep_final)
+            if row["lib"] not in ("sparsegp", "gpflow"):
+                continue
+            mine, other = ((ours, peer_final) if row["lib"] == "sparsegp" else
+                           (peer, ours_final))
             row["reach_other_final_nlp"] = other
             row["time_to_reach"] = time_to_reach(mine["trace"], other)
     if task == "T2":
