@@ -81,9 +81,9 @@ class MultiClassEPClassifier(MultiClassGPClassifier):
         Batch mode's stopping rule, in nats per training row: training stops once the best
         log Z_EP of the iterations so far has gained less than ``tol * max(n_samples,
         3000)`` over the last five (:func:`sparsegp._optimize.ascend`). Not yet the default:
-        on folds 0-1 of the paper's sets the EP-inner log Z dips when a refinement fails and
-        its damping halves, the best value then stalls for a window, and the rule stops some
-        fits at 70 iterations where 250 end 0.02-0.3 lower in test NLP
+        on folds 0-2 of the paper's sets the rule stops small sets while their test NLP still
+        falls, and stops others inside a dip of the EP-inner log Z, where the best value
+        stalls: 16 of 48 fits end worse than 250 iterations by more than 0.01 in test NLP
         (``benchmarks/DEFAULTS.md``). None runs ``max_iter`` iterations.
     optimizer : {"auto", "sign", "adam"} or None, default="auto"
         The rule that steps the hyper-parameters and inducing inputs after every refinement
