@@ -315,16 +315,15 @@ def run_tasks(tasks, workers, time_limit):
 # ------------------------------------------------------------------ the table
 def tabulate(outcomes, names):
     """The table's lines: one row per estimator, each column a count, then the wall time
-    (sum of its fit times, s)."""
+    (sum of its fit times, s) and the longest fit (s)."""
     width = max(len(n) for n in names)
     lines = [f"{'estimator':<{width}} {'fits':>5} " + " ".join(f"{c:>11}" for c in COLUMNS)
-             + f" {'wall s':>8}"]
+             + f" {'wall s':>8} {'max s':>7}"]
     for name in names:
-        mine = [o for o in outcomes if o["name"] == name]
-        counts = [sum(c in o["flags"] for o in mine) for c in COLUMNS]
-        wall = sum(o["seconds"] for o in mine)
-        lines.append(f"{name:<{width}} {len(mine):>5} " + " ".join(f"{c:>11}" for c in counts)
-                     + f" {wall:>8.1f}")
+        seconds = [o["seconds"] for o in outcomes if o["name"] == name]
+        counts = [sum(c in o["flags"] for o in outcomes if o["name"] == name) for c in COLUMNS]
+        lines.append(f"{name:<{width}} {len(seconds):>5} " + " ".join(f"{c:>11}" for c in counts)
+                     + f" {sum(seconds):>8.1f} {max(seconds, default=0.0):>7.1f}")
     return lines
 
 
