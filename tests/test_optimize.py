@@ -380,5 +380,8 @@ def test_table_cells_keep_the_schedule_and_defaults_of_their_day():
                   "ep_search_rtol": 0.0}
     assert constructor_arguments("gpc", {"optimizer": "cg", "max_iter": 20}, 2)["tol"] is None
     assert constructor_arguments("ep", {"max_iter": 250}, 2)["tol"] is None
+    # multi-class GFITC's cells solve EP exactly inside the search, as they ran (issue 49)
+    assert constructor_arguments("gfitc", {"max_iter": 250}, 2) == {
+        "max_iter": 250, "tol": None, "ep_search_rtol": 0.0}
     # a cell that chooses its tolerance keeps it
     assert constructor_arguments("spgpc", {"max_iter": 20, "tol": 1e-3}, 2)["tol"] == 1e-3

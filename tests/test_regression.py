@@ -482,14 +482,18 @@ def test_fitted_mean_is_k_fu_w(method, family):
     assert _base.sparse_lml(X, y, Z, S2, ls, SN2, method, blocks)[2].fitted_mean is None
 
 
-@pytest.mark.parametrize("method, warning", [
-    ("fitc", "no better than their mean"), ("pitc", "no better than their mean"),
-    ("vfe", "no better than their mean"), ("dtc", "far more certain than its kernel"),
-    ("sor", "far more certain than its kernel")])
-def test_fit_checks_reuse_the_final_evaluation(method, warning, monkeypatch):
+@pytest.mark.parametrize("method, warning, objective", [
+    ("fitc", "no better than their mean", "auto"), ("pitc", "no better than their mean", "auto"),
+    ("vfe", "no better than their mean", "auto"), ("dtc", "no better than their mean", "auto"),
+    ("sor", "no better than their mean", "auto"),
+    ("dtc", "far more certain than its kernel", "evidence"),
+    ("sor", "far more certain than its kernel", "evidence")])
+def test_fit_checks_reuse_the_final_evaluation(method, warning, objective, monkeypatch):
     """Targets independent of X trip the training-fit checks, which read K_fu w and
     tr(K_ff − Q_ff) off the final evaluation: outside ``sparse_lml`` the fit forms no
-    covariance over the training rows, and SoR/DTC evaluate no VFE bound after it."""
+    covariance over the training rows, and SoR/DTC evaluate no VFE bound after it. SoR and
+    DTC fit the noise as signal only when their own evidence moves the inducing inputs
+    (``inducing_objective="evidence"``); placed by the VFE bound, they find no signal."""
     rng = np.random.default_rng(0)
     X, y = rng.normal(size=(200, 2)), rng.normal(size=200)
     rows, methods, inside = [], [], [0]
@@ -512,7 +516,8 @@ def test_fit_checks_reuse_the_final_evaluation(method, warning, monkeypatch):
     monkeypatch.setattr(_base, "sparse_lml", counted_lml)
     Z = X[:10].copy()
     with pytest.warns(ConvergenceWarning) as record:
-        gp = SparseGPRegressor(method, inducing_points=Z, random_state=0).fit(X, y)
+        gp = SparseGPRegressor(method, inducing_points=Z, inducing_objective=objective,
+                               random_state=0).fit(X, y)
     assert any(warning in str(w.message) for w in record)
     assert methods[-1] == method                       # the final evaluation is the last
     assert X.shape[0] not in rows

@@ -133,8 +133,8 @@ SQRT_D = "sqrt(D)"
 
 #: Constructor defaults that changed after committed cells ran, per method: the values those
 #: cells ran with, so that they refit as they were (GFITC's inexact EP inside the search
-#: became the default with the stopping rule, issue 45).
-DEFAULTS_OF_THE_DAY = {"spgpc": {"ep_search_rtol": 0.0}}
+#: became the default with the stopping rule, issue 45; multi-class GFITC's, issue 49).
+DEFAULTS_OF_THE_DAY = {"spgpc": {"ep_search_rtol": 0.0}, "gfitc": {"ep_search_rtol": 0.0}}
 
 
 def constructor_arguments(method, params, n_features):

@@ -1,0 +1,59 @@
+"""A quick slice of the fuzz suite (benchmarks/fuzz.py, issue 49): every public estimator at
+its defaults on a few random problems of at most ``MAX_ROWS`` rows. A fit may refuse with a
+``ValueError`` or warn; it may not raise anything else, return non-finite values or invalid
+probabilities, or predict one class everywhere without a warning when logistic regression
+finds signal. Reproduce a failure with ``python benchmarks/fuzz.py --estimators NAME
+--seed SEED --problem INDEX`` (the larger runs draw up to 300 rows)."""
+import os
+import sys
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import sparsegp
+
+BENCH = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "benchmarks")
+sys.path.insert(0, BENCH)
+fuzz = pytest.importorskip("fuzz")
+
+#: The slice's problems are smaller than the full run's, to keep it within about a minute
+MAX_ROWS = 60
+#: The fuzz seed of the slice: hypothesis draws the problem index
+SEED = 49
+
+
+def test_every_public_estimator_is_fuzzed():
+    public = {name for name in sparsegp.__all__ if isinstance(getattr(sparsegp, name), type)}
+    fuzzed = {name.split("(")[0] for name in fuzz.ESTIMATORS}
+    assert public == fuzzed
+
+
+@pytest.mark.parametrize("name", fuzz.ESTIMATORS)
+@settings(max_examples=3, derandomize=True, deadline=None, database=None,
+          suppress_health_check=[HealthCheck.too_slow])
+@given(index=st.integers(0, 10**6))
+def test_default_fit_fails_only_loudly(name, index):
+    outcome = fuzz.fit_one(name, SEED, index, max_rows=MAX_ROWS)
+    failed = sorted(outcome["flags"] & set(fuzz.FAILURES))
+    assert not failed, (
+        f"{name} on fuzz seed {SEED} problem {index} (at most {MAX_ROWS} rows; N "
+        f"{outcome['N']}, D {outcome['D']}): {', '.join(failed)}: {outcome['message']}")
+
+
+def test_a_silent_flat_classifier_is_counted(monkeypatch):
+    # a classifier predicting the majority class everywhere without a warning, on a problem
+    # where logistic regression finds signal: the count the fuzz suite rests on must see it
+    from sklearn.dummy import DummyClassifier
+
+    class Flat(DummyClassifier):
+        def __init__(self, random_state=None):
+            super().__init__(strategy="prior")
+            self.random_state = random_state
+
+    index = next(i for i in range(100)
+                 if fuzz.baseline_signal(*fuzz.problem(SEED, i, "binary", MAX_ROWS)[:3],
+                                         "binary") >= fuzz.SIGNAL_MARGIN)
+    monkeypatch.setattr(fuzz, "make_estimator", lambda name, random_state: Flat())
+    outcome = fuzz.fit_one("GFITCClassifier", SEED, index, max_rows=MAX_ROWS)
+    assert outcome["flags"] == {"flat_silent"}
