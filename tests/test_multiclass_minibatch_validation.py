@@ -67,3 +67,32 @@ def test_memmap_stays_unread_but_is_checked(tmp_path, data):
                                   ESTIMATORS[0](batch_size=20).fit(X, y).predict_proba(X))
     with pytest.raises(ValueError, match="Unknown label type"):
         ESTIMATORS[0](batch_size=20).fit(ro, y + 0.5)
+
+
+@pytest.mark.parametrize("method", ["ep", "sep"])
+def test_a_failed_minibatch_step_leaves_the_state_as_it_was(method, monkeypatch):
+    # a minibatch step refines the sites before its evidence is known; when the evidence
+    # fails the training driver steps back, and the sites must step back with it (issue 48)
+    from sparsegp.classification.multiclass import engine
+    X, y = make_gp_classes(120, n_classes=3, random_state=4)
+    real = engine.minibatch_update
+    seen = []
+
+    def state_of(state):
+        sites = () if not isinstance(state.sites, tuple) else tuple(s.copy() for s in state.sites)
+        return (state.T.copy(), state.h.copy()) + sites
+
+    def failing_third(Xb, yb, idx, hyp, state, *args):
+        seen.append(state_of(state))
+        out = real(Xb, yb, idx, hyp, state, *args)
+        return (np.nan,) + tuple(out[1:]) if len(seen) == 3 else out
+
+    monkeypatch.setattr(engine, "minibatch_update", failing_third)
+    MultiClassEPClassifier(method=method, n_inducing=5, batch_size=30, max_iter=2,
+                           random_state=0).fit(X, y)
+    assert len(seen) > 3
+    # the step after the failed one starts from the state the failed one started from
+    for before, after in zip(seen[2], seen[3]):
+        np.testing.assert_array_equal(after, before)
+    # and a step that succeeded did change it (the comparison above can fail)
+    assert not np.array_equal(seen[1][0], seen[2][0])

@@ -339,10 +339,19 @@ class MultiClassEPClassifier(MultiClassGPClassifier):
         epochs = [0]
         t0 = time.perf_counter()
 
+        saved = [None]
+
         def evaluate(hyp, batch):
+            # a step changes the sites before its evidence is known: keep what it may change,
+            # so that a failed step (a non-PD posterior, a non-finite log Z) leaves the state
+            # as it was; the rows of a local minibatch are its indices, Dask's sites are tied
+            saved[0] = state.snapshot(batch if isinstance(batch, np.ndarray) else None)
             prior = _eng.Prior(hyp, nik, jitter)
             log_z, grad, _ = rows.minibatch_step(hyp, prior, state, batch)
             return log_z, grad, None
+
+        def on_failure(_n_failed):
+            state.restore(saved[0])
 
         def on_step(step, hyp, log_z, _info, history):
             if self.callback is not None:
@@ -361,7 +370,7 @@ class MultiClassEPClassifier(MultiClassGPClassifier):
         res = ascend(evaluate, hyp, adam, max_iter,
                      advance=lambda hyp, grad: hyp.advance(adam, grad, mask),
                      batches=lambda: rows.minibatches(batch_size, rng),
-                     on_success=on_step, on_epoch=on_epoch,
+                     on_success=on_step, on_epoch=on_epoch, on_failure=on_failure,
                      label=f"MultiClassEPClassifier ({self.method}, minibatch{rows.where})")
         prior = _eng.Prior(res.theta, nik, jitter)
         self._store(res.theta, prior, _eng.Gaussian(prior.L, state.T, state.h),

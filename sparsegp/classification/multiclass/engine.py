@@ -506,6 +506,27 @@ class EPState:
         return new
 
 
+    def snapshot(self, rows=None):
+        """What a minibatch step may change, to put back with :meth:`restore` if the step's
+        evidence fails: (T, h) and, for per-row EP sites, the sites and directions of
+        ``rows`` (the minibatch's indices; the step changes no other row). (T, h) are
+        replaced, never written in place, so holding them is a copy."""
+        saved = {"T": self.T, "h": self.h, "posterior": self.posterior}
+        if rows is not None and isinstance(self.sites, tuple):
+            rows = np.asarray(rows)
+            saved.update(rows=rows, sites=tuple(s[rows] for s in self.sites),
+                         Vo=self.Vo[:, rows].copy())
+        return saved
+
+    def restore(self, saved):
+        """Undo everything since ``saved`` = :meth:`snapshot`."""
+        self.T, self.h, self.posterior = saved["T"], saved["h"], saved["posterior"]
+        if "rows" in saved:
+            for s, old in zip(self.sites, saved["sites"]):
+                s[saved["rows"]] = old
+            self.Vo[:, saved["rows"]] = saved["Vo"]
+
+
 def posterior(prior, state):
     """q(u_c) of the current site totals; the one :func:`batch_refine` checked is reused."""
     cached = state.posterior
