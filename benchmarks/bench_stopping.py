@@ -153,8 +153,8 @@ def summary(rows):
         by.setdefault(r["problem"], {})[r["candidate"]] = r
     cands = list(dict.fromkeys(r["candidate"] for r in rows))
     old = cands[0]
-    print(f"\n| candidate | median difference | mean | worse by > 0.01 | median CPU ratio | "
-          f"fits warning |\n|---|---:|---:|---|---:|---:|")
+    print("\n| candidate | median difference | mean | worse by > 0.01 | median CPU ratio | "
+          "fits warning |\n|---|---:|---:|---|---:|---:|")
     for c in cands:
         probs = [p for p in by if c in by[p] and old in by[p]]
         d = [by[p][c]["score"] - by[p][old]["score"] for p in probs]

@@ -83,7 +83,7 @@ from scipy import optimize
 
 from ._config import TOL_MIN_ROWS
 from ._numba import optimize as _nbopt
-from ._validation import check_random_state
+from ._validation import check_random_state, check_tol
 from .exceptions import ConvergenceWarning, warn
 
 __all__ = ["METHODS", "OptimizeResult", "AscentResult", "EvaluationFailure", "maximize",
@@ -397,8 +397,7 @@ def maximize(evaluate, theta0, *, method="lbfgs", bounds=None, max_iter=100, n_r
     -------
     OptimizeResult
     """
-    if tol is not None and not (np.isfinite(tol) and tol >= 0.0):
-        raise ValueError(f"tol must be a finite number >= 0 or None; got {tol!r}")
+    tol = check_tol(tol)
     scipy_method = METHODS[method]
     theta0 = np.array(theta0, dtype=np.float64)
     lo, hi = _box(bounds, theta0.size)
@@ -702,8 +701,7 @@ def ascend(evaluate, theta0, stepper, max_iter, *, advance=None, batches=None,
     -------
     AscentResult
     """
-    if tol is not None and not (np.isfinite(tol) and tol >= 0.0):
-        raise ValueError(f"tol must be a finite number >= 0 or None; got {tol!r}")
+    tol = check_tol(tol)
     step = advance if advance is not None else stepper.step
     rule = tol is not None and batches is None
     best = []                      # batch mode: the best value after 1, 2, ... iterations
