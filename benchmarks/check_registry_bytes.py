@@ -12,6 +12,12 @@ blob id is the SHA-1 of the content, so an equal id in another repository is the
 
     python benchmarks/check_registry_bytes.py                  # one line a file, then a summary
     python benchmarks/check_registry_bytes.py --mirror /work/.mirror
+    python benchmarks/check_registry_bytes.py --export /tmp/sources   # the matching files
+
+``--export DIR`` also writes every file whose bytes matched into DIR under its registered
+name: a source cache for the shared-equality test (``SPARSEGP_SOURCE_CACHE=DIR pytest
+tests/test_data_sources.py``), or, copied into ``<data folder>/downloads/``, a warm download
+cache that ``python -m sparsegp data fetch`` converts without the network.
 
 Exit status 1 when any file's bytes (or blob id) differ from the registry's, else 0; a file
 with no snapshot here is reported, not failed.
@@ -64,8 +70,9 @@ def _git(gdir, *args):
     return subprocess.run(["git", f"--git-dir={gdir}", *args], capture_output=True)
 
 
-def check_blob(gdir, commit, path, sha256, git_blob=""):
-    """(status, detail) of ``commit:path`` in the snapshot ``gdir`` against the registry."""
+def check_blob(gdir, commit, path, sha256, git_blob="", export=None):
+    """(status, detail) of ``commit:path`` in the snapshot ``gdir`` against the registry;
+    matching bytes are written to the path ``export`` when given."""
     if _git(gdir, "cat-file", "-e", f"{commit}^{{commit}}").returncode:
         return "no commit", f"commit {commit[:8]} not in the snapshot"
     listed = _git(gdir, "rev-parse", f"{commit}:{path}")
@@ -76,6 +83,8 @@ def check_blob(gdir, commit, path, sha256, git_blob=""):
     if shown.returncode == 0:
         got = hashlib.sha256(shown.stdout).hexdigest()
         if got == sha256:
+            if export is not None:
+                Path(export).write_bytes(shown.stdout)
             return "bytes match", f"{len(shown.stdout):,} bytes, sha256 {got[:12]}"
         return "MISMATCH", f"sha256 {got} != registered {sha256}"
     if git_blob:
@@ -99,7 +108,11 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--mirror", default="/work/.mirror",
                         help="folder holding the repository snapshots (owner+repo/repo)")
+    parser.add_argument("--export", default=None,
+                        help="write the files whose bytes match into this folder")
     args = parser.parse_args(argv)
+    if args.export:
+        Path(args.export).mkdir(parents=True, exist_ok=True)
     files = {}
     for entry in REGISTRY.values():
         for remote in entry.files:
@@ -115,8 +128,9 @@ def main(argv=None):
             if gdir is None:
                 status, detail = "no snapshot", f"no snapshot of {repo} under {args.mirror}"
             else:
+                export = Path(args.export) / fname if args.export else None
                 status, detail = check_blob(gdir, commit, path, remote.sha256,
-                                            remote.git_blob)
+                                            remote.git_blob, export)
             where = f"{repo} @ {commit[:8]}:{path}" + ("" if own else " (copy)")
             print(f"{fname}\t{where}\t{status}\t{detail}")
             failed |= status == "MISMATCH"
