@@ -16,7 +16,10 @@ Each model's test probabilities are stored in ``ivm_fig1_rejection.npz`` beside 
 (committed) as soon as it is fitted, so a run cut off in the SVM's hour keeps the IVM, a rerun
 fits only what is missing, and ``--redraw`` redraws every stored curve without fitting.
 
-Needs ``mnist.npz`` under $SPARSEGP_DATA (or ``--data-home``); exits with a message otherwise.
+Reads ``mnist.npz`` from ``--data-home``, else $SPARSEGP_DATA, else ``../shared/datasets`` when
+present, else the default data folder; a missing file is downloaded (checksummed, see
+``python -m sparsegp data``) except into ``../shared/datasets``. Exits with a message when it
+cannot be had.
 
 Usage::
 
@@ -34,7 +37,7 @@ import numpy as np
 from sklearn.svm import SVC
 
 from sparsegp import IVMClassifier
-from sparsegp.datasets import DatasetNotFoundError, load_dataset
+from sparsegp.datasets import DatasetNotFoundError, DownloadError, load_dataset
 from sparsegp.experiments import write_whole
 from sparsegp.kernels import ConstantKernel, SquaredExponential
 from sparsegp.metrics import error_rate, rejection_curve
@@ -48,8 +51,8 @@ C_SVM = 10.0
 DIM = 169
 
 
-def _mnist_13x13(data_home):
-    Xtr, ytr, Xte, yte = load_dataset("mnist", data_home=data_home)
+def _mnist_13x13(data_home, download=True):
+    Xtr, ytr, Xte, yte = load_dataset("mnist", data_home=data_home, download=download)
     boxed = [(X / 255.0).reshape(-1, 28, 28)[:, 1:27, 1:27].reshape(-1, 13, 2, 13, 2)
              .mean(axis=(2, 4)).reshape(-1, DIM) for X in (Xtr, Xte)]
     return boxed[0], ytr, boxed[1], yte
@@ -68,18 +71,19 @@ def main(argv=None):
     parser.add_argument("--data-home", default=None, help="folder holding mnist.npz")
     args = parser.parse_args(argv)
     quick = args.quick or bool(os.environ.get("CI"))
-    data_home = args.data_home
+    data_home, download = args.data_home, True
     if data_home is None and not os.environ.get("SPARSEGP_DATA"):
         dev = Path(__file__).resolve().parents[2] / "shared" / "datasets"
-        data_home = str(dev) if dev.is_dir() else None
+        # the development tree's shared folder is read, never written into
+        data_home, download = (str(dev), False) if dev.is_dir() else (None, True)
     store = Path(args.out) / ("ivm_fig1_rejection_quick.npz" if quick else "ivm_fig1_rejection.npz")
     if args.redraw:
         saved = np.load(store)
         curves = {k: saved[k] for k in saved.files if k != "y_test"}
         return draw(saved["y_test"], curves, args.out)
     try:
-        X, y, Xte, yte = _mnist_13x13(data_home)
-    except DatasetNotFoundError as exc:
+        X, y, Xte, yte = _mnist_13x13(data_home, download)
+    except (DatasetNotFoundError, DownloadError) as exc:
         print(f"MNIST not available, figure skipped: {exc}")
         return None
     rng = np.random.default_rng(SEED)

@@ -74,7 +74,7 @@ def main(argv=None):
 
     from sparsegp.datasets import load_dataset
 
-    X, y = load_dataset("vehicle")[:2]
+    X, y = load_dataset("vehicle", download=True)[:2]   # fetched when missing
     X = (X - X.mean(axis=0)) / X.std(axis=0)
     if quick:
         X, y = X[:200], y[:200]

@@ -64,7 +64,8 @@ def main(argv=None):
     args = parser.parse_args(argv)
     quick = args.quick or bool(os.environ.get("CI"))
     M, max_iter = (10, 10) if quick else (args.M, args.max_iter)
-    Xtr, ytr, Xte, yte = load_dataset("satellite", split=args.fold)
+    # fetched when missing (checksummed; reading its R files needs the package rdata)
+    Xtr, ytr, Xte, yte = load_dataset("satellite", split=args.fold, download=True)
     if quick:
         Xtr, ytr, Xte, yte = Xtr[:300], ytr[:300], Xte[:500], yte[:500]
     mu, sd = Xtr.mean(0), Xtr.std(0)

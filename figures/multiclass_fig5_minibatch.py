@@ -109,7 +109,7 @@ def main(argv=None):
         draw_traces(traces, out, name, tag, args.M, args.batch_size,
                     clock=clocks.pop() if len(clocks) == 1 else "mixed")
         return
-    Xtr, ytr, Xte, yte = load_dataset(name)
+    Xtr, ytr, Xte, yte = load_dataset(name, download=True)   # fetched when missing
     scale = 255.0 if Xtr.max() > 2 else 1.0
     M, epochs, every, n_test = args.M, args.epochs, args.eval_every, args.n_test
     if quick:

@@ -47,7 +47,7 @@ def main(argv=None):
     out = run_table("multiclass", out=args.out,
                     stem="multiclass_quick" if quick else "multiclass",
                     folds=folds, max_iter=max_iter, scheduler=args.scheduler,
-                    n_workers=args.workers, **names,
+                    n_workers=args.workers, download=True, **names,
                     command="python figures/multiclass_tables.py "
                             + " ".join(shlex.quote(a) for a in argv))
     print(out["markdown"].read_text())

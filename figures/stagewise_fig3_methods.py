@@ -18,8 +18,11 @@ A = s2 - |V|^2 keeps no digits, and the fit follows the rounding: a gradient tha
 error. In the box the same fits are reproducible and cost less (Waveform, d_max = 320: 35-38 s
 against 85-94 s).
 
-Data gaps (see ``$SPARSEGP_DATA/README.md``): Splice is not in the shared data (skipped with a
-message); only 10 realisations exist (Twonorm: 1), so ``--realizations P`` is clipped to what
+Data: read from ``--data-home``, else $SPARSEGP_DATA, else ``../shared/datasets`` when present,
+else the default data folder. A set missing there is downloaded (Cawley's ``benchmarks.mat``,
+every realisation, checksummed; ``python -m sparsegp data``), except into
+``../shared/datasets``, which is only read. That folder has no Splice (skipped with a message)
+and only the first 10 realisations (Twonorm: 1), so ``--realizations P`` is clipped to what
 exists (the paper used 25, Image and Splice 20).
 
     python figures/stagewise_fig3_methods.py --realizations 5 --datasets banana waveform \\
@@ -42,7 +45,7 @@ from pathlib import Path
 import numpy as np
 
 from sparsegp import StagewiseGPClassifier
-from sparsegp.datasets import DatasetNotFoundError, load_dataset
+from sparsegp.datasets import DatasetNotFoundError, DownloadError, load_dataset
 from sparsegp.metrics import error_rate, mean_nlp
 from sparsegp.experiments import write_whole
 from sparsegp.experiments.stats import bonferroni_dunn, friedman, wilcoxon_pairs
@@ -111,6 +114,13 @@ def data_home(arg=None):
     return str(shared) if shared.is_dir() else None
 
 
+def may_download(home):
+    """Whether a missing set may be fetched into ``home``: anywhere but the development
+    tree's ``../shared/datasets``, which is read and never written."""
+    return home is None or Path(home).resolve() != (HERE.parents[1] / "shared" / "datasets"
+                                                     ).resolve()
+
+
 def load_split(name, r, home=None, n_train=None):
     """Realisation r of a Table 1 data set: (X, y, X_test, y_test), or None when absent.
 
@@ -118,7 +128,7 @@ def load_split(name, r, home=None, n_train=None):
     ``n_train`` (quick mode) keeps only the first rows of that training set.
     """
     file, moved = DATASETS[name]
-    X, y, Xt, yt = load_dataset(file, split=r, data_home=home)
+    X, y, Xt, yt = load_dataset(file, split=r, data_home=home, download=may_download(home))
     X = np.vstack([X, Xt[:moved]])
     y = np.concatenate([y, yt[:moved]])
     Xt, yt = Xt[moved:], yt[moved:]
@@ -128,13 +138,15 @@ def load_split(name, r, home=None, n_train=None):
 
 
 def available_realisations(name, wanted, home=None):
-    """How many of the first ``wanted`` realisations exist (0 when the file is missing)."""
+    """How many of the first ``wanted`` realisations exist (0 when the file is missing and
+    cannot be downloaded; the reason is printed)."""
     file, _ = DATASETS[name]
     count = 0
     for r in range(wanted):
         try:
-            load_dataset(file, split=r, data_home=home)
-        except DatasetNotFoundError:
+            load_dataset(file, split=r, data_home=home, download=may_download(home))
+        except (DatasetNotFoundError, DownloadError) as exc:
+            print(f"{name}: {exc}")
             return 0
         except ValueError:
             break
@@ -172,8 +184,8 @@ def run(datasets, P, d_values, methods, max_iter, results_path, home=None, n_tra
     for ds in datasets:
         n_real = available_realisations(ds, P, home)
         if n_real == 0:
-            print(f"{ds}: data file {DATASETS[ds][0]}.npz not found; skipped "
-                  f"(the shared data has no Splice)")
+            print(f"{ds}: data file {DATASETS[ds][0]}.npz not found and not downloaded; "
+                  f"skipped (the shared data has no Splice)")
             continue
         if n_real < P:
             print(f"{ds}: only {n_real} realisation(s) available; using {n_real} instead of {P}")

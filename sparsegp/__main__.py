@@ -64,11 +64,15 @@ def _add_experiment_parser(sub):
     exp.add_argument("--local", action="store_true",
                      help="run the cells in this process, in order, without dask")
     exp.add_argument("--no-progress", action="store_true", help="no progress bar")
+    exp.add_argument("--download", action="store_true",
+                     help="first download the registered data sets the table needs and the "
+                          "data folder lacks (python -m sparsegp data fetch NAME)")
     exp.add_argument("--report-only", action="store_true",
                      help="fit nothing: write TABLE.md from the cells already in TABLE.jsonl")
 
 
 def _run_experiment(args, argv):
+    from .datasets import DownloadError
     from .experiments.reproduce import run_table
 
     def names(text):
@@ -80,8 +84,8 @@ def _run_experiment(args, argv):
             methods=names(args.methods), max_iter=args.max_iter,
             command="python -m sparsegp " + " ".join(shlex.quote(a) for a in argv),
             scheduler=args.scheduler, n_workers=args.workers, progress=not args.no_progress,
-            local=args.local or None, report_only=args.report_only)
-    except ValueError as exc:  # a misspelt name: nothing has run
+            local=args.local or None, report_only=args.report_only, download=args.download)
+    except (ValueError, DownloadError) as exc:  # a misspelt name, data not had: nothing ran
         print(f"error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:  # every finished cell is already on disk

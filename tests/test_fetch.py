@@ -283,6 +283,29 @@ def test_cli_lists_fetches_verifies_and_locates(tmp_path, toy, capsys):
     assert "no download route yet" in capsys.readouterr().err
 
 
+def test_a_grid_fetches_only_the_files_it_lacks(tmp_path, toy, monkeypatch):
+    from sparsegp.experiments import grid
+
+    monkeypatch.setitem(grid.DATASETS, "toy", ("toy", None))
+    monkeypatch.setenv("SPARSEGP_DATA_URL", toy.url)
+    assert grid.fetch_missing(["toy", "toy", "not_a_set"], data_home=tmp_path) == ["toy"]
+    assert toy.hits == {"toy.tr": 1, "toy.te": 1}
+    assert grid.fetch_missing(["toy"], data_home=tmp_path) == []     # present: no request
+    assert toy.hits == {"toy.tr": 1, "toy.te": 1}
+
+
+def test_experiment_download_offline_names_the_url_and_runs_nothing(tmp_path, dead_url,
+                                                                     monkeypatch, capsys):
+    monkeypatch.setenv("SPARSEGP_DATA", str(tmp_path))
+    monkeypatch.setenv("SPARSEGP_DATA_URL", dead_url)
+    out = tmp_path / "out"
+    assert main(["experiment", "gfitc_table1", "--download", "--datasets", "synth",
+                 "--local", "--no-progress", "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert f"{dead_url}/synth.tr" in err and "Manual route" in err
+    assert not out.exists()                                 # nothing ran, nothing written
+
+
 def test_every_registered_file_is_pinned_and_hashed():
     for name, entry in REGISTRY.items():
         assert entry.licence and entry.papers and entry.source, name

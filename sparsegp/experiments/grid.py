@@ -259,6 +259,40 @@ def validate_cells(cells, data_home=None):
             checked.add(fname)
 
 
+def fetch_missing(datasets, data_home=None):
+    """Download and convert the files that grid data sets need and the data folder lacks.
+
+    Parameters
+    ----------
+    datasets : iterable of str
+        Grid data set names (keys of :data:`DATASETS`); unknown names are left to
+        :func:`validate_cells` to report.
+    data_home : str or Path, optional
+        The data folder (:func:`sparsegp.datasets.get_data_home`).
+
+    Returns
+    -------
+    list of str
+        The files fetched (``<name>.npz`` base names), in order.
+
+    Raises
+    ------
+    ValueError
+        A file that is registered without a download route.
+    sparsegp.datasets.DownloadError
+        A source file could not be had (the message names the URL and the manual route).
+    """
+    from sparsegp.datasets import fetch, get_data_home
+
+    root = Path(get_data_home(data_home))
+    fetched = []
+    for fname in dict.fromkeys(DATASETS[d][0] for d in datasets if d in DATASETS):
+        if not (root / f"{fname}.npz").is_file():
+            fetch(fname, data_home=data_home)
+            fetched.append(fname)
+    return fetched
+
+
 def _mnist_13x13(X):
     """Grey values / 255 in [0, 1], 28 x 28 box-downsampled to 13 x 13 (seed 003 §4).
 

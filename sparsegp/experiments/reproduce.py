@@ -1,6 +1,7 @@
 """One call that runs a paper's table and writes its results file and markdown."""
 from pathlib import Path
 
+from .grid import fetch_missing
 from .report import markdown
 from .runner import run_grid
 from .store import ResultsStore
@@ -8,7 +9,7 @@ from .tables import TABLES
 
 
 def run_table(name, out=".", stem=None, folds=None, datasets=None, methods=None,
-              max_iter=None, command=None, report_only=False, **run_options):
+              max_iter=None, command=None, report_only=False, download=False, **run_options):
     """Run table ``name`` as a grid; write ``<out>/<stem>.jsonl`` and ``<out>/<stem>.md``.
 
     Parameters
@@ -31,6 +32,10 @@ def run_table(name, out=".", stem=None, folds=None, datasets=None, methods=None,
     report_only : bool, default=False
         Fit nothing: write the markdown from the cells already in the results file (a run
         still going, or one that was stopped).
+    download : bool, default=False
+        First download the registered data files of the chosen data sets that the data
+        folder lacks (:func:`sparsegp.experiments.grid.fetch_missing`), before the grid is
+        built: how many splits a data set has is read from its file.
     **run_options
         Passed to :func:`run_grid` (``client``, ``scheduler``, ``n_workers``, ``progress``,
         ``local``).
@@ -45,11 +50,16 @@ def run_table(name, out=".", stem=None, folds=None, datasets=None, methods=None,
     ------
     ValueError
         A name outside the table or a grid that fails validation; nothing has run then.
+    sparsegp.datasets.DownloadError
+        With ``download=True``, a data file that could not be had; nothing has run then.
     """
     if name not in TABLES:
         raise ValueError(f"unknown table {name!r}; valid: {', '.join(sorted(TABLES))}")
     table = TABLES[name]
     params = None if max_iter is None else {"max_iter": int(max_iter)}
+    if download and not report_only:
+        fetch_missing(table._subset(datasets, table.datasets, "data set"),
+                      data_home=run_options.get("data_home"))
     cells = table.cells(folds=folds, datasets=datasets, methods=methods, params=params)
     out = Path(out)
     stem = stem or table.name

@@ -10,7 +10,7 @@ import warnings
 
 from ..distributed._cluster import (SINGLE_THREAD_ENV, have_distributed,  # noqa: F401
                                     local_cluster)
-from .grid import Cell, run_cell, validate_cells
+from .grid import Cell, fetch_missing, run_cell, validate_cells
 from .store import ResultsStore
 
 
@@ -37,7 +37,7 @@ class _Progress:
 
 
 def run_grid(cells, results, client=None, scheduler=None, n_workers=None, progress=True,
-             data_home=None, local=None):
+             data_home=None, local=None, download=False):
     """Run every cell not yet finished in ``results``; append each record as it ends.
 
     Parameters
@@ -61,6 +61,10 @@ def run_grid(cells, results, client=None, scheduler=None, n_workers=None, progre
     local : bool, optional
         True runs in this process, in order, without dask. Default: only when
         dask.distributed is missing (with a warning saying so).
+    download : bool, default=False
+        First download the registered data files the grid needs and the data folder lacks
+        (:func:`sparsegp.experiments.grid.fetch_missing`); off by default, so that nothing
+        reaches the network unasked.
 
     Returns
     -------
@@ -69,6 +73,8 @@ def run_grid(cells, results, client=None, scheduler=None, n_workers=None, progre
         cells fitted in this call), ``failed`` (of those, how many failed), ``wall`` (s).
     """
     cells = list(dict.fromkeys(Cell(**c) if isinstance(c, dict) else c for c in cells))
+    if download:
+        fetch_missing({c.dataset for c in cells}, data_home=data_home)
     validate_cells(cells, data_home=data_home)
     store = ResultsStore(results)
     finished = store.finished_keys()
