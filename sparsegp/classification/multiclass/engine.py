@@ -391,9 +391,20 @@ def ep_row_refine(y, data, q, sites, Vo, damping):
     undamped residual |target - current| of a site parameter (the measure of
     :mod:`sparsegp._numba.ep`). Nothing is stored: the caller keeps ``new_sites`` (with the
     current directions V as their new ``Vo``) once the whole posterior is accepted.
+
+    Each factor's cavity is projected on the direction its site was fitted with (``Vo``),
+    with the FITC variance d of the current hyper-parameters: the authors' batch code
+    (``refineFactors`` of ``epMGPC_batch.R``, notes §2.3); the paper does not say which
+    direction a site keeps after a hyper-parameter step. Before the first refinement (every
+    stored direction still zero) the sites are uniform and the cavity is the prior (the
+    paper's appendix C), projected on the current V; the R code projects on its zero
+    directions there instead (a cavity of variance 0). Measured on satellite split 0
+    (``figures/multiclass_readings.md``, issue 47): this projection, not the general one
+    (v° for the site, v for the factor), is what brings batch EP to the R code's test NLL.
     """
     Kfu, V, d = data
-    res = factor_pass(y, V, Vo, Kfu, d, q.S, q.m, sites, False, False)
+    P = Vo if np.any(Vo) else V
+    res = factor_pass(y, P, P, Kfu, d, q.S, q.m, sites, True, False)
     new_sites = tuple(np.empty_like(o, dtype=np.float64) for o in sites)
     change = max(_nbmc.damp_factor_sites(sites[2 * s], sites[2 * s + 1], res.new[2 * s],
                                          res.new[2 * s + 1], float(damping),
