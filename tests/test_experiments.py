@@ -56,6 +56,63 @@ def test_workers_are_single_threaded(client):
         assert pools in ([], [1])
 
 
+# A driver that imports sparsegp at the top, as the figure scripts do. Spawned workers re-run
+# it (as __mp_main__) before their nanny writes SINGLE_THREAD_ENV into os.environ, so numba
+# and numpy load there with the driver's thread counts.
+_DRIVER = """
+import json
+import sys
+
+import numba
+from threadpoolctl import threadpool_info
+
+from sparsegp.experiments import Cell, run_cell, run_grid
+from sparsegp.experiments.runner import local_cluster
+
+
+def threads():
+    return (numba.config.NUMBA_NUM_THREADS, numba.get_num_threads(),
+            sorted({p["num_threads"] for p in threadpool_info()}))
+
+
+if __name__ == "__main__":
+    from distributed import Client
+
+    cell = Cell(**json.loads(sys.argv[1]))
+    with local_cluster(n_workers=1) as cluster, Client(cluster) as client:
+        out = run_grid([cell], sys.argv[2], client=client, progress=False)
+        pools = list(client.run(threads).values())
+    print(json.dumps({"worker": out["records"][cell.key], "here": run_cell(cell),
+                      "pools": pools}))
+"""
+
+
+def test_cell_compiles_on_a_worker_spawned_by_a_script_that_imported_numba(tmp_path):
+    # Multi-class GFITC and VI cells of figures/multiclass_tables.py --quick failed on every
+    # worker with numba's "Cannot set NUMBA_NUM_THREADS ...": numba loaded in the worker read
+    # no NUMBA_NUM_THREADS, run_cell launched its pool at the default count, and the first
+    # compile then read the nanny's NUMBA_NUM_THREADS=1 and refused it. An empty numba cache
+    # makes the cell compile on the worker, as those cells did (cached cells passed).
+    import subprocess
+    import sys
+
+    require_data("wine")
+    cell = Cell("wine", 0, "vi", {"max_iter": 2}, 0.05)
+    driver = tmp_path / "driver.py"
+    driver.write_text(_DRIVER)
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "numba-cache")}
+    run = subprocess.run([sys.executable, str(driver), json.dumps(cell.as_dict()),
+                          str(tmp_path / "r.jsonl")], capture_output=True, text=True, env=env,
+                         check=False, timeout=600)
+    assert run.returncode == 0, run.stderr[-3000:]
+    out = json.loads(run.stdout.strip().splitlines()[-1])
+    assert out["worker"]["status"] == "ok", out["worker"].get("traceback", "")[-1500:]
+    assert numbers(out["worker"]) == numbers(out["here"])
+    for numba_config, numba_threads, pools in out["pools"]:
+        assert (numba_config, numba_threads) == (1, 1)
+        assert pools in ([], [1])
+
+
 def test_workers_keep_adaptive_malloc(client):
     # dask's nanny sets MALLOC_TRIM_THRESHOLD_=65536 in every worker, which turns off glibc's
     # adaptive mmap threshold: each temporary above 128 KiB was then mapped and unmapped anew,

@@ -38,12 +38,18 @@ def local_cluster(n_workers=None, **kwargs):
     import dask
     from distributed import LocalCluster
 
+    from ._worker_env import AdoptThreadEnv
+
     # dashboard_address=None still binds the default :8787, so a second cluster on the machine
     # (another notebook, a table run) would fail to start: take any free port instead
     opts = dict(n_workers=n_workers or os.cpu_count() or 1, threads_per_worker=1,
                 processes=True, host="127.0.0.1", dashboard_address=":0",
                 env=dict(SINGLE_THREAD_ENV))
     opts.update(kwargs)
+    # The nanny sets env only once the worker process runs, after it re-ran the driver's main
+    # script (spawn): numba and numpy loaded there keep the driver's thread counts, and
+    # numba then refuses its next compile (sparsegp.distributed._worker_env says how)
+    opts["plugins"] = (AdoptThreadEnv(), *kwargs.get("plugins", ()))
     # A paused or suspended run (SIGSTOP while a benchmark is timed, a laptop put to sleep)
     # stops the heartbeats; on resume the scheduler's default five-minute worker TTL had the
     # workers killed and restarted, losing every cell in flight. The nanny still reports a
