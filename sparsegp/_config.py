@@ -23,6 +23,16 @@ TOL_MIN_ROWS = 3000
 #: Default iteration cap of a search with a stopping rule: a safety net that ordinary data
 #: never reaches, not a schedule.
 MAX_ITER = 1000
+#: The regressor's coarse start (``coarse_rows="auto"``): a search that places the inducing
+#: inputs by the VFE bound runs first on a subset of this many rows, or of COARSE_ROWS_PER_UNKNOWN
+#: rows per unknown of the search if more, when the training set has at least
+#: COARSE_MIN_FACTOR times as many rows; then on subsets COARSE_LEVEL_FACTOR times larger, each
+#: at most 1/COARSE_LEVEL_FACTOR of the training set, and last on every row. Measured on issue
+#: 45's T2 (N = 100 000, M = 100, D = 5; benchmarks/COARSE_START.md).
+COARSE_ROWS = 10_000
+COARSE_ROWS_PER_UNKNOWN = 20
+COARSE_MIN_FACTOR = 4
+COARSE_LEVEL_FACTOR = 3
 #: Default maximum number of EP sweeps.
 EP_MAX_SWEEPS = 200
 #: Rows from which a dense (exact GP, SoD) fit lets BLAS thread its N x N factorisations

@@ -6,7 +6,9 @@ import numpy as np
 
 from sklearn.base import RegressorMixin
 
-from .._config import DENSE_BLAS_MIN_ROWS, JITTER, MAX_ITER, REGRESSION_TOL
+from .._config import (COARSE_LEVEL_FACTOR, COARSE_MIN_FACTOR, COARSE_ROWS,
+                       COARSE_ROWS_PER_UNKNOWN,
+                       DENSE_BLAS_MIN_ROWS, JITTER, MAX_ITER, REGRESSION_TOL)
 from .._inducing_base import InducingPointEstimator
 from .._optimize import kernel_log_bounds, maximize, stopping_gain, unbounded
 from .._scaling import InputScaling, scaling_for
@@ -159,6 +161,24 @@ class SparseGPRegressor(RegressorMixin, InducingPointEstimator):
         regression evaluation is cheap, and on Friedman #1 the inducing inputs still improve
         the test R² at gains of 1e-4 nats a row (``benchmarks/DEFAULTS.md``). 0 runs to
         scipy's test; None runs ``max_iter`` iterations.
+    coarse_rows : "auto", int or None, default="auto"
+        A coarse start for large training sets: the search that places the inducing inputs
+        by the VFE bound (every sparse method's at ``inducing_objective="auto"``) runs first
+        on a random subset of this many rows, then on subsets three times larger while they
+        are at most a third of the training set (each holding the one before), and last on
+        every row, each search starting where the one before ended. A coarse evaluation
+        costs its share of the rows, and the small searches bring the inducing inputs near
+        where the full search ends, which then needs a fraction of its iterations (issue
+        45's T2, N = 100 000, M = 100, D = 5: the test accuracy of GPflow's 100 iterations
+        in about half the evaluations; ``benchmarks/COARSE_START.md``). Each coarse search
+        stops on the full search's rule in nats (``tol`` times all the rows), not per row of
+        its own. The subsets are drawn with ``random_state`` from the rows in lexicographic
+        order, so they do not depend on the order of the rows or on their units.
+        ``"auto"``: 10 000 rows, or 20 per unknown of the search if more, when there are at
+        least four times as many training rows and the fit stops on its rule (``tol`` not
+        None); otherwise none. None: no coarse start. The joint search of
+        ``inducing_objective="evidence"`` has none: on a subset, the FITC family's evidence
+        fits its noise with the inducing inputs (see ``inducing_objective``).
     n_restarts : int, default=0
         Extra starts whose log hyper-parameters are drawn uniformly inside their bounds (as
         scikit-learn's ``GaussianProcessRegressor`` does; and, unless ``inducing_points`` is
@@ -211,7 +231,10 @@ class SparseGPRegressor(RegressorMixin, InducingPointEstimator):
         bound), as ``log_marginal_likelihood_``.
     n_iter_ : int
         Optimiser iterations of the best start (0 without optimisation; with
-        ``inducing_objective="vfe"``, those of both stages).
+        ``inducing_objective="vfe"``, those of both stages; with a coarse start, its
+        iterations on the subset too).
+    coarse_rows_ : int
+        Rows of the first (smallest) coarse search (0 when there was none).
     converged_ : bool
         Whether every search met its stopping rule (True without optimisation; False when
         one stopped at ``max_iter``, or ran the fixed schedule of ``tol=None``).
@@ -243,7 +266,8 @@ class SparseGPRegressor(RegressorMixin, InducingPointEstimator):
     def __init__(self, approximation="fitc", n_inducing="auto", inducing_points=None,
                  init="random", inducing_objective="auto", kernel=None, noise_variance=0.1,
                  normalize_y=True, jitter=JITTER, optimizer="lbfgs", max_iter=MAX_ITER,
-                 tol=REGRESSION_TOL, n_restarts=0, blocks=None, random_state=None, verbose=False):
+                 tol=REGRESSION_TOL, coarse_rows="auto", n_restarts=0, blocks=None,
+                 random_state=None, verbose=False):
         self.approximation = approximation
         self.n_inducing = n_inducing
         self.inducing_points = inducing_points
@@ -256,6 +280,7 @@ class SparseGPRegressor(RegressorMixin, InducingPointEstimator):
         self.optimizer = optimizer
         self.max_iter = max_iter
         self.tol = tol
+        self.coarse_rows = coarse_rows
         self.n_restarts = n_restarts
         self.blocks = blocks
         self.random_state = random_state
@@ -296,6 +321,12 @@ class SparseGPRegressor(RegressorMixin, InducingPointEstimator):
         jitter = self._check_jitter()
         check_int(self.max_iter, "max_iter", minimum=0)
         check_tol(self.tol)
+        if not (self.coarse_rows is None or isinstance(self.coarse_rows, str)
+                and self.coarse_rows == "auto"):
+            if isinstance(self.coarse_rows, str):
+                raise ValueError("coarse_rows must be 'auto', None or an integer >= 1; got "
+                                 f"{self.coarse_rows!r}")
+            check_int(self.coarse_rows, "coarse_rows", minimum=1)
         check_int(self.n_restarts, "n_restarts", minimum=0)
         Z = None
         if self.approximation != "exact":
@@ -403,6 +434,7 @@ class SparseGPRegressor(RegressorMixin, InducingPointEstimator):
 
         theta0 = self._pack(s2, ls, sn2)
         n_iter = 0
+        self.coarse_rows_ = 0
         self.converged_ = True          # each search below clears it if it stops at its cap
         max_jitter = [jitter]
         optimised = bool(self.optimizer is not None and self.max_iter > 0)
@@ -613,27 +645,86 @@ class SparseGPRegressor(RegressorMixin, InducingPointEstimator):
             # every method but VFE, whose own objective is the bound (the docstring says why
             # the FITC family's and SoR/DTC's evidences must not place the inducing inputs)
             objective = "vfe" if method != "vfe" else "evidence"
+        if method == "vfe" and objective is not None:      # the bound is VFE's evidence
+            return self._bound_search(X, y, theta0, Z0, jitter, blocks, max_jitter, rng)
         if objective != "vfe" or method == "vfe":
             return self._optimise(X_all, X, y, theta0, Z0, objective is not None, jitter,
                                   blocks, max_jitter, rng)
         # the bound places Z; its hyper-parameters are only the second stage's start, so
         # their bounds are not reported
-        theta, Z, n_bound = self._optimise(X_all, X, y, theta0, Z0, True, jitter, blocks,
-                                           max_jitter, rng, method="vfe",
-                                           stage="inducing inputs by the VFE bound")
+        theta, Z, n_bound = self._bound_search(X, y, theta0, Z0, jitter, blocks, max_jitter,
+                                               rng, stage="inducing inputs by the VFE bound")
         theta, Z, n_own = self._optimise(X_all, X, y, theta, Z, False, jitter, blocks,
                                          max_jitter, rng, n_restarts=0)
         return theta, Z, n_bound + n_own
 
+    def _bound_search(self, X, y, theta0, Z0, jitter, blocks, max_jitter, rng, stage=None):
+        """The search over theta and Z by the VFE bound, from a coarse start if there is one.
+
+        Returns (theta, Z, n_iter), the iterations of both searches counted.
+        """
+        levels = self._coarse_levels(X, y, theta0.size + Z0.size, rng)
+        n_coarse, n_restarts = 0, None
+        for rows in levels:
+            Xc, yc = X[rows], y[rows]
+            theta0, Z0, n_level = self._optimise(
+                Xc, Xc, yc, theta0, Z0, True, jitter, blocks, max_jitter, rng, method="vfe",
+                stage=f"coarse start on {rows.size} of {y.size} rows", coarse=True,
+                gain_rows=y.size, n_restarts=n_restarts)
+            n_coarse += n_level
+            n_restarts = 0                      # the restarts ran on the smallest subset
+        if levels:
+            self.coarse_rows_ = int(levels[0].size)
+        theta, Z, n_iter = self._optimise(X, X, y, theta0, Z0, True, jitter, blocks,
+                                          max_jitter, rng, method="vfe", stage=stage,
+                                          n_restarts=n_restarts)
+        return theta, Z, n_coarse + n_iter
+
+    def _coarse_levels(self, X, y, n_unknowns, rng):
+        """Rows of each coarse search (``coarse_rows``), smallest first; [] for none.
+
+        The first level has ``coarse_rows`` rows, and each next one COARSE_LEVEL_FACTOR times
+        as many while that is at most 1/COARSE_LEVEL_FACTOR of the training set; each level
+        holds the one before. The rows are drawn from the training set in lexicographic order
+        of (X, y), so the subsets are the same whatever the order of the rows, and so is
+        their own order; scaling X or y keeps that order (up to ties that rounding creates),
+        so they are the same in any units.
+        """
+        N = y.size
+        if self.coarse_rows is None:
+            return []
+        if isinstance(self.coarse_rows, str):           # "auto"
+            if self.tol is None:
+                return []                               # a fixed schedule, as the papers ran
+            size = max(COARSE_ROWS, COARSE_ROWS_PER_UNKNOWN * n_unknowns)
+            if N < COARSE_MIN_FACTOR * size:
+                return []
+        else:
+            size = int(self.coarse_rows)
+            if size >= N:
+                return []
+        sizes = [size]
+        while sizes[-1] * COARSE_LEVEL_FACTOR ** 2 <= N:
+            sizes.append(sizes[-1] * COARSE_LEVEL_FACTOR)
+        # np.lexsort's last key is the primary one: X's first column, then the next, ..., y
+        order = np.lexsort(np.vstack([y[None, :], X[:, ::-1].T]))
+        drawn = rng.permutation(N)
+        return [order[np.sort(drawn[:n])] for n in sizes]
+
     def _optimise(self, X_all, X, y, theta0, Z0, move_Z, jitter, blocks, max_jitter, rng,
-                  method=None, stage=None, n_restarts=None):
+                  method=None, stage=None, n_restarts=None, coarse=False, gain_rows=None):
         """Maximise the evidence over theta (and Z) with the training driver.
 
         Returns the best (theta, Z, n_iter) over the start and ``n_restarts`` restarts;
         a restart draws theta inside the bounds and, unless ``inducing_points`` is given,
         initialises Z afresh under the drawn hyper-parameters. ``method`` names another
         approximation's objective (the VFE bound of ``_search``'s first stage), ``stage``
-        that search in the warnings, which then leave out the bounds of theta.
+        that search in the warnings, which then leave out the bounds of theta. A ``coarse``
+        search (on a subset of the rows, the start of the search on all of them) neither
+        warns at its cap nor counts towards ``converged_``; it stops on the full search's
+        gain in nats, counted on ``gain_rows`` (all the training rows), not on its own rows:
+        its start need not be finer than that, and on T2 the last two thirds of a search
+        to its own per-row rule moved the test NLP by under 0.001 (COARSE_START.md).
         """
         D = X.shape[1]
         n_th = theta0.size
@@ -664,9 +755,10 @@ class SparseGPRegressor(RegressorMixin, InducingPointEstimator):
         # thread-count switch, not two per evaluation
         res = maximize(evaluate, x0, method=self.optimizer, bounds=bounds,
                        max_iter=self.max_iter,
-                       tol=stopping_gain(self.tol, y.size),
-                       # a fixed schedule (tol=None) stops at max_iter by design
-                       warn_at_cap=self.tol is not None,
+                       tol=stopping_gain(self.tol, y.size if gain_rows is None else gain_rows),
+                       # a fixed schedule (tol=None) stops at max_iter by design; a coarse
+                       # search's end is only the full search's start
+                       warn_at_cap=self.tol is not None and not coarse,
                        n_restarts=self.n_restarts if n_restarts is None else n_restarts,
                        random_state=rng, restart_mask=restart_mask, restart=restart,
                        progress=bool(self.verbose), label=label,
@@ -681,7 +773,8 @@ class SparseGPRegressor(RegressorMixin, InducingPointEstimator):
                 "the evidence could not be evaluated at any start (failed factorisation or a "
                 "non-finite value); try more jitter, standardised inputs or other initial "
                 "hyper-parameters")
-        self.converged_ = self.converged_ and bool(res.converged)
+        if not coarse:
+            self.converged_ = self.converged_ and bool(res.converged)
         x = res.theta
         Z = np.ascontiguousarray(x[n_th:].reshape(Zshape)) if move_Z else Z0
         return x[:n_th].copy(), Z, res.n_iter
