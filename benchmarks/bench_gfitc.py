@@ -13,7 +13,7 @@ Prints five tables (medians over ``--repeats`` runs, wall-clock seconds unless `
    test error and test NLP. With ``--pythonpath OTHER`` the same table is measured for the
    checkout at OTHER too, in alternating fresh processes (before/after); ``--anderson M``
    adds a column with the parallel schedule's Anderson acceleration of memory M switched on
-   (``_gfitc.PARALLEL_ANDERSON_MEMORY``; it moves the seeded fit within the EP tolerance).
+   (``_fitc_ep.PARALLEL_ANDERSON_MEMORY``; it moves the seeded fit within the EP tolerance).
 
 1. EP to convergence (tol 1e-6, from zero sites) plus log evidence and its full gradient for
    N in {2000, 8000, 32000} x M in {25, 50, 100, 200}, d = 2, for both schedules; the cost of
@@ -46,7 +46,7 @@ import numpy as np
 from sparsegp._numba import ep_fitc as _ep
 from sparsegp._threads import single_threaded_blas
 from sparsegp.classification import EPClassifier, GFITCClassifier
-from sparsegp.classification import _gfitc as G
+from sparsegp.classification import _fitc_ep as G
 from sparsegp.datasets import make_xor
 from sparsegp.kernels import SquaredExponential
 from sparsegp.metrics import error_rate, mean_nlp

@@ -50,7 +50,7 @@ import numpy as np
 from scipy import special
 
 from sparsegp import IVMClassifier
-from sparsegp.classification._ivm import RANDOMIZED_DEFAULTS, select_active_set
+from sparsegp.classification._ivm_select import RANDOMIZED_DEFAULTS, select_active_set
 from sparsegp.datasets import DatasetNotFoundError, load_dataset
 from sparsegp.kernels import ConstantKernel, SquaredExponential
 

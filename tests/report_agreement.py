@@ -19,7 +19,7 @@ from reference import dense_regression  # noqa: E402
 from reference.dense_ep import dense_ep, fitc_covariance  # noqa: E402
 
 from sparsegp.classification import EPClassifier, GFITCClassifier  # noqa: E402
-from sparsegp.classification import _gfitc as G  # noqa: E402
+from sparsegp.classification import _fitc_ep as G  # noqa: E402
 from sparsegp.kernels import SquaredExponential  # noqa: E402
 from sparsegp.regression import _base  # noqa: E402
 

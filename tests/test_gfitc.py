@@ -14,7 +14,8 @@ from reference.dense_ep import (
 
 from sparsegp._numba import ep_fitc as E
 from sparsegp.classification import EPClassifier, GFITCClassifier
-from sparsegp.classification import _gfitc as G
+from sparsegp.classification import _fitc_ep as G
+from sparsegp.classification import _gfitc
 from sparsegp.exceptions import ConvergenceWarning, JitterWarning
 from sparsegp.kernels import SquaredExponential
 
@@ -547,7 +548,8 @@ def test_fit_holds_openblas_at_one_thread_and_restores_it(schedule, pinned,
                                                          openblas_at_two_threads):
     """The parallel schedule's optimiser runs with OpenBLAS at one thread throughout (its EP
     phases call BLAS on every Numba thread); the user's counts come back after fit."""
-    seen = blas_threads_at_calls(G, "log_evidence_gradient")
+    # spied where the estimator looks it up
+    seen = blas_threads_at_calls(_gfitc, "log_evidence_gradient")
     X, y = _xor(60, seed=5)
     with pytest.warns(ConvergenceWarning, match="max_iter="):
         GFITCClassifier(n_inducing=5, max_iter=3, ep_schedule=schedule, random_state=0).fit(X, y)

@@ -8,7 +8,7 @@ posterior are the ones a fresh computation gives (and go stale with the next ref
 import numpy as np
 import pytest
 
-from sparsegp.classification import _gfitc as G
+from sparsegp.classification import _fitc_ep as G
 
 
 def _xor(n, seed, noise=0.4):

@@ -10,9 +10,10 @@ from scipy.special import log_ndtr, ndtri
 from reference.dense_ivm import dense_greedy_entropy, se_bias_kernel
 from sparsegp import IVMClassifier
 from sparsegp.exceptions import ConvergenceWarning
-from sparsegp.classification._ivm import (LATENT_VARIANCE_MAX, _noise_rescale,
-                                          approx_log_likelihood, data_lengthscale,
-                                          select_active_set)
+from sparsegp._scaling import data_lengthscale
+from sparsegp.classification._ivm_model import approx_log_likelihood
+from sparsegp.classification._ivm_search import LATENT_VARIANCE_MAX, _noise_rescale
+from sparsegp.classification._ivm_select import select_active_set
 from sparsegp.datasets import make_gp_classes, make_xor
 from sparsegp.kernels import ConstantKernel, SquaredExponential
 from sparsegp.metrics import error_rate
@@ -63,11 +64,11 @@ def test_randomized_greedy_is_valid_and_deterministic():
 def test_plain_randomized_fit_computes_the_training_marginals_once(monkeypatch):
     # with fixed hyper-parameters and bias nothing reads the selection's criterion, and its
     # eq. 5 marginals over every training row cost as much as the selection (MNIST)
-    from sparsegp.classification import _ivm
+    from sparsegp.classification import _ivm_search
 
     calls = []
-    real = _ivm._marginals
-    monkeypatch.setattr(_ivm, "_marginals", lambda *a: calls.append(1) or real(*a))
+    real = _ivm_search._marginals
+    monkeypatch.setattr(_ivm_search, "_marginals", lambda *a: calls.append(1) or real(*a))
     X, y = _xor(300, seed=4)
     kw = dict(n_active=40, randomized=dict(n_random=2, n_greedy=8, size=30, retain=0.5),
               kernel=SquaredExponential(1.0, 2.0), random_state=7)
@@ -81,10 +82,10 @@ def test_plain_randomized_fit_computes_the_training_marginals_once(monkeypatch):
 def test_end_of_fit_check_reads_the_judged_rows_only(monkeypatch):
     # the randomized scheme's eq. 5 marginals cost O(d^2) a row: the collapse check reads the
     # binary estimators' evenly spaced sample, and its numbers are those rows' exactly
-    from sparsegp.classification import _binary, _ivm
+    from sparsegp.classification import _binary, _ivm_model, _ivm_search
 
     seen = []
-    real = _ivm._marginals
+    real = _ivm_search._marginals
 
     def spy(*a):
         out = real(*a)
@@ -92,7 +93,7 @@ def test_end_of_fit_check_reads_the_judged_rows_only(monkeypatch):
             seen.append((a[7], out, real(*a[:7])))
         return out
 
-    monkeypatch.setattr(_ivm, "_marginals", spy)
+    monkeypatch.setattr(_ivm_search, "_marginals", spy)
     X, y = _xor(700, seed=4)
     clf = IVMClassifier(n_active=40, randomized=dict(n_random=2, n_greedy=8, size=30,
                                                      retain=0.5),
@@ -105,7 +106,7 @@ def test_end_of_fit_check_reads_the_judged_rows_only(monkeypatch):
     np.testing.assert_allclose(A, A_all[rows], rtol=4e-15, atol=0)
     model = clf.models_[0]
     y_pm = np.where(y == clf.classes_[1], 1.0, -1.0)
-    assert model.train_log_loss == pytest.approx(_ivm._mean_nlp(f, A, y_pm[rows], model.bias))
+    assert model.train_log_loss == pytest.approx(_ivm_model._mean_nlp(f, A, y_pm[rows], model.bias))
     q = np.mean(y_pm[rows] > 0)          # the entropy of the judged rows' class frequencies
     assert model.class_entropy == pytest.approx(-q * np.log(q) - (1 - q) * np.log(1 - q))
 
@@ -314,7 +315,7 @@ def test_xor_400_sixty_active_points():
 
 def test_one_vs_rest_probabilities_condition_on_one_positive_task():
     from scipy.special import ndtr
-    from sparsegp.classification._ivm import one_vs_rest_proba
+    from sparsegp.classification._ivm_model import one_vs_rest_proba
     rng = np.random.default_rng(3)
     Z = rng.normal(scale=2.0, size=(50, 4))
     P = one_vs_rest_proba(Z)

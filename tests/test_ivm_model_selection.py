@@ -11,7 +11,8 @@ from sklearn.model_selection import train_test_split
 from sklearn.preprocessing import StandardScaler
 
 from sparsegp import GFITCClassifier, IVMClassifier
-from sparsegp.classification._ivm import LENGTHSCALE_RANGE, data_lengthscale
+from sparsegp._scaling import data_lengthscale
+from sparsegp.classification._ivm_search import LENGTHSCALE_RANGE
 from sparsegp.exceptions import ConvergenceWarning
 from sparsegp.kernels import SquaredExponential
 

@@ -12,7 +12,8 @@ from reference.dense_stagewise import adf_sequence, nlp_eq4 as dense_nlp_eq4
 from sparsegp import IVMClassifier, StagewiseGPClassifier
 from sparsegp._numba import adf
 from sparsegp.classification._binary import pack_theta
-from sparsegp.classification._ivm import approx_log_likelihood, select_active_set
+from sparsegp.classification._ivm_model import approx_log_likelihood
+from sparsegp.classification._ivm_select import select_active_set
 from sparsegp.classification._stagewise import _inner_loop, active_sqdist, nlp_eq4
 from sparsegp.datasets import make_xor
 from sparsegp.kernels import ConstantKernel, Matern, SquaredExponential, kernel_matrix

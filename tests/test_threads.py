@@ -301,7 +301,7 @@ def test_map_threads_keeps_order_and_honours_numbas_count():
 
 
 def test_ivm_parallel_rows_are_those_its_passes_split():
-    from sparsegp.classification._ivm import _fit_parallel_rows
+    from sparsegp.classification._ivm_select import _fit_parallel_rows
     from sparsegp._numba import adf, scoring
     big = min(scoring.PARALLEL_MIN_CANDIDATES, -(-adf.PARALLEL_MIN_WORK // adf.APPEND_WORK))
     # full greedy below the passes' thresholds: only the kernel blocks over the d active rows
@@ -329,7 +329,7 @@ def test_an_ivm_fit_with_serial_passes_runs_one_thread_without_a_probe(monkeypat
     """The IVM at the default full greedy on a few thousand rows: its selection passes are
     serial, so the fit runs its few kernel blocks on one thread and never waits for a probe
     (bench_threads' ivm case was slower at the default threads than at one)."""
-    from sparsegp.classification import _ivm
+    from sparsegp.classification import _ivm_search
     default = numba.config.NUMBA_DEFAULT_NUM_THREADS
     monkeypatch.delenv("NUMBA_NUM_THREADS", raising=False)
 
@@ -337,12 +337,12 @@ def test_an_ivm_fit_with_serial_passes_runs_one_thread_without_a_probe(monkeypat
         raise AssertionError("the fit waited for a load probe")
     monkeypatch.setattr(_threads, "_recent_busy_cores", no_probe)
     seen = []
-    select = _ivm.select_active_set
+    select = _ivm_search.select_active_set
 
     def spy(*args, **kwargs):
         seen.append(numba.get_num_threads())
         return select(*args, **kwargs)
-    monkeypatch.setattr(_ivm, "select_active_set", spy)
+    monkeypatch.setattr(_ivm_search, "select_active_set", spy)
     n = _threads.PARALLEL_MIN_ROWS + 200
     X, y = sparsegp.datasets.make_xor(n, random_state=0)
     sparsegp.IVMClassifier(n_active=20, optimizer=None, random_state=0).fit(X, y)

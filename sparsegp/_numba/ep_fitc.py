@@ -357,8 +357,8 @@ def refresh_rows(Vt, d0, tau, nu, t, omega, btil, d, nn, Ws, b):
 # (``*_rows``), and a ``parallel=True`` wrapper that splits the rows into ``n_parts`` ranges,
 # one per thread, and adds up the ranges' results (``*_split``). Outputs that sum over rows
 # are added into arrays the caller zeroes; Grams fill the upper triangle only (the faster
-# syrk), mirrored by the caller (``_gfitc._mirror_upper``). With one thread the caller
-# runs the serial kernel over all rows (``sparsegp.classification._gfitc._row_pass``): the
+# syrk), mirrored by the caller (``_fitc_ep._mirror_upper``). With one thread the caller
+# runs the serial kernel over all rows (``sparsegp.classification._fitc_ep._row_pass``): the
 # same blocks and sums, bit for bit, without compiling the parallel wrapper, which is most of
 # a small fit's first-run compile time.
 # Constant flags and offsets go to the shared kernels (trmm_rows, stationary_grad, copy_rows)
@@ -516,7 +516,7 @@ def whiten_split(K, Linv, variance, Vt, d0, n_parts, block):
 def evidence_gradient_rows(Vt, RT, Linv, alpha, omega, g, wg, a, K, Gd, X, Z, lengthscale,
                            grad_ls, grad_Z, gram, lo, hi, block):
     """Rows lo..hi-1 of the row passes of the evidence gradient (notes §1.9, whitened; see
-    ``_gfitc``).
+    ``_fitc_ep``).
 
     With S⁻¹ = RᵀR, the adjoint of K_fu is dL/dK_fu = Hᵀ L⁻¹ (N, M) with
     Hᵀ = α aᵀ − diag(ω) Vt S⁻¹ − 2 diag(g) Vt, formed ``block`` rows at a time (two TRMMs
