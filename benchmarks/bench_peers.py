@@ -456,8 +456,9 @@ def _traced_sparsegp_search(points=None):
     evaluation and the trace needs no time taken out (T3 evaluates test NLPs and must).
     A coarse start's evaluations (the regressor's search on a subset of the rows, whose
     label says so) are of another objective, the bound on that subset, and stay out of the
-    objective trace. ``points``, a list, also gets (perf_counter, copy of the point) of every
-    evaluation, coarse ones included, to score the model there afterwards.
+    objective trace. ``points``, a list, also gets (perf_counter, copy of the point, the
+    search's label) of every evaluation, coarse ones included, to score the model there
+    afterwards.
     """
     from sparsegp.regression import _sparse
     trace, maximize = _Trace(), _sparse.maximize
@@ -470,7 +471,8 @@ def _traced_sparsegp_search(points=None):
             if not coarse:
                 trace.add(out[0])
             if points is not None:
-                points.append((time.perf_counter(), np.array(x, copy=True)))
+                points.append((time.perf_counter(), np.array(x, copy=True),
+                               kwargs.get("label", "")))
             return out
         return maximize(evaluate_and_record, *args, **kwargs)
 
@@ -576,7 +578,7 @@ def _sparsegp_accuracy_trace(est, variant, d, points, t0):
     D = d["Xtr"].shape[1]
     n_theta = est.theta_.size
     out = []
-    for t, x in points:
+    for t, x, *_ in points:
         s2, ls, sn2 = est._unpack(x[:n_theta], D)
         Z = x[n_theta:].reshape(-1, D) if x.size > n_theta else est._Z
         model = sparsegp.SparseGPRegressor(
