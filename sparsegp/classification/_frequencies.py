@@ -129,8 +129,9 @@ def one_class_verdict(proba, y_index, X):
         Predicted probabilities of the judged rows, columns in label order.
     y_index : ndarray of shape (k,), int
         Their labels as column indices of ``proba``.
-    X : ndarray of shape (k, n_features)
-        Their inputs (any units: the baseline standardises them).
+    X : ndarray of shape (k, n_features), or a callable returning it
+        Their inputs (any units: the baseline standardises them); a callable is called only
+        when the predictions take one class.
 
     Returns
     -------
@@ -147,6 +148,7 @@ def one_class_verdict(proba, y_index, X):
     if np.unique(predicted).size > 1 or np.unique(y_index).size < 2:
         return None
     accuracy = float(np.mean(predicted == y_index))
+    X = X() if callable(X) else X
     linear = linear_accuracy(X, y_index)
     return dict(predicted=int(predicted[0]), accuracy=accuracy, linear=linear,
                 rows=int(y_index.size), features=int(np.shape(X)[1]),
@@ -182,15 +184,18 @@ class FrequencyCheckMixin:
         """
         rows = judged_rows(np.shape(y_index)[0])
         proba = self._judged_proba(X, rows)
+        # the rows' inputs are read again only for a fit that predicts one class (a row
+        # store is read once per batch otherwise)
         return self._warn_if_no_better(proba, np.asarray(y_index)[rows],
-                                       X_rows=take_rows(X, rows))
+                                       X_rows=lambda: take_rows(X, rows))
 
     def _warn_if_no_better(self, proba, y_index, label=None, X_rows=None):
         """:func:`compare_with_frequencies`, and a ``ConvergenceWarning`` with this
         estimator's advice when the fit is no better; ``label`` names the part of the model
-        judged (default: the class name). Given ``X_rows``, the judged rows' inputs, a fit
-        that is better than the frequencies but predicts one class for every row is judged
-        too (:meth:`_warn_if_one_class`); pass them only where ``proba`` is what ``predict``
+        judged (default: the class name). Given ``X_rows``, the judged rows' inputs (an array,
+        or a callable returning it, called only when needed), a fit that is better than the
+        frequencies but predicts one class for every row is judged too
+        (:meth:`_warn_if_one_class`); pass them only where ``proba`` is what ``predict``
         reads, not for one part of a model. Returns the verdict."""
         v = compare_with_frequencies(proba, y_index)
         if not v["no_better"] and X_rows is not None:
