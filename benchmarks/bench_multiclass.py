@@ -59,7 +59,8 @@ def synthetic(n, C, D=D_FEATURES, seed=0):
 
 def _estimator(method, M, max_iter, callback=None, **kw):
     import sparsegp
-    common = dict(n_inducing=M, max_iter=max_iter, random_state=0, callback=callback, **kw)
+    common = dict(n_inducing=M, max_iter=max_iter, tol=None, random_state=0, callback=callback,
+                  **kw)
     if method in ("ep", "sep"):
         return sparsegp.MultiClassEPClassifier(method=method, **common)
     if method == "gfitc":
@@ -112,7 +113,7 @@ def satellite(methods, M=100, max_iter=250, fold=0):
     ptp = C * ptp_time(N, M)
     rows = []
     for method in methods:
-        kw = dict(n_inducing=M, max_iter=max_iter, random_state=0)
+        kw = dict(n_inducing=M, max_iter=max_iter, tol=None, random_state=0)
         if method in ("ep", "sep"):
             est = sparsegp.MultiClassEPClassifier(method=method, **kw)
         elif method == "gfitc":

@@ -58,7 +58,8 @@ def build(method, Z0, iterations, vi_batch):
         return sparsegp.MultiClassEPClassifier(method=method.lower(), max_iter=iterations,
                                                tol=None, **kw)
     if method == "GFITC":
-        return sparsegp.MultiClassGFITCClassifier(max_iter=iterations, **GFITC_EP, **kw)
+        return sparsegp.MultiClassGFITCClassifier(max_iter=iterations, tol=None, **GFITC_EP,
+                                                  **kw)
     return sparsegp.MultiClassSVGPClassifier(batch_size=vi_batch, max_iter=iterations,
                                              learning_rate=1e-2, **kw)
 

@@ -92,11 +92,11 @@ def main(argv=None):
         rec = Recorder(Xte, yte, schedule)
         # every class starts at amplitude 1 and the median length-scale in every feature
         kernel = SquaredExponential(1.0, np.full(Xtr.shape[1], ls0))
+        # the paper's fixed number of iterations, not the stopping rule, for every method
         kw = dict(inducing_points=Z0, kernel=kernel, noise_variance=1.0, max_iter=max_iter,
-                  random_state=0, callback=rec)
+                  tol=None, random_state=0, callback=rec)
         if method in ("ep", "sep"):
-            # the paper's fixed number of iterations, not the stopping rule
-            kw.update(method=method, tol=None)
+            kw.update(method=method)
         est = cls(**kw)
         rec.t0 = time.perf_counter()
         est.fit(Xtr, ytr)

@@ -295,7 +295,9 @@ def test_bad_data():
     Xn[3, 1] = np.nan
     with pytest.raises(ValueError, match="NaN"):
         IVMClassifier(n_active=5).fit(Xn, y)
-    clf = IVMClassifier(n_active=5).fit(X, y)
+    # a fixed draw: with random_state=None, 6 of 40 draws of five active points on this xor
+    # end no better than the class frequencies and warn, which this test is not about
+    clf = IVMClassifier(n_active=5, random_state=0).fit(X, y)
     with pytest.raises(ValueError, match="NaN"):
         clf.predict(Xn)
 

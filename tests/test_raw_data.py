@@ -100,7 +100,8 @@ BINARY = [
 MULTICLASS = [
     pytest.param(lambda: MultiClassEPClassifier(n_inducing=6, max_iter=30, tol=None, random_state=0),
                  id="mc-ep"),
-    pytest.param(lambda: MultiClassGFITCClassifier(n_inducing=6, max_iter=30, random_state=0),
+    pytest.param(lambda: MultiClassGFITCClassifier(n_inducing=6, max_iter=30, tol=None,
+                                                   random_state=0),
                  id="mc-gfitc"),
     pytest.param(lambda: MultiClassSVGPClassifier(n_inducing=6, max_iter=30, random_state=0),
                  id="mc-svgp"),

@@ -20,7 +20,7 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 import sparsegp
 from sparsegp.datasets import make_gp_classes, make_regression_1d, make_xor
 
-from conftest import AT_THE_CAP, ON_NOISE_LABELS, ON_NOISE_TARGETS
+from conftest import AT_THE_CAP, ON_NOISE_LABELS, ON_NOISE_TARGETS, ONE_CLASS
 
 # Small settings that fit the checks' data (as few as 10 rows) in well under a second.
 CHECK_CONFIGS = {
@@ -78,6 +78,7 @@ def _expected_failures(estimator):
 @AT_THE_CAP
 @ON_NOISE_TARGETS
 @ON_NOISE_LABELS
+@ONE_CLASS
 def test_sklearn_estimator_checks(estimator, check):
     check(estimator)
 
@@ -90,6 +91,7 @@ def test_expected_failures_state_their_reason(name):
 
 @pytest.mark.parametrize("name", ESTIMATORS)
 @AT_THE_CAP
+@ONE_CLASS
 def test_pipeline_cross_validation_and_grid_search(name):
     est = _make(name)
     X, y = _data(est)

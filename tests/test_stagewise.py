@@ -266,7 +266,14 @@ def test_small_data_finds_the_signal():
 def test_auto_d_max_leaves_half_the_rows_to_eq4(n, expected):
     X = np.random.default_rng(4).normal(size=(n, 2))
     y = np.where(np.arange(n) % 2 == 0, 1.0, -1.0)
-    est = StagewiseGPClassifier(optimizer=None, random_state=0).fit(X, y)
+    est = StagewiseGPClassifier(optimizer=None, random_state=0)
+    if n == 3:
+        # one active row of three: every row gets class 1, which a logistic regression on
+        # the three rows beats, and the fit says so (issue 49)
+        with pytest.warns(ConvergenceWarning, match="for all 3 training rows though"):
+            est.fit(X, y)
+    else:
+        est.fit(X, y)
     assert est.active_set_.size == expected
 
 

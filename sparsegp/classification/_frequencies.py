@@ -19,17 +19,34 @@ does not explain follows the noise on its training rows and beats both. Sets of 
 no warning); on large ones an evenly spaced sample of ``JUDGED_SAMPLE`` rows is read, since
 some predictions cost O(M^2) a row.
 
+A fit can beat the frequencies and still predict one class for every row: on a few rows
+with unequal classes it may rank them (log loss below the entropy, varied probabilities)
+without any probability crossing the decision threshold. A user then gets ``predict``
+returning one class everywhere although the data hold several. That fit is reported too,
+with its own message, when a simple model separates the same rows better: a standardised
+logistic regression (scikit-learn's defaults) classifies at least ``LINEAR_MARGIN`` more of
+the judged rows correctly (:func:`one_class_verdict`). Where no linear model beats one
+class, predicting one class is what the data support, and nothing is said. The fuzz suite's
+"silent flat" count (``benchmarks/fuzz.py``) is a fit predicting one class with no warning
+while the same logistic regression beats the majority rate by that margin, so the check and
+the count read one definition.
+
 Every public classifier mixes in :class:`FrequencyCheckMixin` and calls
 :meth:`FrequencyCheckMixin._check_against_frequencies` at the end of ``fit``; it provides
 ``_judged_proba(X, rows)`` (its probabilities on those rows of the fit's X, columns as
 ``classes_``) and ``_frequency_advice()`` (what to try, naming only its own parameters).
 """
 
+import warnings
+
 import numpy as np
 
+from .._inducing_base import take_rows
+from .._validation import plain
 from ..exceptions import ConvergenceWarning, warn
 
-__all__ = ["FrequencyCheckMixin", "judged_rows", "compare_with_frequencies"]
+__all__ = ["FrequencyCheckMixin", "judged_rows", "compare_with_frequencies",
+           "one_class_verdict"]
 
 #: At most this many evenly spaced training rows are judged (:func:`judged_rows`)
 JUDGED_SAMPLE = 300
@@ -43,6 +60,10 @@ LOG_LOSS_RTOL = 1e-9
 #: ``log_loss`` does for float64, so that one row predicted with probability 0 gives a finite
 #: (large) loss
 CLIP = 1e-15
+#: A fit predicting one class for every judged row is reported when a standardised logistic
+#: regression classifies at least this much more of them correctly (accuracy, absolute); the
+#: fuzz suite's SIGNAL_MARGIN
+LINEAR_MARGIN = 0.1
 
 
 def judged_rows(n_samples):
@@ -85,6 +106,55 @@ def compare_with_frequencies(proba, y_index):
                 spread=spread, rows=k, no_better=no_better)
 
 
+def linear_accuracy(X, y_index):
+    """Training accuracy of a logistic regression on the standardised rows ``X`` (shape (k, D))
+    with labels ``y_index`` (k,): scikit-learn's ``LogisticRegression`` at its defaults (L2,
+    C = 1) but ``max_iter=1000``, after ``StandardScaler``. Its own warnings (an lbfgs that
+    stopped early) are not the user's concern and are not shown."""
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.preprocessing import StandardScaler
+    X = StandardScaler().fit_transform(np.asarray(X, dtype=np.float64))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = LogisticRegression(max_iter=1000).fit(X, y_index)
+    return float(model.score(X, y_index))
+
+
+def one_class_verdict(proba, y_index, X):
+    """Does the fit predict one class for every judged row while a linear model does better?
+
+    Parameters
+    ----------
+    proba : ndarray of shape (k, n_classes)
+        Predicted probabilities of the judged rows, columns in label order.
+    y_index : ndarray of shape (k,), int
+        Their labels as column indices of ``proba``.
+    X : ndarray of shape (k, n_features), or a callable returning it
+        Their inputs (any units: the baseline standardises them); a callable is called only
+        when the predictions take one class.
+
+    Returns
+    -------
+    verdict : dict or None
+        None when the predictions take more than one class, or the labels only one.
+        Otherwise ``predicted`` (the column index every row gets), ``accuracy`` (the fit's),
+        ``linear`` (the logistic regression's training accuracy, :func:`linear_accuracy`),
+        ``rows`` (k), ``features`` (D) and ``one_class`` (bool: ``linear - accuracy >=
+        LINEAR_MARGIN``).
+    """
+    proba = np.asarray(proba, dtype=np.float64)
+    y_index = np.asarray(y_index, dtype=np.int64)
+    predicted = np.argmax(proba, axis=1)
+    if np.unique(predicted).size > 1 or np.unique(y_index).size < 2:
+        return None
+    accuracy = float(np.mean(predicted == y_index))
+    X = X() if callable(X) else X
+    linear = linear_accuracy(X, y_index)
+    return dict(predicted=int(predicted[0]), accuracy=accuracy, linear=linear,
+                rows=int(y_index.size), features=int(np.shape(X)[1]),
+                one_class=linear - accuracy >= LINEAR_MARGIN)
+
+
 def _join_advice(advice):
     """"a, b, or c" from a list of suggestions."""
     advice = list(advice)
@@ -114,13 +184,22 @@ class FrequencyCheckMixin:
         """
         rows = judged_rows(np.shape(y_index)[0])
         proba = self._judged_proba(X, rows)
-        return self._warn_if_no_better(proba, np.asarray(y_index)[rows])
+        # the rows' inputs are read again only for a fit that predicts one class (a row
+        # store is read once per batch otherwise)
+        return self._warn_if_no_better(proba, np.asarray(y_index)[rows],
+                                       X_rows=lambda: take_rows(X, rows))
 
-    def _warn_if_no_better(self, proba, y_index, label=None):
+    def _warn_if_no_better(self, proba, y_index, label=None, X_rows=None):
         """:func:`compare_with_frequencies`, and a ``ConvergenceWarning`` with this
         estimator's advice when the fit is no better; ``label`` names the part of the model
-        judged (default: the class name). Returns the verdict."""
+        judged (default: the class name). Given ``X_rows``, the judged rows' inputs (an array,
+        or a callable returning it, called only when needed), a fit that is better than the
+        frequencies but predicts one class for every row is judged too
+        (:meth:`_warn_if_one_class`); pass them only where ``proba`` is what ``predict``
+        reads, not for one part of a model. Returns the verdict."""
         v = compare_with_frequencies(proba, y_index)
+        if not v["no_better"] and X_rows is not None:
+            self._warn_if_one_class(proba, y_index, X_rows, v, label)
         if v["no_better"]:
             flat = (f"; its probabilities are flat (median absolute deviation "
                     f"{v['spread']:.1e}): a constant predictor" if v["spread"] < FLAT_PROBA
@@ -134,3 +213,30 @@ class FrequencyCheckMixin:
                 f"{_join_advice(self._frequency_advice())}",
                 ConvergenceWarning)
         return v
+
+    def _warn_if_one_class(self, proba, y_index, X_rows, v, label=None):
+        """A ``ConvergenceWarning`` when the fit, though better than the frequencies (verdict
+        ``v``), predicts one class for every judged row while a logistic regression
+        classifies them better (:func:`one_class_verdict`). Returns that verdict or None."""
+        w = one_class_verdict(proba, y_index, X_rows)
+        if w is None or not w["one_class"]:
+            return w
+        classes = getattr(self, "classes_", None)
+        name = (plain(classes[w["predicted"]]) if classes is not None
+                else w["predicted"])
+        k, D = w["rows"], w["features"]
+        others = int(np.sum(y_index != w["predicted"]))
+        few = (f"; with {k} rows and {D} features a linear model can fit almost any labels, "
+               f"so its lead may not carry over to new rows" if k <= D + 1 else "")
+        threshold = ("a threshold on predict_proba other than 1/2" if proba.shape[1] == 2
+                     else "ranking by predict_proba instead of predict")
+        warn(
+            f"{label or type(self).__name__}: predicts class {name!r} for all {k} training "
+            f"rows though {others} of them {'is' if others == 1 else 'are'} of another "
+            f"class: its accuracy {w['accuracy']:.3f} against {w['linear']:.3f} for a "
+            f"logistic regression on the standardised inputs{few}. Its probabilities beat the "
+            f"class frequencies (log loss {v['log_loss']:.4f} against their entropy "
+            f"{v['entropy']:.4f}) but none crosses the decision boundary; try more training "
+            f"rows or {threshold}; else {_join_advice(self._frequency_advice())}",
+            ConvergenceWarning)
+        return w

@@ -388,11 +388,14 @@ class IVMClassifier(_BinaryGPClassifierMixin, ClassifierMixin, SparseGPEstimator
             label = "IVM" if len(tasks) == 1 else f"IVM {plain(classes[c])} vs rest"
             models.append(_fit_binary(X, y_pm, spec, vb, bias, self.bias == "fit", opts, rng,
                                       label))
-            self._judge_task(models[-1], y_pm, label)
+            # a binary task is the classifier: its predictions are predict's
+            self._judge_task(models[-1], y_pm, label,
+                             X[judged_rows(X.shape[0])] if len(tasks) == 1 else None)
         if len(tasks) > 1:
             # the classifier as a whole: the tasks' coupled probabilities
+            rows = judged_rows(X.shape[0])
             P = one_vs_rest_proba(np.column_stack([mod.judged_z for mod in models]))
-            self._warn_if_no_better(P, y_index[judged_rows(X.shape[0])])
+            self._warn_if_no_better(P, y_index[rows], X_rows=X[rows])
         self.models_ = models
         self._spec = spec
         self._ard = bool(spec.ard)
@@ -462,13 +465,15 @@ class IVMClassifier(_BinaryGPClassifierMixin, ClassifierMixin, SparseGPEstimator
         """``theta_`` minus the model-unit vector: the log length-scale units."""
         return _log_hyper(1.0, self._ls_unit, self._ard, 1.0)[self._free]
 
-    def _judge_task(self, model, y_pm, label):
+    def _judge_task(self, model, y_pm, label, X_rows=None):
         """The end-of-fit check (:mod:`sparsegp.classification._frequencies`) of one binary
-        task, on its judged rows; its numbers are kept on ``model``."""
+        task, on its judged rows; its numbers are kept on ``model``. ``X_rows`` (the judged
+        rows' inputs) only when the task is the whole classifier: a one-vs-rest task that
+        predicts "rest" everywhere is no failure."""
         z = model.judged_z
         y_rows = (y_pm[judged_rows(y_pm.shape[0])] > 0).astype(np.int64)
         v = self._warn_if_no_better(np.column_stack([special.ndtr(-z), special.ndtr(z)]),
-                                    y_rows, label)
+                                    y_rows, label, X_rows=X_rows)
         model.train_log_loss, model.class_entropy = v["log_loss"], v["entropy"]
         model.proba_spread = v["spread"]
 
