@@ -1013,46 +1013,38 @@ def print_table(rows):
         print(f"{r['task']:4s} {r['size']:8s} {r['lib'] + '/' + r['variant']:16s} "
               f"{r['threads']:7s} {r['seconds']:8.2f} {_fmt(r['ratio'], '9.2f')} "
               f"{r['iterations']:5d}  {quality}")
-    print_equal_objective(rows)
-    print_equal_accuracy(rows)
+    print_t2_tables(rows)
 
 
-def print_equal_accuracy(rows):
-    """T2's third table: the time each library first has the peer's final test accuracy."""
-    pairs = [r for r in rows if "equal_accuracy" in r]
-    if not pairs:
-        return
-    print()
-    print("T2 at equal accuracy: the peer's final test NLP and RMSE, and the fit time at which "
-          "each library's traced model first has both")
-    header = (f"{'size':8s} {'variant':7s} {'threads':7s} {'peer':8s} {'NLP':>7s} {'RMSE':>7s} "
-              f"{'sparsegp s':>10s} {'peer s':>8s} {'peer/sparsegp':>13s}")
-    print(header)
-    print("-" * len(header))
-    for r in pairs:
-        e = r["equal_accuracy"]
-        print(f"{r['size']:8s} {r['variant']:7s} {r['threads']:7s} {r['lib']:8s} "
-              f"{e['nlp']:7.4f} {e['rmse']:7.4f} {_fmt(e['sparsegp_seconds'], '10.2f')} "
-              f"{_fmt(e['peer_seconds'], '8.2f')} {_fmt(e['ratio'], '13.2f')}")
+#: T2's comparison tables: (row key, title, target columns as (heading, width, format, key))
+T2_TABLES = (
+    ("equal_objective", "T2 at equal objective: the worse final of each pair, and the fit time "
+     "of the first evaluation reaching it", (("objective", 10, ".1f", "target"),)),
+    ("equal_accuracy", "T2 at equal accuracy: the peer's final test NLP and RMSE, and the fit "
+     "time at which each library's traced model first has both",
+     (("NLP", 7, ".4f", "nlp"), ("RMSE", 7, ".4f", "rmse"))),
+)
 
 
-def print_equal_objective(rows):
-    """T2's second table: the time each library first reaches the worse of the two finals."""
-    pairs = [r for r in rows if "equal_objective" in r]
-    if not pairs:
-        return
-    print()
-    print("T2 at equal objective: the worse final of each pair, and the fit time of the first "
-          "evaluation reaching it")
-    header = (f"{'size':8s} {'variant':7s} {'threads':7s} {'peer':8s} {'objective':>10s} "
-              f"{'sparsegp s':>10s} {'peer s':>8s} {'peer/sparsegp':>13s}")
-    print(header)
-    print("-" * len(header))
-    for r in pairs:
-        e = r["equal_objective"]
-        print(f"{r['size']:8s} {r['variant']:7s} {r['threads']:7s} {r['lib']:8s} "
-              f"{e['target']:10.1f} {_fmt(e['sparsegp_seconds'], '10.2f')} "
-              f"{_fmt(e['peer_seconds'], '8.2f')} {_fmt(e['ratio'], '13.2f')}")
+def print_t2_tables(rows):
+    """T2's pair tables (:data:`T2_TABLES`): the target, each library's time to it, the ratio."""
+    for key, title, targets in T2_TABLES:
+        pairs = [r for r in rows if key in r]
+        if not pairs:
+            continue
+        print()
+        print(title)
+        header = (f"{'size':8s} {'variant':7s} {'threads':7s} {'peer':8s} "
+                  + "".join(f"{name:>{width}s} " for name, width, _, _ in targets)
+                  + f"{'sparsegp s':>10s} {'peer s':>8s} {'peer/sparsegp':>13s}")
+        print(header)
+        print("-" * len(header))
+        for r in pairs:
+            e = r[key]
+            print(f"{r['size']:8s} {r['variant']:7s} {r['threads']:7s} {r['lib']:8s} "
+                  + "".join(f"{e[field]:{width}{spec}} " for _, width, spec, field in targets)
+                  + f"{_fmt(e['sparsegp_seconds'], '10.2f')} {_fmt(e['peer_seconds'], '8.2f')} "
+                  f"{_fmt(e['ratio'], '13.2f')}")
 
 
 if __name__ == "__main__":
