@@ -5,6 +5,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import pooch
 import pytest
 from scipy import integrate
 from scipy.stats import multivariate_normal
@@ -383,7 +384,6 @@ def test_data_home_defaults(tmp_path, monkeypatch, rng):
     # the default is pooch's per-user cache folder, which follows XDG_CACHE_HOME on Linux
     monkeypatch.setenv("HOME", str(tmp_path))
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
-    pooch = pytest.importorskip("pooch")
     assert get_data_home() == Path(pooch.os_cache("sparsegp"))      # on every platform
     if sys.platform.startswith("linux"):
         assert get_data_home() == tmp_path / "cache" / "sparsegp"
