@@ -585,11 +585,29 @@ class SignAdaptiveStep:
 
     Each scalar has its own rate: x1.02 when its gradient keeps its sign, x0.5 when it flips,
     capped at ``max_rate``; the step is ``rate * grad`` (ascent) (multi-class notes §5.1).
+
+    Parameters
+    ----------
+    size : int
+        Number of scalars stepped.
+    learning_rate : float
+        Every rate's initial value.
+    increase, decrease : float
+        Factors applied to a rate when its sign test passes or fails.
+    max_rate : float
+        Cap of every rate.
+    pooled : slice or ndarray of int, optional
+        Scalars whose sign test compares each one's previous sign with the sign of the *sum*
+        of their current gradients, as the authors' R code does for the length-scales
+        (``optimize`` in ``sepMGPC_batch.R``). Each still keeps its own rate and its own
+        stored sign. None tests every scalar against itself, as the paper's appendix G says.
     """
 
-    def __init__(self, size, learning_rate=1e-2, increase=1.02, decrease=0.5, max_rate=1.0):
+    def __init__(self, size, learning_rate=1e-2, increase=1.02, decrease=0.5, max_rate=1.0,
+                 pooled=None):
         self.rate = np.full(size, float(learning_rate))
         self.increase, self.decrease, self.max_rate = increase, decrease, max_rate
+        self.pooled = pooled
         self.prev_sign = None
 
     def step(self, theta, grad, scale=None):
@@ -608,6 +626,9 @@ class SignAdaptiveStep:
         sign = np.sign(grad)
         if self.prev_sign is not None:
             same = sign == self.prev_sign
+            if self.pooled is not None:
+                same[self.pooled] = self.prev_sign[self.pooled] == np.sign(
+                    np.sum(grad[self.pooled]))
             self.rate = np.where(same, np.minimum(self.max_rate, self.rate * self.increase),
                                  self.rate * self.decrease)
         self.prev_sign = sign

@@ -8,6 +8,7 @@ from sparsegp._optimize import (
     FAILED_OBJECTIVE,
     RESTART_HALF_WIDTH,
     Adam,
+    SignAdaptiveStep,
     ascend,
     maximize,
     restart_points,
@@ -246,6 +247,48 @@ def test_adam_matches_the_textbook_update_and_freezes_scale_zero():
         ref = np.where(scale > 0, phi * scale, ref)
     np.testing.assert_allclose(out, ref, rtol=1e-13, atol=1e-15)
     assert out[2] == theta[2]
+
+
+def _sign_rule_by_hand(theta, grads, pooled):
+    """Appendix G's rates written out scalar by scalar; ``pooled`` scalars test their previous
+    sign against the sign of the pooled scalars' summed gradient (the R code's length-scales)."""
+    rate = np.full(theta.size, 0.01)
+    prev = None
+    for g in grads:
+        if prev is not None:
+            for j in range(theta.size):
+                now = np.sign(g[pooled].sum()) if j in pooled else np.sign(g[j])
+                rate[j] = min(1.0, rate[j] * 1.02) if prev[j] == now else rate[j] * 0.5
+        prev = np.sign(g)
+        theta = theta + rate * g
+    return theta, rate
+
+
+@pytest.mark.parametrize("pooled", [None, [1, 2, 3]])
+def test_sign_adaptive_step_matches_the_rule_by_hand(pooled):
+    rng = np.random.default_rng(7)
+    theta = rng.normal(size=5)
+    # the pooled scalars disagree in sign, so the pooled and per-scalar tests differ
+    grads = rng.normal(size=(12, 5)) + np.array([0.0, 0.3, -0.2, 0.1, 0.0])
+    step = SignAdaptiveStep(5, 0.01, pooled=None if pooled is None else np.array(pooled))
+    out = theta.copy()
+    for g in grads:
+        out = step.step(out, g)
+    ref, rate = _sign_rule_by_hand(theta, grads, [] if pooled is None else pooled)
+    np.testing.assert_allclose(out, ref, rtol=1e-14, atol=1e-15)
+    np.testing.assert_allclose(step.rate, rate, rtol=1e-14)
+
+
+def test_pooled_sign_test_differs_from_per_parameter():
+    """The pooled test is a different rule: a length-scale whose own sign persists against the
+    others' net direction has its rate halved."""
+    grads = np.array([[1.0, -1.0, -1.0], [1.0, -1.0, -1.0]])
+    per, pooled = SignAdaptiveStep(3, 0.01), SignAdaptiveStep(3, 0.01, pooled=slice(0, 3))
+    for g in grads:
+        per.step(np.zeros(3), g)
+        pooled.step(np.zeros(3), g)
+    np.testing.assert_allclose(per.rate, 0.0102)
+    np.testing.assert_allclose(pooled.rate, [0.005, 0.0102, 0.0102])
 
 
 # ----------------------------------------------------------------------------------------------
