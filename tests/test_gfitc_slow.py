@@ -25,8 +25,9 @@ def test_ripley_synth_m4():
 
     The paper's model: "the isotropic squared exponential kernel" in the data's units, twenty
     CG steps (``tol=None``: the schedule ``max_iter=20`` meant before the stopping rule), the
-    best of several random starts (here 5 restarts, for each of 5 seeds). Its kernel is passed as a user's, started and searched as the default is (length-
-    scale ``start_lengthscale(2)`` = 1 times the features' root-mean-square spread, no bounds):
+    best of several random starts (here 5 restarts, for each of 5 seeds). Its kernel is passed
+    as a user's, started and searched as the default is (length-scale
+    ``start_lengthscale(2)`` = 1 times the features' root-mean-square spread, no bounds):
     the default covariance is isotropic on *standardised* inputs, which holds synth's two
     length-scales at its features' 1.92 : 1 spread ratio (seeds 0-4: error .102-.104, NLP
     .255-.257, log evidence -82.8 to -82.9; this kernel .088-.089, .236-.237, -77.0).
