@@ -14,9 +14,10 @@ from .._optimize import kernel_log_bounds, maximize, stopping_gain, unbounded
 from .._scaling import InputScaling, scaling_for
 from .._validation import check_int, check_option, check_tol
 from ..exceptions import ConvergenceWarning, JitterWarning, warn
-from ..inducing import kmeans, kmeans_blocks
+from ..inducing import check_blocks, kmeans, kmeans_blocks, median_split_blocks
 from ..kernels import kernel_spec
-from . import _base
+from . import _base, _predict
+from ._inducing import greedy_variance_selection
 
 _LOG_BOUND = math.log(1e6)
 #: A fitted model whose training R² is at most this predicts no better than the mean of y.
@@ -334,7 +335,7 @@ class SparseGPRegressor(RegressorMixin, InducingPointEstimator):
             Z = self._check_inducing_points(N, D)
         blocks = None
         if self.blocks is not None and not isinstance(self.blocks, (int, np.integer)):
-            blocks = _base.check_blocks(self.blocks, N)
+            blocks = check_blocks(self.blocks, N)
         elif self.blocks is not None:
             check_int(self.blocks, "blocks", minimum=1, maximum=N)
         return X, y, spec, sn2, jitter, Z, blocks
@@ -429,7 +430,7 @@ class SparseGPRegressor(RegressorMixin, InducingPointEstimator):
             if blocks is None and self.blocks is not None:
                 blocks = kmeans_blocks(X, int(self.blocks), rng)
             elif blocks is None:
-                blocks = _base.median_split_blocks(X, Z.shape[0])
+                blocks = median_split_blocks(X, Z.shape[0])
             self.blocks_ = blocks
         self._blocks_fit = blocks
 
@@ -554,8 +555,8 @@ class SparseGPRegressor(RegressorMixin, InducingPointEstimator):
         if self.init == "random":
             return np.sort(rng.choice(N, size=M, replace=False))
         if self.init == "greedy":
-            return np.sort(_base.greedy_variance_selection(X, M, s2, ls, rng, jitter,
-                                                           self._spec.family))
+            return np.sort(greedy_variance_selection(X, M, s2, ls, rng, jitter,
+                                                     self._spec.family))
         # k-means: the training point nearest each centre (duplicates topped up at random)
         C, _ = kmeans(X, X[rng.choice(N, size=M, replace=False)])
         d2 = (np.einsum("nd,nd->n", X, X)[:, None] - 2.0 * X @ C.T
@@ -569,8 +570,8 @@ class SparseGPRegressor(RegressorMixin, InducingPointEstimator):
     def _init_Z(self, X, s2, ls, jitter, rng):
         M = self._n_inducing(X.shape[0])
         if self.init == "greedy":
-            return X[_base.greedy_variance_selection(X, M, s2, ls, rng, jitter,
-                                                     self._spec.family)].copy()
+            return X[greedy_variance_selection(X, M, s2, ls, rng, jitter,
+                                               self._spec.family)].copy()
         return self._initial_inducing_points(X, rng)
 
     def _pack(self, s2, ls, sn2):
@@ -889,28 +890,29 @@ value is a density of y in its own units, as ``log_marginal_likelihood_``."""
             if return_cov:
                 raise ValueError("augment=True predicts each test point on its own; "
                                  "return_cov is not available")
-            mean, var = _base.augmented_predict(self._training_rows(), self._y_model,
-                                                self._Z, Xs, s2, ls, sn2, self.jitter,
-                                                family=self._spec.family)
+            mean, var = _predict.augmented_predict(self._training_rows(), self._y_model,
+                                                   self._Z, Xs, s2, ls, sn2, self.jitter,
+                                                   family=self._spec.family)
         elif transduce:
             if method not in _base.SPARSE_METHODS:
                 raise ValueError(f"transduce=True needs a sparse approximation; got {method!r}")
-            mean, cov = _base.bcm_predict(self._training_rows(), self._y_model, Xs, s2, ls, sn2,
-                                          method, self._blocks_fit, self.jitter,
-                                          self._spec.family)
+            mean, cov = _predict.bcm_predict(self._training_rows(), self._y_model, Xs, s2, ls,
+                                             sn2, method, self._blocks_fit, self.jitter,
+                                             self._spec.family)
             var = np.maximum(np.diag(cov), 0.0)
             if full:
                 return mean, cov
         elif method in _base.SPARSE_METHODS:
-            out = _base.sparse_predict(self._post, self._Z, Xs, s2, ls, full,
-                                       self._spec.family)
+            out = _predict.sparse_predict(self._post, self._Z, Xs, s2, ls, full,
+                                          self._spec.family)
             mean, var = out
             if full:
                 return mean, var
         else:
             Xt = self._training_rows()
             Xt = Xt if method == "exact" else Xt[self.subset_indices_]
-            mean, var = _base.exact_predict(Xt, self._post, Xs, s2, ls, full, self._spec.family)
+            mean, var = _predict.exact_predict(Xt, self._post, Xs, s2, ls, full,
+                                               self._spec.family)
             if full:
                 return mean, var
             var = np.maximum(var, 0.0)
