@@ -1,17 +1,23 @@
-"""Where the regressor's inducing inputs start: greedy selection by prior variance.
+"""Where the regressor's inducing inputs, or SoD's subset, start.
 
-:func:`greedy_variance_selection` picks M of the N training inputs X (N, D), each the one
-whose prior variance the inducing inputs chosen before it leave most unexplained: pivoted
-incomplete Cholesky of K_ff, computed one column k(X, x_j) (N,) at a time with the compiled
-row pass of :mod:`sparsegp.regression._base`, which is why it lives in the regression
-package. The starts that need no covariance (random rows, k-means) and the PITC partitions
-are in :mod:`sparsegp.inducing`.
+:class:`_InducingStartMixin` reads the estimator's ``init``: ``"random"`` and ``"kmeans"``
+draw M inducing inputs (M, D) from the training inputs X (N, D) by :mod:`sparsegp.inducing`
+(through :class:`~sparsegp._inducing_base.InducingPointEstimator`), and ``"greedy"`` picks
+M training inputs by :func:`greedy_variance_selection`. SoD's subset is M row indices (M,)
+chosen the same three ways, its k-means rows the nearest to the centres.
+
+:func:`greedy_variance_selection` takes each time the training input whose prior variance
+the ones chosen before it leave most unexplained: pivoted incomplete Cholesky of K_ff,
+computed one column k(X, x_j) (N,) at a time with the compiled row pass of
+:mod:`sparsegp.regression._base`, which is why it lives in the regression package and not
+in :mod:`sparsegp.inducing`.
 """
 import math
 
 import numpy as np
 
 from .._numba.covfuncs import SE
+from ..inducing import kmeans
 from ._base import cross_cov
 
 
@@ -48,3 +54,46 @@ def greedy_variance_selection(X, n_inducing, variance, lengthscale, rng, jitter=
         if m + 1 < M:
             j = int(np.argmax(resid))
     return chosen
+
+
+class _InducingStartMixin:
+    """The starts on :class:`~sparsegp.regression.SparseGPRegressor`.
+
+    They read its ``init``, M from its ``_n_inducing`` and the kernel family of ``_spec``,
+    and draw ``"random"`` and ``"kmeans"`` inducing inputs with its
+    ``_initial_inducing_points``; the random numbers come from the fit's ``rng``.
+    """
+
+    def _choose_subset(self, X, s2, ls, jitter, rng):
+        """SoD's subset: sorted indices (M,) into the model-unit training rows X (N, D).
+
+        ``s2``, ``ls`` (D,) and ``jitter`` are the starting kernel's, for ``"greedy"``.
+        """
+        N = X.shape[0]
+        M = self._n_inducing(N)
+        if self.init == "random":
+            return np.sort(rng.choice(N, size=M, replace=False))
+        if self.init == "greedy":
+            return np.sort(greedy_variance_selection(X, M, s2, ls, rng, jitter,
+                                                     self._spec.family))
+        # k-means: the training point nearest each centre (duplicates topped up at random)
+        C, _ = kmeans(X, X[rng.choice(N, size=M, replace=False)])
+        d2 = (np.einsum("nd,nd->n", X, X)[:, None] - 2.0 * X @ C.T
+              + np.einsum("md,md->m", C, C)[None, :])
+        idx = np.unique(np.argmin(d2, axis=0))
+        if idx.size < M:
+            rest = np.setdiff1d(np.arange(N), idx)
+            idx = np.concatenate([idx, rng.choice(rest, size=M - idx.size, replace=False)])
+        return np.sort(idx)
+
+    def _init_Z(self, X, s2, ls, jitter, rng):
+        """Initial inducing inputs (M, D), a new array, from the model-unit rows X (N, D).
+
+        ``s2``, ``ls`` (D,) and ``jitter`` are the kernel's at this start (a restart's are
+        drawn), for ``"greedy"``.
+        """
+        M = self._n_inducing(X.shape[0])
+        if self.init == "greedy":
+            return X[greedy_variance_selection(X, M, s2, ls, rng, jitter,
+                                               self._spec.family)].copy()
+        return self._initial_inducing_points(X, rng)

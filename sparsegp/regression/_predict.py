@@ -23,7 +23,7 @@ import numpy as np
 from scipy.linalg import cho_solve, solve_triangular
 
 from .._numba.covfuncs import SE
-from ._base import _times_lt, chol_jitter, cross_cov, sparse_lml, tri_inv
+from ._base import SPARSE_METHODS, _times_lt, chol_jitter, cross_cov, sparse_lml, tri_inv
 
 
 def exact_predict(X_train, factors, Xs, variance, lengthscale, full_cov=False, family=SE):
@@ -139,3 +139,50 @@ def bcm_predict(X, y, Xs, variance, lengthscale, noise_variance, method, blocks,
     mean = Kss @ post.w
     B = solve_triangular(post.LS, post.Lu.T, lower=True, check_finite=False)
     return mean, B.T @ B
+
+
+class _PredictMixin:
+    """The latent predictions of :class:`~sparsegp.regression.SparseGPRegressor`.
+
+    They read its ``approximation`` and ``jitter`` and what ``fit`` left: the training rows
+    in model units (``_training_rows()``), the targets ``_y_model``, the inducing inputs
+    ``_Z``, the factors ``_post``, the PITC blocks ``_blocks_fit``, the kernel ``_spec`` and
+    SoD's ``subset_indices_``.
+    """
+
+    def _predict_model(self, Xs, s2, ls, sn2, return_cov, augment, transduce):
+        """Latent mean and variance (or covariance) at model-unit rows Xs, in model units."""
+        method = self.approximation
+        if augment and transduce:
+            raise ValueError("augment and transduce cannot both be True")
+        full = bool(return_cov)
+        if augment:
+            if method not in ("sor", "dtc", "vfe"):
+                raise ValueError("augment=True is implemented for approximation 'sor', 'dtc' "
+                                 f"and 'vfe' (ASoR = ADTC); got {method!r}")
+            if return_cov:
+                raise ValueError("augment=True predicts each test point on its own; "
+                                 "return_cov is not available")
+            mean, var = augmented_predict(self._training_rows(), self._y_model, self._Z, Xs,
+                                          s2, ls, sn2, self.jitter, family=self._spec.family)
+        elif transduce:
+            if method not in SPARSE_METHODS:
+                raise ValueError(f"transduce=True needs a sparse approximation; got {method!r}")
+            mean, cov = bcm_predict(self._training_rows(), self._y_model, Xs, s2, ls, sn2,
+                                    method, self._blocks_fit, self.jitter, self._spec.family)
+            var = np.maximum(np.diag(cov), 0.0)
+            if full:
+                return mean, cov
+        elif method in SPARSE_METHODS:
+            out = sparse_predict(self._post, self._Z, Xs, s2, ls, full, self._spec.family)
+            mean, var = out
+            if full:
+                return mean, var
+        else:
+            Xt = self._training_rows()
+            Xt = Xt if method == "exact" else Xt[self.subset_indices_]
+            mean, var = exact_predict(Xt, self._post, Xs, s2, ls, full, self._spec.family)
+            if full:
+                return mean, var
+            var = np.maximum(var, 0.0)
+        return mean, var
