@@ -204,6 +204,32 @@ def test_figure3_keeps_every_committed_panel(monkeypatch):
     assert len(fig3.load_panels(store)) == len(json.loads(store.read_text())) == 36
 
 
+def test_figure4_merge_refits_only_the_methods_named(tmp_path, capsys):
+    import json
+    require_data("satellite")
+    fig4 = _figure("multiclass_fig4_satellite")
+    args = ["--quick", "--out", str(tmp_path)]
+    store = tmp_path / "multiclass_fig4_satellite_quick.json"
+    with pytest.raises(SystemExit):             # nothing stored to merge with
+        fig4.main(args + ["--methods", "sep", "--merge"])
+    fig4.main(args + ["--methods", "vi,sep"])
+    first = json.loads(store.read_text())
+    # a marked VI trace: kept as stored, in its place, when SEP alone is refitted
+    marked = dict(first, vi=dict(first["vi"], nll=[1e-3] * len(first["vi"]["nll"])))
+    store.write_text(json.dumps(marked))
+    capsys.readouterr()
+    fig4.main(args + ["--methods", "sep", "--merge"])
+    merged = json.loads(store.read_text())
+    assert list(merged) == ["vi", "sep"] and merged["vi"] == marked["vi"]
+    for key in ("nll", "error", "iteration"):               # SEP refitted, the same fit
+        assert merged["sep"][key] == first["sep"][key]
+    assert "SEP never reaches VI's final NLL" in capsys.readouterr().out   # read from both
+    (tmp_path / "multiclass_fig4_satellite_quick.png").unlink()
+    fig4.main(args + ["--methods", "sep"])                 # without --merge: SEP alone
+    assert list(json.loads(store.read_text())) == ["sep"]
+    assert (tmp_path / "multiclass_fig4_satellite_quick.png").stat().st_size > 10_000
+
+
 def test_figure5_stops_at_its_budget_and_keeps_finished_methods(tmp_path, monkeypatch):
     import json
     require_data("usps")
