@@ -30,7 +30,7 @@ from . import _base
 from ._checks import _FitCheckMixin
 from ._inducing import _InducingStartMixin
 from ._predict import _PredictMixin
-from ._search import _LOG_BOUND, _SearchMixin
+from ._search import DEFAULT_BOX, _SearchMixin
 
 
 def _rows(X):
@@ -345,9 +345,8 @@ class SparseGPRegressor(RegressorMixin, _FitCheckMixin, _PredictMixin, _SearchMi
 
     def _kernel_spec(self, X):
         """The covariance to fit: ``kernel``, or for None the default SE kernel."""
-        bounds = (math.exp(-_LOG_BOUND), math.exp(_LOG_BOUND))
         return kernel_spec(self.kernel, X.shape[1], type(self).__name__,
-                           default_bounds=bounds)
+                           default_bounds=DEFAULT_BOX)
 
     def _default_covariance(self):
         """Whether the user gave no kernel (the data-following start).
