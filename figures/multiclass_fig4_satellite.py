@@ -102,7 +102,7 @@ def main(argv=None):
         # every class starts at amplitude 1 and the median length-scale in every feature
         kernel = SquaredExponential(1.0, np.full(Xtr.shape[1], ls0))
         # the paper's fixed number of iterations, not the stopping rule, for every method
-        kw = dict(inducing_points=Z0, kernel=kernel, noise_variance=1.0, max_iter=max_iter,
+        kw = dict(inducing_points=Z0, kernel=kernel, latent_noise_variance=1.0, max_iter=max_iter,
                   tol=None, random_state=0, callback=rec)
         if method in ("ep", "sep"):
             kw.update(method=method)

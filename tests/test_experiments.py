@@ -321,13 +321,15 @@ def test_committed_cells_keep_their_keys_and_build(results):
 def test_old_cell_names_translate_to_the_one_api():
     from sparsegp.kernels import UNBOUNDED, ConstantKernel, SquaredExponential
 
+    # the IVM's modes of the day are spelt in the one vocabulary of optimizer (issue 48)
     assert constructor_arguments("ivm", {"optimize": "validation"}, 2) == \
-        {"optimizer": "validation"}
-    assert constructor_arguments("ivm", {"optimize": True}, 2) == {"optimizer": "evidence"}
+        {"optimizer": "grid"}
+    assert constructor_arguments("ivm", {"optimize": "evidence"}, 2) == {"optimizer": "lbfgs"}
+    assert constructor_arguments("ivm", {"optimize": True}, 2) == {"optimizer": "lbfgs"}
     assert constructor_arguments("gpc", {"optimize": False}, 2) == {"optimizer": None}
     kw = constructor_arguments("ep", {"lengthscale": 0.7, "variance": 1.0, "noise": 1.0,
                                       "max_iter": 250}, 3)
-    assert kw["noise_variance"] == 1.0 and kw["max_iter"] == 250
+    assert kw["latent_noise_variance"] == 1.0 and kw["max_iter"] == 250
     k = kw["kernel"]                       # the multi-class start: ARD, searched unbounded
     assert isinstance(k, SquaredExponential) and k.variance_bounds == UNBOUNDED
     np.testing.assert_array_equal(k.lengthscale, [0.7, 0.7, 0.7])

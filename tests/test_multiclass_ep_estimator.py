@@ -78,8 +78,8 @@ def test_bad_batch_size_raises(gp3, bad):
 
 @pytest.mark.parametrize("param, value", [("method", "vi"), ("init", "grid"),
                                           ("ep_damping", 0.0), ("max_iter", 0),
-                                          ("learning_rate", -1.0), ("noise_variance", -1.0),
-                                          ("noise_variance_bounds", (2.0, 1.0)),
+                                          ("learning_rate", -1.0), ("latent_noise_variance", -1.0),
+                                          ("latent_noise_variance_bounds", (2.0, 1.0)),
                                           ("optimizer", "lbfgs"),
                                           ("optimizer", "adam")])    # batch mode: "sign"
 def test_bad_parameters_raise(gp3, param, value):
@@ -129,8 +129,9 @@ def test_sep_pools_the_length_scale_sign_test_and_ep_does_not(gp3, isotropic):
 def test_fixed_kernel_and_noise_move_only_inducing_inputs(gp3):
     X, y = gp3[0], gp3[1]
     kernel = SquaredExponential(2.0, np.full(X.shape[1], 0.4), "fixed", "fixed")
-    est = MultiClassEPClassifier(n_inducing=4, max_iter=5, tol=None, kernel=kernel, noise_variance=0.1,
-                                 noise_variance_bounds="fixed", random_state=0)
+    est = MultiClassEPClassifier(n_inducing=4, max_iter=5, tol=None, kernel=kernel,
+                                 latent_noise_variance=0.1, latent_noise_variance_bounds="fixed",
+                                 random_state=0)
     est.fit(X, y)
     assert np.allclose(est.lengthscale_, 0.4) and np.allclose(est.variance_, 2.0)
     assert np.allclose(est.noise_, 0.1)

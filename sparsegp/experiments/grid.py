@@ -152,7 +152,8 @@ def constructor_arguments(method, params, n_features):
 
     A cell's parameters are JSON and part of its key, so the cells of committed results
     (``figures/*.jsonl``) keep the constructor names of the day they ran: ``optimize`` (now
-    ``optimizer``), ``noise`` (now ``noise_variance``), and the kernel's start as scalars
+    ``optimizer``; the IVM's "evidence" and "validation" now "lbfgs" and "grid"), ``noise``
+    (now the multi-class ``latent_noise_variance``), and the kernel's start as scalars
     ``variance``, ``lengthscale``, ``ard`` and the IVM's ``bias_variance`` (now one
     ``kernel``, searched without bounds as those names were; ``lengthscale`` may be
     :data:`SQRT_D`; ``bias_variance`` is held fixed unless ``learn_bias_variance`` is true,
@@ -174,6 +175,7 @@ def constructor_arguments(method, params, n_features):
     -------
     dict
     """
+    from sparsegp.classification._ivm_search import OPTIMIZER_RENAMED as IVM_OPTIMIZER_RENAMED
     from sparsegp.kernels import UNBOUNDED, ConstantKernel, SquaredExponential
 
     kw = {**DEFAULTS_OF_THE_DAY.get(method, {}), **params}
@@ -185,11 +187,13 @@ def constructor_arguments(method, params, n_features):
             if not mode:
                 kw["optimizer"] = None
             elif method == "ivm":
-                kw["optimizer"] = "evidence"
+                kw["optimizer"] = "lbfgs"
         else:
-            kw["optimizer"] = mode                         # the IVM's named modes
+            # the IVM's named modes, spelt in the one vocabulary of ``optimizer``: committed
+            # cells keep "evidence" and "validation" in their keys
+            kw["optimizer"] = IVM_OPTIMIZER_RENAMED.get(mode, mode)
     if "noise" in kw:
-        kw["noise_variance"] = kw.pop("noise")
+        kw["latent_noise_variance"] = kw.pop("noise")
     start = {k: kw.pop(k) for k in ("variance", "lengthscale", "ard", "bias_variance",
                                     "learn_bias_variance") if k in kw}
     if start:

@@ -261,7 +261,7 @@ _T1_SIZES, _T1_PAPER = _table1()
 # the SVM's C and gamma come from 5-fold CV over SVMBaseline's default log2 grid (the paper
 # says only "set by cross-validation"). No SVM cell for USPS: §5 gives no SVM figure.
 # The IVM as seed 000 §5 ran it: "For the IVM, hyperparameter optimization is interleaved with
-# active set selection as described in [2]" (optimizer="evidence"), with [2]'s model, whose
+# active set selection as described in [2]" (optimizer="lbfgs"), with [2]'s model, whose
 # kernel carries a constant v_b "to account for the variance of the bias" (seed 003 §4). The
 # toolbox's default kernel is rbf + bias + white beside a noise-free probit (sigma2 = 1e-6),
 # and each refit optimises all their parameters: v_b is learnt (learn_bias_variance), and the

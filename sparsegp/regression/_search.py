@@ -32,9 +32,13 @@ from .._optimize import kernel_log_bounds, maximize, stopping_gain, unbounded
 from ..exceptions import JitterWarning
 from . import _base
 
-#: log of the box's half-width for σ², and for the default kernel's parameters: [1e-6, 1e6]
-#: in model units
-_LOG_BOUND = math.log(1e6)
+#: The box of σ², and of the default kernel's parameters, in model units. Kept as the literal
+#: pair so that the default ``kernel_`` shows it as written: exp(±log 1e6) prints as
+#: (1.0000000000000004e-06, 999999.9999999995). log(1e-6) is exactly -log(1e6), so the log
+#: box the search sees is the same either way.
+DEFAULT_BOX = (1e-6, 1e6)
+#: log of that box's half-width
+_LOG_BOUND = math.log(DEFAULT_BOX[1])
 
 
 class _SearchMixin:

@@ -22,7 +22,7 @@ from sklearn.base import RegressorMixin
 from .._config import DENSE_BLAS_MIN_ROWS, JITTER, MAX_ITER, REGRESSION_TOL
 from .._inducing_base import InducingPointEstimator
 from .._scaling import InputScaling, scaling_for
-from .._validation import check_int, check_option, check_tol
+from .._validation import check_int, check_optimizer, check_option, check_tol
 from ..exceptions import JitterWarning, warn
 from ..inducing import check_blocks, kmeans_blocks, median_split_blocks
 from ..kernels import kernel_spec
@@ -30,7 +30,7 @@ from . import _base
 from ._checks import _FitCheckMixin
 from ._inducing import _InducingStartMixin
 from ._predict import _PredictMixin
-from ._search import _LOG_BOUND, _SearchMixin
+from ._search import DEFAULT_BOX, _SearchMixin
 
 
 def _rows(X):
@@ -153,6 +153,8 @@ class SparseGPRegressor(RegressorMixin, _FitCheckMixin, _PredictMixin, _SearchMi
         [1e-6, 1e6]) or nonlinear conjugate gradients (evaluated at the point clipped into
         those bounds), through :func:`sparsegp._optimize.maximize`. None holds every
         hyper-parameter and the inducing inputs fixed, as in scikit-learn's GPs.
+        The names are those of one vocabulary across the estimators (README, table
+        "optimizer and max_iter").
     max_iter : int, default=1000
         Safety cap on the optimiser iterations per start (and per stage); stopping there
         before converging raises a :class:`~sparsegp.exceptions.ConvergenceWarning`. With
@@ -313,8 +315,7 @@ class SparseGPRegressor(RegressorMixin, _FitCheckMixin, _PredictMixin, _SearchMi
         X, y = self._validate_fit_data(X, y, classifier=False)
         N, D = X.shape
         check_option(self.approximation, "approximation", _base.APPROXIMATIONS)
-        if self.optimizer is not None:
-            check_option(self.optimizer, "optimizer", ("lbfgs", "cg"))
+        check_optimizer(self.optimizer, ("lbfgs", "cg"))
         if self.inducing_objective is not None:
             check_option(self.inducing_objective, "inducing_objective",
                          ("auto", "vfe", "evidence"))
@@ -345,9 +346,8 @@ class SparseGPRegressor(RegressorMixin, _FitCheckMixin, _PredictMixin, _SearchMi
 
     def _kernel_spec(self, X):
         """The covariance to fit: ``kernel``, or for None the default SE kernel."""
-        bounds = (math.exp(-_LOG_BOUND), math.exp(_LOG_BOUND))
         return kernel_spec(self.kernel, X.shape[1], type(self).__name__,
-                           default_bounds=bounds)
+                           default_bounds=DEFAULT_BOX)
 
     def _default_covariance(self):
         """Whether the user gave no kernel (the data-following start).

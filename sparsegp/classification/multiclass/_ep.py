@@ -14,7 +14,7 @@ from ..._scaling import InputScaling
 from ..._validation import check_int, check_option, check_positive, check_tol
 from ..._config import MC_OUTER_EP_MAX_SWEEPS, MC_OUTER_EP_TOL
 from . import engine as _eng
-from ._base import MultiClassGPClassifier, fill_shared_docs
+from ._base import DEPRECATED, MultiClassGPClassifier, fill_shared_docs
 from .kernel import DEFAULT_JITTER, kernel_kfu, tri_solve
 from .likelihood import class_counts_factors, class_probabilities
 
@@ -62,12 +62,14 @@ class MultiClassEPClassifier(MultiClassGPClassifier):
         Its log bounds bound the search, "fixed" holds a parameter. None: the SE-ARD kernel,
         unbounded, every class starting at variance 1 and the length-scale sqrt(median pairwise
         distance) of up to 1000 training rows (the R code's squared length-scale is the median
-        distance, notes §5.3). The noise is ``noise_variance``, apart from the kernel.
-    noise_variance : float or ndarray of shape (C,), default=1.0
-        Initial additive noise variance sigma0_c.
-    noise_variance_bounds : None, "fixed" or pair of floats, default=None
-        Bounds of the noise variance's search (natural values; the search is in its log),
-        "fixed" to hold it, None for none.
+        distance, notes §5.3). The latent noise is ``latent_noise_variance``, apart from
+        the kernel.
+    latent_noise_variance : float or ndarray of shape (C,), default=1.0
+        Initial variance sigma0_c of the Gaussian noise added to each class's latent function
+        (a white term of its prior; there is no noise on the labels themselves).
+    latent_noise_variance_bounds : None, "fixed" or pair of floats, default=None
+        Bounds of the latent noise variance's search (natural values; the search is in its
+        log), "fixed" to hold it, None for none.
     batch_size : int, optional
         Minibatch size; ``None`` trains in batch mode (sign-adaptive rates, damped updates).
         In minibatch mode ADAM is used, the likelihood terms are scaled by N/|B|, X may be any
@@ -92,7 +94,9 @@ class MultiClassEPClassifier(MultiClassGPClassifier):
         mode); "auto" is the one of the mode. None holds every hyper-parameter and the
         inducing inputs fixed: the sites are still refined ``max_iter`` times. To learn only
         the inducing inputs (the paper's Figure 3), hold the kernel with "fixed" bounds and
-        set ``noise_variance_bounds="fixed"``.
+        set ``latent_noise_variance_bounds="fixed"``.
+        The names are those of one vocabulary across the estimators (README, table
+        "optimizer and max_iter").
     learning_rate : float, optional
         Initial per-parameter rate of the sign-adaptive rule (default 0.01) or the ADAM step
         (default 1e-3).
@@ -108,6 +112,7 @@ class MultiClassEPClassifier(MultiClassGPClassifier):
         ``callback(estimator, iteration)`` after every iteration (batch mode) or every
         minibatch (minibatch mode; ``iteration`` counts minibatches). The estimator can predict
         inside the callback.
+    %(renamed)s
 
     %(fitted)s
     log_evidence_ : float
@@ -138,15 +143,17 @@ class MultiClassEPClassifier(MultiClassGPClassifier):
     """
 
     def __init__(self, method="ep", training="inner", n_inducing="auto", inducing_points=None,
-                 init="random", kernel=None, noise_variance=1.0, noise_variance_bounds=None,
+                 init="random", kernel=None, latent_noise_variance=1.0,
+                 latent_noise_variance_bounds=None,
                  batch_size=None, max_iter=250, tol=None, optimizer="auto",
                  learning_rate=None,
                  ep_damping=0.5,
                  noise_in_kuu=True, jitter=DEFAULT_JITTER, random_state=None,
-                 verbose=False, callback=None):
-        super().__init__(n_inducing, inducing_points, init, kernel, noise_variance,
-                         noise_variance_bounds, max_iter, optimizer, noise_in_kuu, jitter,
-                         random_state, verbose, callback)
+                 verbose=False, callback=None, noise_variance=DEPRECATED,
+                 noise_variance_bounds=DEPRECATED):
+        super().__init__(n_inducing, inducing_points, init, kernel, latent_noise_variance,
+                         latent_noise_variance_bounds, max_iter, optimizer, noise_in_kuu, jitter,
+                         random_state, verbose, callback, noise_variance, noise_variance_bounds)
         self.method = method
         self.training = training
         self.tol = tol
