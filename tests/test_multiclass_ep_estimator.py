@@ -113,17 +113,17 @@ def test_batch_fit_learns_and_exposes_attributes(gp3, method):
     assert np.allclose(est2.fit(X, y).predict_proba(Xt), P)
 
 
+@pytest.mark.parametrize("method", ["ep", "sep"])
 @pytest.mark.parametrize("isotropic", [False, True])
-def test_sep_pools_the_length_scale_sign_test_and_ep_does_not(gp3, isotropic):
-    """SEP's rates follow the R code's length-scale test (issue 47); EP keeps appendix G's."""
+def test_batch_training_pools_exactly_the_length_scale_sign_test(gp3, method, isotropic):
+    """Batch EP and SEP follow the R code's length-scale test (issue 47)."""
     X, y = gp3[0], gp3[1]
     kernel = SquaredExponential(1.0, 1.0 if isotropic else np.ones(X.shape[1]))
-    sep = MultiClassEPClassifier(method="sep", n_inducing=4, max_iter=2, tol=None,
+    est = MultiClassEPClassifier(method=method, n_inducing=4, max_iter=2, tol=None,
                                  kernel=kernel, random_state=0).fit(X, y)
-    hyp = sep._hyp
-    pooled = hyp.pack()[sep._pooled_rates(hyp)]
-    np.testing.assert_array_equal(pooled, np.ravel(hyp.log_lengthscale))
-    assert MultiClassEPClassifier(method="ep")._pooled_rates(hyp) is None
+    hyp = est._hyp
+    np.testing.assert_array_equal(hyp.pack()[est._pooled_rates(hyp)],
+                                  np.ravel(hyp.log_lengthscale))
 
 
 def test_fixed_kernel_and_noise_move_only_inducing_inputs(gp3):
