@@ -41,6 +41,7 @@ table is made from every outcome in the file for the requested fits.
     python benchmarks/fuzz.py --estimators GFITCClassifier --problem 47    # one problem, verbose
 """
 import argparse
+import contextlib
 import json
 import multiprocessing
 import os
@@ -62,6 +63,8 @@ ESTIMATORS = BINARY + MULTICLASS + tuple(f"SparseGPRegressor({a})" for a in APPR
 #: The failure columns of the table, in order, then the informative ones
 FAILURES = ("exception", "nonfinite", "bad_proba", "hang", "flat_silent")
 COLUMNS = ("ok",) + FAILURES + ("value_error", "warned")
+#: The thread counts a worker pins to one, through the environment it starts with
+THREAD_VARS = ("OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "OMP_NUM_THREADS", "NUMBA_NUM_THREADS")
 #: A fit is also a hang once its wall time passes this many time limits, whatever its CPU time
 HANG_WALL_FACTOR = 10.0
 #: A probability row may sum to 1 off by at most this
@@ -258,13 +261,35 @@ def _serve(conn, names):
         conn.send(fit_one(*task))
 
 
+@contextlib.contextmanager
+def _one_thread_environment():
+    """:data:`THREAD_VARS` at one while a worker starts, then as they were.
+
+    One BLAS and one Numba thread a worker: workers are the parallelism, and results do not
+    depend on the thread count. A spawned worker reads them from the environment it inherits,
+    before it imports numpy; the caller's own environment is restored at once, because numba
+    refuses to compile in a process whose NUMBA_NUM_THREADS changes after its threads started.
+    """
+    saved = {var: os.environ.get(var) for var in THREAD_VARS}
+    os.environ.update(dict.fromkeys(THREAD_VARS, "1"))
+    try:
+        yield
+    finally:
+        for var, value in saved.items():
+            if value is None:
+                os.environ.pop(var, None)
+            else:
+                os.environ[var] = value
+
+
 class _Worker:
     """One worker process, whether it has warmed up, and the task it runs (None when idle)."""
 
     def __init__(self, ctx, names):
         self.conn, child = ctx.Pipe()
         self.process = ctx.Process(target=_serve, args=(child, names), daemon=True)
-        self.process.start()
+        with _one_thread_environment():
+            self.process.start()
         child.close()
         self.ready, self.task, self.started, self.cpu_started = False, None, 0.0, None
 
@@ -415,11 +440,6 @@ def main(argv=None):
     if unknown:
         parser.error(f"--estimators: unknown {', '.join(unknown)}; choose from "
                      f"{', '.join(ESTIMATORS)}")
-    # one BLAS and one Numba thread a worker: workers are the parallelism, and results do
-    # not depend on the thread count (set before a worker imports numpy)
-    for var in ("OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "OMP_NUM_THREADS",
-                "NUMBA_NUM_THREADS"):
-        os.environ[var] = "1"
     indices = [args.problem] if args.problem is not None else range(args.fits)
     # problem-major order, so that a run stopped early (Ctrl-C) has a balanced table
     done = read_results(args.results, args.seed) if args.problem is None else {}

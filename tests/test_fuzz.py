@@ -72,6 +72,7 @@ def test_results_file_resumes_a_stopped_run(tmp_path, monkeypatch, capsys):
                        message="")
 
     monkeypatch.setattr(fuzz, "run_tasks", fake_run_tasks)
+    environ = dict(os.environ)
     results = tmp_path / "fuzz.jsonl"
     name = "GFITCClassifier"
     assert fuzz.main(["--fits", "2", "--estimators", name, "--results", str(results)]) == 0
@@ -82,6 +83,9 @@ def test_results_file_resumes_a_stopped_run(tmp_path, monkeypatch, capsys):
     capsys.readouterr()
     assert fuzz.main(["--fits", "3", "--estimators", name, "--results", str(results)]) == 0
     assert asked == [(name, 2)]
+    # the caller's thread settings are untouched: numba refuses to compile in a process whose
+    # NUMBA_NUM_THREADS changes once its threads run (the suite after this test)
+    assert dict(os.environ) == environ
     row = next(line for line in capsys.readouterr().out.splitlines()
                if line.startswith(name))
     assert row.split()[1:3] == ["3", "3"]                # fits, ok
