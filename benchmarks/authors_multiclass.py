@@ -199,7 +199,7 @@ def run_ours(method, Xtr, ytr, Xte, yte, max_iter, start=None, M=100, seed=1):
     if start is not None:
         D = Xtr.shape[1]
         ls = np.full(D, np.sqrt(start["median_distance"]))
-        kw.update(inducing_points=start["Z"], noise_variance=1.0,
+        kw.update(inducing_points=start["Z"], latent_noise_variance=1.0,
                   kernel=SquaredExponential(1.0, ls, UNBOUNDED, UNBOUNDED))
     else:
         kw.update(n_inducing=M)

@@ -460,8 +460,8 @@ def _traced_sparsegp_search(points=None):
     search's label) of every evaluation, coarse ones included, to score the model there
     afterwards.
     """
-    from sparsegp.regression import _sparse
-    trace, maximize = _Trace(), _sparse.maximize
+    from sparsegp.regression import _search
+    trace, maximize = _Trace(), _search.maximize
 
     def traced(evaluate, *args, **kwargs):
         coarse = "coarse start" in kwargs.get("label", "")
@@ -476,11 +476,11 @@ def _traced_sparsegp_search(points=None):
             return out
         return maximize(evaluate_and_record, *args, **kwargs)
 
-    _sparse.maximize = traced
+    _search.maximize = traced
     try:
         yield trace
     finally:
-        _sparse.maximize = maximize
+        _search.maximize = maximize
 
 
 def _tracing_scipy(points=None):

@@ -68,6 +68,7 @@ import subprocess  # noqa: E402
 
 import numpy as np  # noqa: E402
 
+from sparsegp.inducing import median_split_blocks  # noqa: E402
 from sparsegp.regression import _base  # noqa: E402
 
 METHODS = ("dtc", "fitc", "pitc", "vfe")      # SoR shares DTC's evidence, FIC shares FITC's
@@ -109,7 +110,7 @@ def bench_sparsegp(N, M, repeats, D=5):
     base, base_gemm = baseline_time(N, M, repeats)
     rows = []
     for method in METHODS:
-        blocks = _base.median_split_blocks(X, M) if method == "pitc" else None
+        blocks = median_split_blocks(X, M) if method == "pitc" else None
         ws = _base.Workspace()             # as in SparseGPRegressor.fit: buffers reused
         with _base.blas_pin(method):       # as in fit: one BLAS thread switch for the loop
             t = median_time(lambda: _base.sparse_lml(X, y, Z, 1.0, ls, 0.1, method, blocks,

@@ -49,11 +49,11 @@ def trace_levels(d, variant, target_nlp, target_rmse):
     """One traced search per LEVELS setting; a printed row each."""
     import sparsegp
     from sparsegp.kernels import SquaredExponential
-    from sparsegp.regression import _sparse
+    from sparsegp.regression import _search
     D, N = d["Xtr"].shape[1], d["Xtr"].shape[0]
-    factor = _sparse.COARSE_LEVEL_FACTOR
+    factor = _search.COARSE_LEVEL_FACTOR
     for name, rows, level_factor in LEVELS:
-        _sparse.COARSE_LEVEL_FACTOR = level_factor or factor
+        _search.COARSE_LEVEL_FACTOR = level_factor or factor
         try:
             gp = sparsegp.SparseGPRegressor(variant, inducing_points=d["Z"],
                                             kernel=SquaredExponential(1.0, np.ones(D)),
@@ -64,7 +64,7 @@ def trace_levels(d, variant, target_nlp, target_rmse):
                 t0 = time.perf_counter()
                 gp.fit(d["Xtr"], d["ytr"])
         finally:
-            _sparse.COARSE_LEVEL_FACTOR = factor
+            _search.COARSE_LEVEL_FACTOR = factor
         accuracy = _sparsegp_accuracy_trace(gp, variant, d, points, t0)
         searches, cost, reached = {}, 0.0, None
         for (_, x, label), (_, nlp, rmse) in zip(points, accuracy, strict=True):

@@ -12,7 +12,10 @@ Counted per estimator (a fit can land in several columns):
   refusal, e.g. a class with too few rows, is counted apart as ``value_error``);
 * ``nonfinite``: NaN or inf in predictions, probabilities or predictive standard deviations;
 * ``bad_proba``: a probability outside [0, 1] or a row summing to 1 off by more than 1e-9;
-* ``hang``: a fit (with its predictions) over ``--time-limit`` seconds; its worker is killed;
+* ``hang``: a fit (with its predictions) over ``--time-limit`` seconds of its worker's CPU
+  time (all threads; wall time where ``/proc`` is missing), or over :data:`HANG_WALL_FACTOR`
+  times that in wall time (a fit blocked without computing); its worker is killed. CPU time,
+  because a worker stopped or starved by other jobs is not a hanging fit;
 * ``flat_silent``: a classifier predicting one class for every training row without a
   ``ConvergenceWarning`` while a standardised logistic regression on the same rows has
   training accuracy at least ``SIGNAL_MARGIN`` above the majority rate. For the regressor:
@@ -27,11 +30,18 @@ Counted per estimator (a fit can land in several columns):
 stops a flat fit from being silent). Each fit runs in a worker process, so a hang or a crash
 of the interpreter costs one fit, not the run.
 
+``--results FILE`` appends every outcome to a JSON-lines file as it arrives and, when the file
+exists, runs only the fits it lacks (same seed and estimator and problem index): a long run
+(``--fits 10000``) that is stopped resumes where it was, across sessions and machines, and the
+table is made from every outcome in the file for the requested fits.
+
     python benchmarks/fuzz.py --fits 200 --workers 2
+    python benchmarks/fuzz.py --fits 10000 --results fuzz_seed0.jsonl    # resumable
     python benchmarks/fuzz.py --estimators "GFITCClassifier,SparseGPRegressor(dtc)" --fits 50
     python benchmarks/fuzz.py --estimators GFITCClassifier --problem 47    # one problem, verbose
 """
 import argparse
+import json
 import multiprocessing
 import os
 import sys
@@ -52,6 +62,8 @@ ESTIMATORS = BINARY + MULTICLASS + tuple(f"SparseGPRegressor({a})" for a in APPR
 #: The failure columns of the table, in order, then the informative ones
 FAILURES = ("exception", "nonfinite", "bad_proba", "hang", "flat_silent")
 COLUMNS = ("ok",) + FAILURES + ("value_error", "warned")
+#: A fit is also a hang once its wall time passes this many time limits, whatever its CPU time
+HANG_WALL_FACTOR = 10.0
 #: A probability row may sum to 1 off by at most this
 PROBA_SUM_TOL = 1e-9
 #: How far above the majority rate (accuracy) or zero (R²) the linear baseline must be for
@@ -254,11 +266,32 @@ class _Worker:
         self.process = ctx.Process(target=_serve, args=(child, names), daemon=True)
         self.process.start()
         child.close()
-        self.ready, self.task, self.started = False, None, 0.0
+        self.ready, self.task, self.started, self.cpu_started = False, None, 0.0, None
 
     def submit(self, task):
         self.task, self.started = task, time.perf_counter()
+        self.cpu_started = self.cpu_seconds()
         self.conn.send(task)
+
+    def cpu_seconds(self):
+        """The worker's CPU seconds so far, all threads (None where /proc cannot say)."""
+        try:
+            with open(f"/proc/{self.process.pid}/stat") as f:
+                # the fields after the parenthesised command name; utime and stime are the
+                # 14th and 15th of the whole line
+                fields = f.read().rsplit(")", 1)[1].split()
+            return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        except (OSError, ValueError, IndexError):
+            return None
+
+    def over(self, time_limit):
+        """Whether the running task has used up ``time_limit``: CPU seconds where known, wall
+        seconds otherwise, and in any case :data:`HANG_WALL_FACTOR` limits of wall time."""
+        wall = time.perf_counter() - self.started
+        now = self.cpu_seconds()
+        if now is None or self.cpu_started is None:
+            return wall > time_limit
+        return now - self.cpu_started > time_limit or wall > HANG_WALL_FACTOR * time_limit
 
     def stop(self, kill=False):
         if kill:
@@ -270,8 +303,8 @@ class _Worker:
 
 def run_tasks(tasks, workers, time_limit):
     """Run ``fit_one`` over ``tasks`` in ``workers`` processes; yield each outcome as it
-    arrives. A task over ``time_limit`` seconds is a hang: its worker is killed and replaced;
-    a worker that dies mid-task gives an ``exception``."""
+    arrives. A task over ``time_limit`` seconds (:meth:`_Worker.over`) is a hang: its worker is
+    killed and replaced; a worker that dies mid-task gives an ``exception``."""
     ctx = multiprocessing.get_context("spawn")
     names = sorted({t[0] for t in tasks})
     pending = list(reversed(tasks))
@@ -288,10 +321,13 @@ def run_tasks(tasks, workers, time_limit):
                 if w.ready and w.task is None and pending:
                     w.submit(pending.pop())
             busy = [w for w in pool if w.task]
+            # wake at the first wall-clock limit, and at least every second to read the
+            # workers' CPU clocks
             now = time.perf_counter()
             timeout = min((w.started + time_limit - now for w in busy), default=None)
-            ready = wait([w.conn for w in pool if w.task or not w.ready],
-                         timeout=None if timeout is None else max(0.0, timeout) + 0.05)
+            if timeout is not None:
+                timeout = min(1.0, max(0.0, timeout) + 0.05)
+            ready = wait([w.conn for w in pool if w.task or not w.ready], timeout=timeout)
             for i, w in enumerate(pool):
                 if w.conn in ready:
                     try:
@@ -307,7 +343,7 @@ def run_tasks(tasks, workers, time_limit):
                     else:
                         w.task = None
                         yield message
-                elif w.task and time.perf_counter() - w.started > time_limit:
+                elif w.task and w.over(time_limit):
                     yield lost(w, "hang", time_limit, f"over {time_limit:g} s")
                     w.stop(kill=True)
                     pool[i] = _Worker(ctx, names)
@@ -331,6 +367,33 @@ def tabulate(outcomes, names):
     return lines
 
 
+def read_results(path, seed):
+    """Outcomes of ``seed`` already in the JSON-lines file ``path``, keyed by (estimator,
+    problem index); the last line of a key wins. A cut-off last line is ignored."""
+    done = {}
+    if path is None or not os.path.exists(path):
+        return done
+    with open(path) as f:
+        for line in f:
+            try:
+                rec = json.loads(line)
+            except json.JSONDecodeError:
+                continue                      # a line cut off when a run was killed
+            if rec.get("seed") == seed:
+                rec["flags"] = set(rec["flags"])
+                done[(rec["name"], rec["index"])] = rec
+    return done
+
+
+def append_result(path, seed, outcome):
+    """Append one outcome to ``path`` (flushed, so a killed run loses at most this line)."""
+    rec = dict(outcome, seed=seed, flags=sorted(outcome["flags"]))
+    with open(path, "a") as f:
+        f.write(json.dumps(rec) + "\n")
+        f.flush()
+        os.fsync(f.fileno())
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--fits", type=int, default=100, help="fits per estimator")
@@ -344,6 +407,8 @@ def main(argv=None):
                         help="run only this problem index (with the details)")
     parser.add_argument("--details", action="store_true",
                         help="list every failure with its problem index and message")
+    parser.add_argument("--results", default=None,
+                        help="JSON-lines file: append each outcome, and skip the fits it has")
     args = parser.parse_args(argv)
     names = [n.strip() for n in args.estimators.split(",") if n.strip()]
     unknown = [n for n in names if n not in ESTIMATORS]
@@ -357,11 +422,17 @@ def main(argv=None):
         os.environ[var] = "1"
     indices = [args.problem] if args.problem is not None else range(args.fits)
     # problem-major order, so that a run stopped early (Ctrl-C) has a balanced table
-    tasks = [(name, args.seed, i) for i in indices for name in names]
-    outcomes, start = [], time.perf_counter()
+    done = read_results(args.results, args.seed) if args.problem is None else {}
+    outcomes = [done[(name, i)] for i in indices for name in names if (name, i) in done]
+    tasks = [(name, args.seed, i) for i in indices for name in names if (name, i) not in done]
+    if outcomes:
+        print(f"{len(outcomes)} fits read from {args.results}; {len(tasks)} to run")
+    start = time.perf_counter()
     try:
         for outcome in run_tasks(tasks, args.workers, args.time_limit):
             outcomes.append(outcome)
+            if args.results is not None and args.problem is None:
+                append_result(args.results, args.seed, outcome)
             if outcome["flags"] & set(FAILURES) or args.details or args.problem is not None:
                 print(f"{outcome['name']} problem {outcome['index']} (N {outcome['N']}, D "
                       f"{outcome['D']}, {outcome['seconds']:.1f} s): "

@@ -35,7 +35,8 @@ def held_true(n_features):
     """The generator's covariance for the estimators, held fixed ("fixed" bounds)."""
     kernel = SquaredExponential(TRUE["variance"], np.full(n_features, TRUE["lengthscale"]),
                                 "fixed", "fixed")
-    return dict(kernel=kernel, noise_variance=TRUE["noise"], noise_variance_bounds="fixed")
+    return dict(kernel=kernel, latent_noise_variance=TRUE["noise"],
+                latent_noise_variance_bounds="fixed")
 
 
 def fit_pair(X, y, M, iterations):

@@ -91,7 +91,7 @@ def dask_sep_trace(Xtr, ytr, Xte, yte, Z0, batch_size, epochs, every, workers=2)
     from sparsegp.distributed._cluster import local_cluster
     X = da.from_array(Xtr, chunks=(-(-Xtr.shape[0] // (4 * workers)), Xtr.shape[1]))
     rec = Recorder(Xte, yte, max(1, every // workers))
-    kw = dict(method="sep", inducing_points=Z0, noise_variance=1.0,
+    kw = dict(method="sep", inducing_points=Z0, latent_noise_variance=1.0,
               batch_size=batch_size // workers, max_iter=epochs, learning_rate=1e-3,
               random_state=0)
     with local_cluster(n_workers=workers) as cluster, Client(cluster):
@@ -142,7 +142,7 @@ def main(argv=None):
         else:
             rec = Recorder(Xte, yte, every)
             # kernel None: every method starts from the same median heuristic
-            kw = dict(inducing_points=Z0, noise_variance=1.0,
+            kw = dict(inducing_points=Z0, latent_noise_variance=1.0,
                       batch_size=args.batch_size, max_iter=epochs, learning_rate=1e-3,
                       random_state=0, callback=rec)
             cls = (sparsegp.MultiClassSVGPClassifier if method == "vi"

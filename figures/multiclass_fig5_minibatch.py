@@ -153,7 +153,7 @@ def main(argv=None):
         rec = Recorder(Xte, yte, every, on_row=save_partial, budget=args.budget,
                        clock=CLOCKS[args.clock])
         kernel = SquaredExponential(1.0, np.full(Z0.shape[2], ls0))
-        kw = dict(inducing_points=Z0.astype(np.float64), kernel=kernel, noise_variance=1.0,
+        kw = dict(inducing_points=Z0.astype(np.float64), kernel=kernel, latent_noise_variance=1.0,
                   batch_size=args.batch_size, max_iter=epochs, learning_rate=1e-3,
                   random_state=0, callback=rec)
         try:

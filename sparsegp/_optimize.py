@@ -21,10 +21,11 @@ Bounds
 
 Restarts
     Start 0 is theta0; every further start draws the coordinates in ``restart_mask``
-    uniformly inside their bounds (scikit-learn's ``_gpr.py``), an infinite side replaced by
-    theta0 ∓ :data:`RESTART_HALF_WIDTH` (a factor of ten in natural units), then hands the
-    point to ``restart(theta, rng)`` when given (re-drawn inducing inputs). The draws come
-    from the ``random_state`` Generator, all before the first evaluation.
+    uniformly inside their bounds (scikit-learn's ``_gpr.py``), an open side (infinite, or
+    farther than :data:`OPEN_SIDE` from theta0, as :data:`sparsegp.kernels.UNBOUNDED`'s are)
+    replaced by theta0 ∓ :data:`RESTART_HALF_WIDTH` (a factor of ten in natural units), then
+    hands the point to ``restart(theta, rng)`` when given (re-drawn inducing inputs). The
+    draws come from the ``random_state`` Generator, all before the first evaluation.
 
 Failure policy (one, everywhere)
     An evaluation that raises one of :data:`NUMERICAL_ERRORS` (a failed Cholesky, a
@@ -95,6 +96,18 @@ METHODS = {"lbfgs": "L-BFGS-B", "l-bfgs-b": "L-BFGS-B", "cg": "CG"}
 
 #: Half-width in log space of the restart box along an unbounded side: a factor of ten.
 RESTART_HALF_WIDTH = math.log(10.0)
+
+#: Distance in log space (a factor of 1e100) beyond which a side of the box counts as open for
+#: the restart draws. The one box that wide is :data:`sparsegp.kernels.UNBOUNDED`, (1e-300,
+#: 1e300): the box ``kernel_`` shows for a default searched without bounds, and the way to ask
+#: for that search with a kernel of one's own. Drawn log-uniformly across it (in model units,
+#: shifted by the log of the input scale) nearly every start is a length-scale or variance
+#: 1e100 or more times any usable value, where the kernel is constant or white to the last
+#: digit: a wasted start, and one that moves with the units of X (the shift). Its sides are
+#: therefore drawn as infinite ones are, a factor of ten about the start; the optimiser
+#: still receives the box as given. A real box reaches nowhere near (the kernels' default,
+#: 1e-5 to 1e5, spans 23 in log space).
+OPEN_SIDE = math.log(1e100)
 
 #: What scipy sees at a failed point: huge but finite, so line searches backtrack cleanly.
 FAILED_OBJECTIVE = 1e300
@@ -186,14 +199,16 @@ def restart_points(theta0, bounds, n_restarts, rng, restart_mask=None, restart=N
     Returns
     -------
     starts : list of ndarray
-        Each coordinate in the mask is uniform on [lo, hi], an infinite side replaced by
-        theta0 ∓ :data:`RESTART_HALF_WIDTH`.
+        Each coordinate in the mask is uniform on [lo, hi], an open side (infinite, or
+        farther than :data:`OPEN_SIDE` from theta0) replaced by theta0 ∓
+        :data:`RESTART_HALF_WIDTH`.
     """
     theta0 = np.asarray(theta0, dtype=np.float64)
     lo, hi = _box(bounds, theta0.size)
     mask = np.ones(theta0.size, dtype=bool) if restart_mask is None else np.asarray(restart_mask)
-    low = np.where(np.isfinite(lo), lo, theta0 - RESTART_HALF_WIDTH)[mask]
-    high = np.where(np.isfinite(hi), hi, theta0 + RESTART_HALF_WIDTH)[mask]
+    # an infinite side fails the test too (inf <= OPEN_SIDE is false)
+    low = np.where(theta0 - lo <= OPEN_SIDE, lo, theta0 - RESTART_HALF_WIDTH)[mask]
+    high = np.where(hi - theta0 <= OPEN_SIDE, hi, theta0 + RESTART_HALF_WIDTH)[mask]
     starts = [theta0.copy()]
     for _ in range(int(n_restarts)):
         start = theta0.copy()

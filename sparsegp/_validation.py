@@ -1,5 +1,6 @@
 """Input checks shared by every estimator; each raises ``ValueError`` naming the argument."""
 import numbers
+import warnings
 
 import numpy as np
 
@@ -116,6 +117,55 @@ def check_option(value, name, options):
     """``value`` must be one of ``options``."""
     if value not in options:
         raise ValueError(f"{name} must be one of {list(options)}; got {plain(value)!r}")
+    return value
+
+
+#: The one vocabulary of ``optimizer`` (issue 48): each name is one method wherever it is
+#: accepted, and None holds every hyper-parameter and inducing input at its start. Which
+#: names each estimator takes, and its default, is README's table "optimizer and max_iter".
+OPTIMIZERS = {
+    "lbfgs": "scipy's L-BFGS-B within the kernel's bounds",
+    "cg": "scipy's nonlinear conjugate gradients (the objective clipped into the bounds)",
+    "sign": "the sign-adaptive step of the multi-class EP/SEP in batch mode",
+    "adam": "ADAM steps over minibatches",
+    "grid": "a grid about the start scored by held-out NLP (the IVM's seed 003 search)",
+    "auto": "the estimator's own choice by its mode or by its kernel",
+}
+
+
+def check_optimizer(value, valid, renamed=None):
+    """``optimizer`` as a name of :data:`OPTIMIZERS` that the estimator takes, or None.
+
+    Parameters
+    ----------
+    value : str or None
+        The estimator's ``optimizer`` argument.
+    valid : tuple of str
+        The names the estimator takes (None is always taken).
+    renamed : dict of str to str, optional
+        Old spellings the estimator took before the vocabulary was one, each mapped to its
+        name now; accepted for one release with a ``FutureWarning``.
+
+    Returns
+    -------
+    str or None
+        The name in the vocabulary.
+
+    Raises
+    ------
+    ValueError
+        Naming the argument and the names this estimator takes.
+    """
+    if value is None:
+        return None
+    if isinstance(value, str) and renamed and value in renamed:
+        new = renamed[value]
+        warnings.warn(f"optimizer={value!r} is now spelt optimizer={new!r}; the old spelling "
+                      f"is accepted in this release only", FutureWarning, stacklevel=3)
+        return new
+    if not isinstance(value, str) or value not in valid:
+        names = ", ".join(repr(v) for v in valid)
+        raise ValueError(f"optimizer must be one of {names} or None; got {plain(value)!r}")
     return value
 
 

@@ -1,4 +1,16 @@
-"""Initial inducing inputs (pseudo-inputs) and PITC block partitions."""
+"""Initial inducing inputs (pseudo-inputs) and PITC block partitions.
+
+Inducing inputs (M, D) are drawn from the training inputs X (N, D): a random subset of the
+rows, or k-means centres started from one (:func:`init_inducing`, :func:`kmeans`). A PITC
+partition is a list of int64 index arrays that together hold 0..N-1 once: k-means clusters
+(:func:`kmeans_blocks`), balanced median splits (:func:`median_split_blocks`, the
+regressor's default), or the user's, checked by :func:`check_blocks`.
+
+Two starts live elsewhere: the regressor's greedy selection, which runs its compiled
+covariance pass, in :mod:`sparsegp.regression._inducing`; the multi-class draw, one set per
+class from any row-sliceable store, in
+:meth:`sparsegp._inducing_base.InducingPointEstimator._initial_inducing_points`.
+"""
 import numpy as np
 
 from ._validation import check_int
@@ -70,3 +82,67 @@ def kmeans_blocks(X, n_blocks, rng=None, n_iter=25):
     start = X[rng.choice(X.shape[0], size=n_blocks, replace=False)]
     _, labels = kmeans(X, start, n_iter)
     return [np.flatnonzero(labels == b) for b in range(n_blocks) if np.any(labels == b)]
+
+
+def median_split_blocks(X, block_size):
+    """Balanced PITC blocks by recursive median splits along the widest input dimension.
+
+    Every block has between ⌈block_size/2⌉ and ``block_size`` points (when N >= block_size)
+    and is spatially compact, like a k-d tree's leaves. Balanced sizes matter for the batched
+    PITC algebra, whose cost is (number of blocks) × (largest block)³; k-means blocks can be
+    very uneven. O(N log N) time.
+
+    Returns
+    -------
+    blocks : list of int64 ndarrays partitioning 0..N-1
+    """
+    out = []
+    stack = [np.arange(X.shape[0])]
+    while stack:
+        idx = stack.pop()
+        if idx.size <= block_size:
+            out.append(np.sort(idx))
+            continue
+        Xi = X[idx]
+        j = int(np.argmax(Xi.max(axis=0) - Xi.min(axis=0)))
+        order = idx[np.argsort(Xi[:, j], kind="stable")]
+        half = order.size // 2
+        stack.extend([order[:half], order[half:]])
+    return out
+
+
+def check_blocks(blocks, n_samples):
+    """Validate an explicit PITC partition: a list of integer index arrays covering 0..N-1 once.
+
+    Returns a list of sorted int64 arrays.
+    """
+    if isinstance(blocks, np.ndarray) and blocks.ndim == 1 and blocks.dtype.kind in "iu":
+        raise ValueError(
+            "blocks must be an int (number of k-means blocks) or a list of index arrays; got a "
+            "single 1-D integer array (wrap it in a list for one block)"
+        )
+    try:
+        out = [np.sort(np.asarray(b).astype(np.int64, casting="safe").ravel()) for b in blocks]
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"blocks must be a list of integer index arrays; {exc}") from None
+    out = [b for b in out if b.size]
+    if not out:
+        raise ValueError("blocks is empty; it must partition the training indices 0..N-1")
+    allidx = np.concatenate(out)
+    counts = np.bincount(allidx[(allidx >= 0) & (allidx < n_samples)], minlength=n_samples)
+    if allidx.min() < 0 or allidx.max() >= n_samples:
+        raise ValueError(
+            f"blocks contain indices outside 0..{n_samples - 1} (got min {allidx.min()}, "
+            f"max {allidx.max()}); they must partition the training indices"
+        )
+    if np.any(counts > 1):
+        raise ValueError(
+            f"blocks overlap: {int(np.sum(counts > 1))} training indices appear in more than "
+            "one block; they must partition 0..N-1"
+        )
+    if np.any(counts == 0):
+        raise ValueError(
+            f"blocks do not cover the data: {int(np.sum(counts == 0))} of {n_samples} training "
+            "indices are in no block; they must partition 0..N-1"
+        )
+    return out

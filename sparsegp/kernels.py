@@ -706,7 +706,10 @@ def stationary_spec(kernel, n_features, owner):
 
 #: Natural-value box shown on the default SE kernel of estimators that search it without
 #: bounds: at log ±690.8 it is wider than any usable value, so passing ``kernel_`` back in as
-#: ``kernel`` searches the same way.
+#: ``kernel`` searches the same way, restarts included (they are drawn a factor of ten about
+#: the start on its sides, as on infinite ones: :data:`sparsegp._optimize.OPEN_SIDE`). With a
+#: start of one's own, ``SquaredExponential(1.0, l0, UNBOUNDED, UNBOUNDED)`` is an isotropic
+#: kernel in the units of X (one common input scale) searched as the default is.
 UNBOUNDED = (1e-300, 1e300)
 
 

@@ -310,22 +310,26 @@ def test_committed_cells_keep_their_keys_and_build(results):
     committed = {json.loads(line)["key"] for line in path.read_text().splitlines() if line}
     keys = {c.key for c in table.cells()}
     assert committed <= keys
-    for method, params in {json.loads(k)["method"]: json.loads(k)["params"]
-                           for k in committed}.items():
-        kw = constructor_arguments(method, params, 3)
+    # every committed cell's names (one per method kept only the last), less the runner's own
+    # parameters (n_train, inputs), which are not the estimator's
+    for cell in {Cell(**json.loads(k)) for k in committed}:
+        method = cell.method
+        kw = constructor_arguments(method, grid_module._estimator_params(cell), 3)
         grid_module._estimator_class(method)(**kw)        # every name is the estimator's
 
 
 def test_old_cell_names_translate_to_the_one_api():
     from sparsegp.kernels import UNBOUNDED, ConstantKernel, SquaredExponential
 
+    # the IVM's modes of the day are spelt in the one vocabulary of optimizer (issue 48)
     assert constructor_arguments("ivm", {"optimize": "validation"}, 2) == \
-        {"optimizer": "validation"}
-    assert constructor_arguments("ivm", {"optimize": True}, 2) == {"optimizer": "evidence"}
+        {"optimizer": "grid"}
+    assert constructor_arguments("ivm", {"optimize": "evidence"}, 2) == {"optimizer": "lbfgs"}
+    assert constructor_arguments("ivm", {"optimize": True}, 2) == {"optimizer": "lbfgs"}
     assert constructor_arguments("gpc", {"optimize": False}, 2) == {"optimizer": None}
     kw = constructor_arguments("ep", {"lengthscale": 0.7, "variance": 1.0, "noise": 1.0,
                                       "max_iter": 250}, 3)
-    assert kw["noise_variance"] == 1.0 and kw["max_iter"] == 250
+    assert kw["latent_noise_variance"] == 1.0 and kw["max_iter"] == 250
     k = kw["kernel"]                       # the multi-class start: ARD, searched unbounded
     assert isinstance(k, SquaredExponential) and k.variance_bounds == UNBOUNDED
     np.testing.assert_array_equal(k.lengthscale, [0.7, 0.7, 0.7])
@@ -667,6 +671,41 @@ def test_n_train_keeps_the_first_training_rows_and_keys_the_cell_apart():
     for bad in (1, 2.5, "40"):
         with pytest.raises(ValueError, match="n_train must be an integer >= 2"):
             validate_cells([Cell("wine", 0, "ep", {"n_train": bad}, 0.1)])
+
+
+def test_table1_synth_cells_fit_seed000s_isotropic_kernel_in_the_planes_unit():
+    """Issue 47 item 4: synth's cells keep its one unit (centred, one common scale) and its GPC
+    and SPGPC cells pass the isotropic kernel, started and searched as the default is; every
+    other data set's cells are as they were (standardised per feature, default kernel)."""
+    from sparsegp.datasets import load_dataset
+    from sparsegp.experiments.grid import _load_split, build_estimator
+    from sparsegp.kernels import UNBOUNDED, SquaredExponential
+
+    require_data("synth")
+    table = TABLES["gfitc_table1"]
+    cells = {c.method: c for c in table.cells() if c.dataset == "synth"}
+    assert sorted(cells) == ["gpc", "ivm", "spgpc", "svm"]
+    assert all(c.params["inputs"] == "common" for c in cells.values())
+    validate_cells(list(cells.values()))
+    X, _, Xt, _ = load_dataset("synth")
+    common = np.sqrt(np.mean(X.var(axis=0)))
+    Xtr, ytr, Xte, _ = _load_split(cells["spgpc"])
+    np.testing.assert_allclose(Xtr.mean(axis=0), 0.0, atol=1e-12)
+    # the plane's spread ratio (.489 : .254) is kept, not standardised away
+    np.testing.assert_allclose(Xtr.std(axis=0), X.std(axis=0) / common, rtol=1e-12)
+    np.testing.assert_allclose(Xte, (Xt - X.mean(axis=0)) / common, rtol=1e-12, atol=1e-12)
+    for method in ("gpc", "spgpc"):
+        est = build_estimator(cells[method], Xtr, ytr)
+        assert "inputs" not in est.get_params()
+        k = est.kernel
+        assert isinstance(k, SquaredExponential) and np.ndim(k.lengthscale) == 0
+        assert (k.variance, k.lengthscale) == (1.0, 1.0)
+        assert k.variance_bounds == UNBOUNDED and k.lengthscale_bounds == UNBOUNDED
+    others = [c for c in table.cells(folds=1) if c.dataset != "synth"]
+    assert others and all("inputs" not in c.params and "lengthscale" not in c.params
+                          for c in others if c.method in ("gpc", "spgpc"))
+    with pytest.raises(ValueError, match="inputs must be one of"):
+        validate_cells([Cell("synth", "official", "svm", {"inputs": "raw"}, None)])
 
 
 def test_seed003_table1_script_runs_quick(tmp_path):

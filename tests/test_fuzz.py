@@ -58,3 +58,53 @@ def test_a_silent_flat_classifier_is_counted(monkeypatch):
     monkeypatch.setattr(fuzz, "make_estimator", lambda name, random_state: Flat())
     outcome = fuzz.fit_one("GFITCClassifier", SEED, index, max_rows=MAX_ROWS)
     assert outcome["flags"] == {"flat_silent"}
+
+
+def test_results_file_resumes_a_stopped_run(tmp_path, monkeypatch, capsys):
+    # a run writes each outcome as it arrives; the next run with more fits runs only the
+    # missing ones and tabulates all of them (a killed run's cut-off line is ignored)
+    asked = []
+
+    def fake_run_tasks(tasks, workers, time_limit):
+        for name, seed, index in tasks:
+            asked.append((name, index))
+            yield dict(name=name, index=index, flags={"ok"}, N=10, D=2, seconds=0.5,
+                       message="")
+
+    monkeypatch.setattr(fuzz, "run_tasks", fake_run_tasks)
+    results = tmp_path / "fuzz.jsonl"
+    name = "GFITCClassifier"
+    assert fuzz.main(["--fits", "2", "--estimators", name, "--results", str(results)]) == 0
+    assert asked == [(name, 0), (name, 1)]
+    with open(results, "a") as f:
+        f.write('{"name": "GFITCClassifier", "ind')          # cut off mid-line
+    asked.clear()
+    capsys.readouterr()
+    assert fuzz.main(["--fits", "3", "--estimators", name, "--results", str(results)]) == 0
+    assert asked == [(name, 2)]
+    row = next(line for line in capsys.readouterr().out.splitlines()
+               if line.startswith(name))
+    assert row.split()[1:3] == ["3", "3"]                # fits, ok
+    # another seed shares nothing with this one
+    asked.clear()
+    fuzz.main(["--fits", "1", "--seed", "1", "--estimators", name, "--results", str(results)])
+    assert asked == [(name, 0)]
+
+
+@pytest.mark.skipif(not os.path.exists(f"/proc/{os.getpid()}/stat"), reason="needs /proc")
+def test_hang_clock_counts_cpu_time_not_a_stopped_worker():
+    import time
+    from types import SimpleNamespace
+
+    w = fuzz._Worker.__new__(fuzz._Worker)
+    w.process = SimpleNamespace(pid=os.getpid())        # this process stands in for a worker
+    w.started, w.cpu_started = time.perf_counter(), w.cpu_seconds()
+    time.sleep(0.5)                                      # wall time passes, no CPU time
+    assert not w.over(0.3)
+    end = time.process_time() + 0.6
+    while time.process_time() < end:                     # CPU time passes
+        pass
+    assert w.over(0.3)
+    w.started = time.perf_counter() - fuzz.HANG_WALL_FACTOR * 100.0   # blocked far too long
+    w.cpu_started = w.cpu_seconds()
+    assert w.over(100.0)

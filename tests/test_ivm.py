@@ -167,7 +167,7 @@ def test_approx_log_likelihood_gradient(rng, ard):
 
 def test_optimize_improves_approximate_likelihood():
     X, y = _xor(120, seed=6)
-    clf = IVMClassifier(n_active=30, optimizer="evidence", max_iter=2,
+    clf = IVMClassifier(n_active=30, optimizer="lbfgs", max_iter=2,
                         kernel=SquaredExponential(1.0, 1.0), random_state=0).fit(X, y)
     assert clf.n_iter_.tolist() == [2]
     assert clf.variance_[0] != 1.0 and clf.lengthscale_[0] != 1.0
@@ -176,7 +176,7 @@ def test_optimize_improves_approximate_likelihood():
 
 def test_evidence_learns_the_bias_variance_unless_fixed():
     X, y = _xor(120, seed=6)
-    kw = dict(n_active=30, optimizer="evidence", max_iter=2, random_state=0)
+    kw = dict(n_active=30, optimizer="lbfgs", max_iter=2, random_state=0)
     free = IVMClassifier(kernel=SquaredExponential(1.0, 1.0) + ConstantKernel(0.5, (1e-3, 1e3)),
                          **kw).fit(X, y)
     vb = free.kernel_[0].k2.constant_value
@@ -203,7 +203,7 @@ def test_learn_noise_rescales_the_kernel_towards_the_noise_free_probit():
     y = np.repeat([0, 1], 60)
     X = rng.normal(size=(120, 2)) + np.where(y[:, None] == 1, 2.5, -2.5)
     kernel = SquaredExponential(1.0, 1.0) + ConstantKernel(1.0)
-    kw = dict(n_active=30, optimizer="evidence", max_iter=3, kernel=kernel, random_state=0)
+    kw = dict(n_active=30, optimizer="lbfgs", max_iter=3, kernel=kernel, random_state=0)
     plain = IVMClassifier(**kw).fit(X, y)
     noisy = IVMClassifier(learn_noise=True, **kw).fit(X, y)
     assert noisy.variance_[0] > 100 * plain.variance_[0]
@@ -232,7 +232,7 @@ def test_noise_rescale_keeps_bounds_and_the_latent_variance_cap():
 def test_learn_noise_needs_free_variances(kernel):
     X, y = _xor(40, seed=1)
     with pytest.raises(ValueError, match="neither may be fixed"):
-        IVMClassifier(n_active=10, optimizer="evidence", learn_noise=True,
+        IVMClassifier(n_active=10, optimizer="lbfgs", learn_noise=True,
                       kernel=kernel).fit(X, y)
 
 
@@ -256,7 +256,7 @@ def test_multiclass_one_vs_rest():
     # the default kernel's start (a data-scaled length-scale) plus the bias variance 0.1
     start = SquaredExponential(1.0, float(data_lengthscale(X, False)[0]))
     clf = IVMClassifier(n_active=20, bias="auto", kernel=start + ConstantKernel(0.1),
-                        optimizer="validation", random_state=0).fit(X, y)
+                        optimizer="grid", random_state=0).fit(X, y)
     assert clf.active_set_.shape == (3, 20) and clf.bias_.shape == (3,)
     P = clf.predict_proba(X)
     np.testing.assert_allclose(P.sum(axis=1), 1.0)
@@ -308,7 +308,7 @@ def test_xor_400_sixty_active_points():
     for s in range(5):
         X, y = make_xor(400, random_state=s)
         Xt, yt = make_xor(2000, random_state=100 + s)
-        clf = IVMClassifier(n_active=60, optimizer="evidence", max_iter=4,
+        clf = IVMClassifier(n_active=60, optimizer="lbfgs", max_iter=4,
                             random_state=s).fit(X, y)
         errs.append(error_rate(yt, clf.predict(Xt)))
     print("xor N=400 d=60 test errors", errs, "mean", np.mean(errs))

@@ -38,7 +38,7 @@ def _fit_quiet(est, X, y):
 
 def test_optimize_does_not_end_at_flat_probabilities(cancer):
     Xtr, ytr, Xte, yte = cancer
-    clf = IVMClassifier(optimizer="evidence", random_state=0).fit(Xtr, ytr)
+    clf = IVMClassifier(optimizer="lbfgs", random_state=0).fit(Xtr, ytr)
     ll = log_loss(yte, clf.predict_proba(Xte))
     assert ll < 0.3 < np.log(2)
     assert clf.lengthscale_[0] > 1.0         # not the l -> 0 limit (old fit: 0.34)
@@ -71,7 +71,7 @@ def test_guard_keeps_the_fit_away_from_the_degenerate_limits(cancer):
     ls0 = np.sqrt(Xtr.shape[1])
     # the guard box is the default kernel's, around its data-scaled start (a start of one's
     # own comes with a kernel, whose own bounds box the search instead)
-    clf = IVMClassifier(n_active=60, optimizer="evidence", max_iter=3,
+    clf = IVMClassifier(n_active=60, optimizer="lbfgs", max_iter=3,
                         random_state=0).fit(Xtr, ytr)
     lo, hi = LENGTHSCALE_RANGE
     assert lo * ls0 * (1 - 1e-9) <= clf.lengthscale_[0] <= hi * ls0 * (1 + 1e-9)
@@ -82,7 +82,7 @@ def test_guard_keeps_the_fit_away_from_the_degenerate_limits(cancer):
 
 def test_validation_search_is_reproducible_and_informative(cancer):
     Xtr, ytr, Xte, yte = cancer
-    kw = dict(n_active=40, optimizer="validation", random_state=3,
+    kw = dict(n_active=40, optimizer="grid", random_state=3,
               validation_grid={"variance": [1.0, 10.0], "lengthscale": [0.5, 1.0, 2.0]})
     a = IVMClassifier(**kw).fit(Xtr, ytr)
     b = IVMClassifier(**kw).fit(Xtr, ytr)
@@ -138,7 +138,7 @@ def test_default_fit_is_reported_in_the_users_units():
     y = (np.sin(2.0 * X[:, 0]) + X[:, 1] + 0.3 * rng.standard_normal(80) > 0).astype(int)
     scales, offset = np.array([1e-3, 1.0, 1e3]), 1e6
     Xs = (X - X.mean(axis=0)) / X.std(axis=0)
-    kw = dict(n_active=30, optimizer="evidence", max_iter=2, random_state=0)
+    kw = dict(n_active=30, optimizer="lbfgs", max_iter=2, random_state=0)
     std = IVMClassifier(**kw).fit(Xs, y)
     raw = IVMClassifier(**kw).fit(X * scales + offset, y)
     assert raw.lengthscale_.shape == (1,)
@@ -159,7 +159,7 @@ def test_given_ard_kernel_is_reported_in_the_users_units():
     X = rng.standard_normal((80, 2))
     y = (X[:, 0] - X[:, 1] + 0.3 * rng.standard_normal(80) > 0).astype(int)
     scales = np.array([1e-2, 1e2])
-    kw = dict(n_active=25, optimizer="evidence", max_iter=2, random_state=0)
+    kw = dict(n_active=25, optimizer="lbfgs", max_iter=2, random_state=0)
     a = IVMClassifier(kernel=SquaredExponential(1.0, [1.0, 1.0]), **kw).fit(X, y)
     b = IVMClassifier(kernel=SquaredExponential(1.0, scales), **kw).fit(X * scales, y)
     np.testing.assert_allclose(b.lengthscale_, a.lengthscale_ * scales, rtol=1e-6)

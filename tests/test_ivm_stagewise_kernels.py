@@ -155,7 +155,7 @@ def test_ivm_predictions_and_evidence_match_dense(family):
     ref = stats.multivariate_normal(np.zeros(a.size), G).logpdf(m)
     np.testing.assert_allclose(clf.log_evidence_, [ref], rtol=1e-10)
     # kernel_: per task, the fitted stationary kernel plus the bias variance (not optimised
-    # here: a given kernel is kept without optimizer="evidence")
+    # here: a given kernel is kept without optimizer="lbfgs")
     assert len(clf.kernel_) == 1
     assert type(clf.kernel_[0].k1) is type(_kernel(family, 1.0, 1.0))
     np.testing.assert_array_equal(clf.kernel_[0].k1.lengthscale, ls)
@@ -269,7 +269,7 @@ def test_both_fit_sklearn_constant_times_matern():
     X, y = _xor(120, seed=1)
     kern = sk.ConstantKernel() * sk.Matern(nu=1.5)
     before = kern.get_params()
-    ivm = IVMClassifier(n_active=30, kernel=kern, optimizer="evidence", max_iter=2,
+    ivm = IVMClassifier(n_active=30, kernel=kern, optimizer="lbfgs", max_iter=2,
                         random_state=0).fit(X, y)
     sw = StagewiseGPClassifier(d_max=20, kernel=kern, max_iter=3, random_state=0).fit(X, y)
     # the IVM's one binary task against the stagewise model's scalars
@@ -290,7 +290,7 @@ def test_ivm_multiclass_kernel_is_one_per_class():
     X = rng.normal(size=(90, 2))
     y = np.digitize(X[:, 0] + 0.5 * X[:, 1], [-0.5, 0.5])
     clf = IVMClassifier(n_active=15, kernel=Matern(1.0, [1.0, 0.8], nu=2.5),
-                        optimizer="evidence", max_iter=1, random_state=0).fit(X, y)
+                        optimizer="lbfgs", max_iter=1, random_state=0).fit(X, y)
     assert isinstance(clf.kernel_, list) and len(clf.kernel_) == 3
     for c, k in enumerate(clf.kernel_):
         assert isinstance(k, Matern) and k.nu == 2.5
@@ -320,7 +320,7 @@ def test_default_kernel_is_the_se_and_given_values_are_kept():
 def test_fixed_parameters_stay_fixed():
     X, y = _xor(100, seed=3)
     k = Matern(1.0, 0.7, nu=0.5, lengthscale_bounds="fixed")
-    ivm = IVMClassifier(n_active=20, kernel=k, optimizer="evidence", max_iter=1,
+    ivm = IVMClassifier(n_active=20, kernel=k, optimizer="lbfgs", max_iter=1,
                         random_state=0).fit(X, y)
     sw = StagewiseGPClassifier(d_max=12, kernel=k, max_iter=2, random_state=0).fit(X, y)
     for lengthscale, kernel, variance in ((ivm.lengthscale_[0], ivm.kernel_[0], ivm.variance_[0]),
@@ -328,7 +328,7 @@ def test_fixed_parameters_stay_fixed():
         assert lengthscale == 0.7 and kernel.lengthscale == 0.7
         assert variance != 1.0
     k = SquaredExponential(1.3, 0.9, variance_bounds="fixed", lengthscale_bounds="fixed")
-    ivm = IVMClassifier(n_active=20, kernel=k, optimizer="evidence", random_state=0).fit(X, y)
+    ivm = IVMClassifier(n_active=20, kernel=k, optimizer="lbfgs", random_state=0).fit(X, y)
     assert (ivm.variance_.tolist(), ivm.lengthscale_.tolist(), ivm.n_iter_.tolist()) \
         == ([1.3], [0.9], [0])
     sw = StagewiseGPClassifier(d_max=12, kernel=k, max_iter=2, random_state=0).fit(X, y)
@@ -360,7 +360,7 @@ def test_unsupported_kernel_is_a_clear_error(cls, kw):
 def test_kernel_bounds_are_kept():
     X, y = _xor(100, seed=3)
     k = Matern(1.0, 0.55, nu=1.5, variance_bounds=(0.8, 1.25), lengthscale_bounds=(0.5, 0.6))
-    ivm = IVMClassifier(n_active=20, kernel=k, optimizer="evidence", max_iter=2,
+    ivm = IVMClassifier(n_active=20, kernel=k, optimizer="lbfgs", max_iter=2,
                         random_state=0).fit(X, y)
     sw = StagewiseGPClassifier(d_max=12, kernel=k, max_iter=3, random_state=0).fit(X, y)
     for variance, lengthscale in ((ivm.variance_[0], ivm.lengthscale_[0]),

@@ -234,13 +234,14 @@ def test_sparse_with_z_equal_x_is_the_exact_gp(name, nu, method):
 @pytest.mark.parametrize("method", ["fitc", "vfe", "pitc", "exact"])
 def test_regressor_gradient_matches_central_differences(name, nu, method):
     """d log ML / d(log θ, Z) by central differences, for every family."""
+    from sparsegp.inducing import median_split_blocks
     from sparsegp.regression import _base
 
     X, y = _toy(2, n=30)
     Z = X[::5].copy() + 0.05
     ls, s2, sn2 = np.array([0.9, 1.4]), 1.2, 0.15
     fam = _ours(name, nu, s2, ls).family
-    blocks = _base.median_split_blocks(X, 6) if method == "pitc" else None
+    blocks = median_split_blocks(X, 6) if method == "pitc" else None
 
     def lml(s2_, ls_, sn2_, Z_):
         if method == "exact":
@@ -301,3 +302,81 @@ def test_cross_pass_benchmark_runs_quick(capsys):
     bench.cross_pass(quick=True, repeats=1)
     rows = capsys.readouterr().out.strip().splitlines()[1:]
     assert len(rows) == 4 and all(r.rstrip().endswith("x") for r in rows)
+
+
+def _fitted_stationary_kernels(est):
+    """Every stationary part of ``est.kernel_``: a list per class in the multi-class models,
+    per task in the IVM, and a Sum's terms (the IVM's bias variance) each on its own."""
+    out = []
+    for k in (est.kernel_ if isinstance(est.kernel_, list) else [est.kernel_]):
+        out.extend(k.terms() if isinstance(k, Sum) else [k])
+    return out
+
+
+def _small_estimators(kernel=None):
+    """One small fit of each estimator that exposes ``kernel_`` (binary or multi-class data
+    as it needs), all with the same ``kernel``."""
+    from sparsegp import (EPClassifier, GFITCClassifier, IVMClassifier, MultiClassEPClassifier,
+                          MultiClassGFITCClassifier, MultiClassSVGPClassifier,
+                          StagewiseGPClassifier)
+    kw = {} if kernel is None else {"kernel": kernel}
+    return [
+        (SparseGPRegressor(n_inducing=5, max_iter=3, random_state=0, **kw), "regression"),
+        (EPClassifier(max_iter=2, **kw), "binary"),
+        (GFITCClassifier(n_inducing=4, max_iter=2, random_state=0, **kw), "binary"),
+        (IVMClassifier(n_active=10, random_state=0, **kw), "binary"),
+        (StagewiseGPClassifier(d_max=5, max_iter=2, random_state=0, **kw), "binary"),
+        (MultiClassEPClassifier(n_inducing=4, max_iter=2, random_state=0, **kw), "classes"),
+        (MultiClassGFITCClassifier(n_inducing=4, max_iter=2, random_state=0, **kw), "classes"),
+        (MultiClassSVGPClassifier(n_inducing=4, max_iter=2, random_state=0, **kw), "classes"),
+    ]
+
+
+def _unit_data(kind):
+    """Rows whose two features have very different units (3.7 and 0.11), so that every
+    estimator that standardises its inputs converts length-scales between units."""
+    rng = np.random.default_rng(3)
+    U = rng.normal(size=(60, 2))
+    X = U * np.array([3.7, 0.11]) + 5.0
+    f = U[:, 0] - U[:, 1]
+    if kind == "regression":
+        return X, 2.3 * f + 0.1 * rng.normal(size=60)
+    if kind == "binary":
+        return X, (f > 0).astype(int)
+    return X, np.digitize(f, [-0.5, 0.5])
+
+
+@pytest.mark.filterwarnings("ignore")
+@pytest.mark.parametrize("index", range(8))
+def test_fitted_kernel_carries_the_default_box_as_written(index):
+    # issue 48: the regressor's default box came back through exp(log 1e6) and printed as
+    # (1.0000000000000004e-06, 999999.9999999995); every default box is a short literal
+    est, kind = _small_estimators()[index]
+    est.fit(*_unit_data(kind))
+    for k in _fitted_stationary_kernels(est):
+        for name in ("variance_bounds", "lengthscale_bounds"):
+            low, high = getattr(k, name)
+            assert float(f"{low:.3g}") == low and float(f"{high:.3g}") == high, (name, k)
+            assert "0000000" not in repr(k) and "9999999" not in repr(k), repr(k)
+    if isinstance(est, SparseGPRegressor):
+        assert est.kernel_.variance_bounds == (1e-6, 1e6)
+        assert est.kernel_.lengthscale_bounds == (1e-6, 1e6)
+
+
+@pytest.mark.filterwarnings("ignore")
+@pytest.mark.parametrize("index", range(8))
+@pytest.mark.parametrize("form", ["ours", "ours-ard", "sklearn"])
+def test_fitted_kernel_carries_the_bounds_as_given(index, form):
+    # bounds the user gave come back as given, whatever units the fit converts them to
+    # (the inputs here are standardised per feature by every estimator that scales them)
+    if form == "sklearn":
+        kernel = sk.ConstantKernel(1.0, (0.3, 30.0)) * sk.RBF([1.0, 2.0], (0.07, 70.0))
+    else:
+        kernel = SquaredExponential(1.0, [1.0, 2.0] if form == "ours-ard" else 1.0,
+                                    variance_bounds=(0.3, 30.0), lengthscale_bounds=(0.07, 70.0))
+    est, kind = _small_estimators(kernel)[index]
+    est.fit(*_unit_data(kind))
+    for k in _fitted_stationary_kernels(est):
+        assert tuple(k.variance_bounds) == (0.3, 30.0)
+        assert tuple(k.lengthscale_bounds) == (0.07, 70.0)
+        assert "variance_bounds=(0.3, 30.0), lengthscale_bounds=(0.07, 70.0)" in repr(k)

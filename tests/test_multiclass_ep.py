@@ -318,7 +318,7 @@ def test_two_classes_z_equals_x_matches_gfitc_and_dense_binary_ep():
     def gfitc_log_z(var):
         est = sparsegp.MultiClassGFITCClassifier(
             inducing_points=Z, kernel=[SquaredExponential(v, l) for v, l in zip(var, ls)],
-            noise_variance=noi, noise_in_kuu=False, jitter=jit, max_iter=0, ep_tol=1e-12)
+            latent_noise_variance=noi, noise_in_kuu=False, jitter=jit, max_iter=0, ep_tol=1e-12)
         return est.fit(X, y).log_evidence_
 
     var = np.array([1.3, 0.7])

@@ -78,8 +78,8 @@ def test_bad_batch_size_raises(gp3, bad):
 
 @pytest.mark.parametrize("param, value", [("method", "vi"), ("init", "grid"),
                                           ("ep_damping", 0.0), ("max_iter", 0),
-                                          ("learning_rate", -1.0), ("noise_variance", -1.0),
-                                          ("noise_variance_bounds", (2.0, 1.0)),
+                                          ("learning_rate", -1.0), ("latent_noise_variance", -1.0),
+                                          ("latent_noise_variance_bounds", (2.0, 1.0)),
                                           ("optimizer", "lbfgs"),
                                           ("optimizer", "adam")])    # batch mode: "sign"
 def test_bad_parameters_raise(gp3, param, value):
@@ -113,24 +113,25 @@ def test_batch_fit_learns_and_exposes_attributes(gp3, method):
     assert np.allclose(est2.fit(X, y).predict_proba(Xt), P)
 
 
+@pytest.mark.parametrize("method", ["ep", "sep"])
 @pytest.mark.parametrize("isotropic", [False, True])
-def test_sep_pools_the_length_scale_sign_test_and_ep_does_not(gp3, isotropic):
-    """SEP's rates follow the R code's length-scale test (issue 47); EP keeps appendix G's."""
+def test_batch_training_pools_exactly_the_length_scale_sign_test(gp3, method, isotropic):
+    """Batch EP and SEP follow the R code's length-scale test (issue 47)."""
     X, y = gp3[0], gp3[1]
     kernel = SquaredExponential(1.0, 1.0 if isotropic else np.ones(X.shape[1]))
-    sep = MultiClassEPClassifier(method="sep", n_inducing=4, max_iter=2, tol=None,
+    est = MultiClassEPClassifier(method=method, n_inducing=4, max_iter=2, tol=None,
                                  kernel=kernel, random_state=0).fit(X, y)
-    hyp = sep._hyp
-    pooled = hyp.pack()[sep._pooled_rates(hyp)]
-    np.testing.assert_array_equal(pooled, np.ravel(hyp.log_lengthscale))
-    assert MultiClassEPClassifier(method="ep")._pooled_rates(hyp) is None
+    hyp = est._hyp
+    np.testing.assert_array_equal(hyp.pack()[est._pooled_rates(hyp)],
+                                  np.ravel(hyp.log_lengthscale))
 
 
 def test_fixed_kernel_and_noise_move_only_inducing_inputs(gp3):
     X, y = gp3[0], gp3[1]
     kernel = SquaredExponential(2.0, np.full(X.shape[1], 0.4), "fixed", "fixed")
-    est = MultiClassEPClassifier(n_inducing=4, max_iter=5, tol=None, kernel=kernel, noise_variance=0.1,
-                                 noise_variance_bounds="fixed", random_state=0)
+    est = MultiClassEPClassifier(n_inducing=4, max_iter=5, tol=None, kernel=kernel,
+                                 latent_noise_variance=0.1, latent_noise_variance_bounds="fixed",
+                                 random_state=0)
     est.fit(X, y)
     assert np.allclose(est.lengthscale_, 0.4) and np.allclose(est.variance_, 2.0)
     assert np.allclose(est.noise_, 0.1)

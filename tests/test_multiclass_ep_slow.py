@@ -141,14 +141,21 @@ def test_uci_ten_percent_matches_paper(method, name):
     assert abs(np.mean(err) - PAPER[name][1][j]) <= 0.03
 
 
-def test_figure3_resumes_from_its_json_on_a_fresh_machine(tmp_path, monkeypatch):
+def _figure(script, monkeypatch=None):
+    """``figures/<script>.py`` loaded as a module; with ``monkeypatch``, its siblings in the
+    folder importable (Figure 3 reads multiclass_fig2_ep_sep)."""
     import importlib.util
+    if monkeypatch is not None:
+        monkeypatch.syspath_prepend(str(ROOT / "figures"))
+    spec = importlib.util.spec_from_file_location(script, ROOT / "figures" / f"{script}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_figure3_resumes_from_its_json_on_a_fresh_machine(tmp_path, monkeypatch):
     import json
-    monkeypatch.syspath_prepend(str(ROOT / "figures"))   # its sibling multiclass_fig2_ep_sep
-    spec = importlib.util.spec_from_file_location(
-        "fig3", ROOT / "figures" / "multiclass_fig3_inducing.py")
-    fig3 = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(fig3)
+    fig3 = _figure("multiclass_fig3_inducing", monkeypatch)
     fig3.main(["--quick", "--out", str(tmp_path), "--methods", "EP,GFITC"])
     store = tmp_path / "multiclass_fig3_inducing_quick.json"
     panels = json.loads(store.read_text())
@@ -169,10 +176,13 @@ def test_figure3_resumes_from_its_json_on_a_fresh_machine(tmp_path, monkeypatch)
     fig3.main(["--quick", "--out", str(tmp_path), "--methods", "EP,GFITC"])
     assert (tmp_path / "multiclass_fig3_inducing_quick.png").stat().st_size > 10_000
     assert json.loads(store.read_text()) == panels
-    # GFITC records its EP settings; a GFITC panel made with others is refitted, alone
+    # GFITC records its EP settings; a GFITC panel made with others is refitted, alone; one
+    # written before ep_search_rtol existed (the committed panels) ran with it at 0: kept
     assert all(p["ep"] == fig3.GFITC_EP for p in panels if p["method"] == "GFITC")
-    store.write_text(json.dumps([dict(p, ep={"ep_schedule": "auto"})
-                                 if (p["method"], p["M"]) == ("GFITC", 2) else p
+    before = {k: v for k, v in fig3.GFITC_EP.items() if k not in fig3.GFITC_EP_BEFORE}
+    changed = {("GFITC", 2): {"ep_schedule": "auto"}, ("GFITC", 8): before}
+    store.write_text(json.dumps([dict(p, ep=changed[p["method"], p["M"]])
+                                 if (p["method"], p["M"]) in changed else p
                                  for p in panels]))
     refits = []
 
@@ -185,14 +195,45 @@ def test_figure3_resumes_from_its_json_on_a_fresh_machine(tmp_path, monkeypatch)
     assert refits == [("GFITC", 2)]
 
 
+def test_figure3_keeps_every_committed_panel(monkeypatch):
+    """A change of the script's settings that leaves the stored fits as they were must not
+    send the committed panels (GFITC's take about 1 400 CPU s) back to be refitted."""
+    import json
+    fig3 = _figure("multiclass_fig3_inducing", monkeypatch)
+    store = ROOT / "figures" / "multiclass_fig3_inducing.json"
+    assert len(fig3.load_panels(store)) == len(json.loads(store.read_text())) == 36
+
+
+def test_figure4_merge_refits_only_the_methods_named(tmp_path, capsys):
+    import json
+    require_data("satellite")
+    fig4 = _figure("multiclass_fig4_satellite")
+    args = ["--quick", "--out", str(tmp_path)]
+    store = tmp_path / "multiclass_fig4_satellite_quick.json"
+    with pytest.raises(SystemExit):             # nothing stored to merge with
+        fig4.main(args + ["--methods", "sep", "--merge"])
+    fig4.main(args + ["--methods", "vi,sep"])
+    first = json.loads(store.read_text())
+    # a marked VI trace: kept as stored, in its place, when SEP alone is refitted
+    marked = dict(first, vi=dict(first["vi"], nll=[1e-3] * len(first["vi"]["nll"])))
+    store.write_text(json.dumps(marked))
+    capsys.readouterr()
+    fig4.main(args + ["--methods", "sep", "--merge"])
+    merged = json.loads(store.read_text())
+    assert list(merged) == ["vi", "sep"] and merged["vi"] == marked["vi"]
+    for key in ("nll", "error", "iteration"):               # SEP refitted, the same fit
+        assert merged["sep"][key] == first["sep"][key]
+    assert "SEP never reaches VI's final NLL" in capsys.readouterr().out   # read from both
+    (tmp_path / "multiclass_fig4_satellite_quick.png").unlink()
+    fig4.main(args + ["--methods", "sep"])                 # without --merge: SEP alone
+    assert list(json.loads(store.read_text())) == ["sep"]
+    assert (tmp_path / "multiclass_fig4_satellite_quick.png").stat().st_size > 10_000
+
+
 def test_figure5_stops_at_its_budget_and_keeps_finished_methods(tmp_path, monkeypatch):
-    import importlib.util
     import json
     require_data("usps")
-    spec = importlib.util.spec_from_file_location(
-        "fig5", ROOT / "figures" / "multiclass_fig5_minibatch.py")
-    fig5 = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(fig5)
+    fig5 = _figure("multiclass_fig5_minibatch")
     args = ["--quick", "--dataset", "usps", "--out", str(tmp_path), "--methods", "sep,vi",
             "--budget", "0"]
     fig5.main(args)
@@ -215,17 +256,8 @@ def test_figure5_stops_at_its_budget_and_keeps_finished_methods(tmp_path, monkey
         fig5.main(args[:-1] + ["1e9"])
 
 
-def _fig5_module():
-    import importlib.util
-    spec = importlib.util.spec_from_file_location(
-        "fig5", ROOT / "figures" / "multiclass_fig5_minibatch.py")
-    fig5 = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(fig5)
-    return fig5
-
-
 def test_figure5_recorder_keeps_time_on_its_clock_without_the_evaluations():
-    fig5 = _fig5_module()
+    fig5 = _figure("multiclass_fig5_minibatch")
     ticks = iter(range(100))
 
     class Fitted:
@@ -247,7 +279,7 @@ def test_figure5_recorder_keeps_time_on_its_clock_without_the_evaluations():
 def test_figure5_keeps_traces_of_its_clock_only(tmp_path, monkeypatch):
     import json
     require_data("usps")
-    fig5 = _fig5_module()
+    fig5 = _figure("multiclass_fig5_minibatch")
     args = ["--quick", "--dataset", "usps", "--out", str(tmp_path), "--methods", "sep",
             "--budget", "0"]
     fig5.main(args + ["--clock", "cpu"])

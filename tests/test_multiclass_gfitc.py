@@ -366,7 +366,7 @@ def test_estimator_inducing_only_and_inputs_untouched():
     X.setflags(write=False)
     # only the inducing inputs move: the kernel and the noise are held
     est = MultiClassGFITCClassifier(n_inducing=4, max_iter=5, tol=None,
-                                    noise_variance_bounds="fixed",
+                                    latent_noise_variance_bounds="fixed",
                                     kernel=SquaredExponential(2.0, np.ones(X.shape[1]),
                                                               "fixed", "fixed"),
                                     random_state=1).fit(X, y)
@@ -489,7 +489,7 @@ def test_predict_latent_matches_dense_fitc_predictive():
     X, y, hyp = _problem(6)
     C, M, D = hyp.Z.shape
     var, noise, ls = np.exp(hyp.log_variance), np.exp(hyp.log_noise), np.exp(hyp.log_lengthscale)
-    est = MultiClassGFITCClassifier(inducing_points=hyp.Z, noise_variance=noise,
+    est = MultiClassGFITCClassifier(inducing_points=hyp.Z, latent_noise_variance=noise,
                                     kernel=[SquaredExponential(v, l) for v, l in zip(var, ls)],
                                     jitter=JITTER, max_iter=0, ep_tol=1e-12)
     est.fit(X, y)

@@ -89,9 +89,10 @@ def test_elbo_bounds_monte_carlo_marginal_likelihood():
     N, D, C = 5, 1, 3
     X = np.linspace(-2, 2, N)[:, None]
     y = np.array([0, 0, 1, 2, 2])
-    est = MultiClassSVGPClassifier(n_inducing=3, noise_variance=0.1,
+    est = MultiClassSVGPClassifier(n_inducing=3, latent_noise_variance=0.1,
                                    kernel=SquaredExponential(2.0, np.ones(D), "fixed", "fixed"),
-                                   noise_variance_bounds="fixed", max_iter=100, random_state=0)
+                                   latent_noise_variance_bounds="fixed", max_iter=100,
+                                   random_state=0)
     est.fit(X, y)
     logp = log_marginal_mc(X, y, np.full(C, 2.0), np.full(C, 0.1), np.ones((C, D)), EPS,
                            n_samples=400000, rng=rng)

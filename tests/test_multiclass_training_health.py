@@ -37,7 +37,7 @@ def test_a_sane_start_is_left_alone():
     X, y, _, _ = _many_features()
     held = SquaredExponential(1.0, np.full(X.shape[1], 8.0), "fixed", "fixed")
     est = sparsegp.MultiClassEPClassifier(method="sep", n_inducing=10, max_iter=10, tol=None,
-                                          kernel=held, noise_variance_bounds="fixed",
+                                          kernel=held, latent_noise_variance_bounds="fixed",
                                           random_state=0).fit(X, y)
     np.testing.assert_allclose(est.lengthscale_, 8.0, rtol=1e-12)   # exp(log 8) round trip
 
@@ -53,7 +53,7 @@ def test_held_lengthscales_are_never_rescued(hold):
         kw = dict(kernel=SquaredExponential(1.0, ls), optimizer=None)
     else:
         kw = dict(kernel=SquaredExponential(1.0, ls, "fixed", "fixed"),
-                  noise_variance_bounds="fixed")
+                  latent_noise_variance_bounds="fixed")
     est = sparsegp.MultiClassEPClassifier(n_inducing=10, max_iter=5, tol=None, random_state=0, **kw)
     with pytest.warns(ConvergenceWarning, match="it is held"):
         est.fit(X, y)
@@ -64,7 +64,7 @@ def test_a_fitted_kernel_given_back_with_optimizer_none_keeps_the_fit():
     X, y, _, _ = _many_features()
     fit = sparsegp.MultiClassEPClassifier(n_inducing=10, max_iter=40, tol=None, random_state=0).fit(X, y)
     again = sparsegp.MultiClassEPClassifier(
-        inducing_points=fit.inducing_points_, kernel=fit.kernel_, noise_variance=fit.noise_,
+        inducing_points=fit.inducing_points_, kernel=fit.kernel_, latent_noise_variance=fit.noise_,
         optimizer=None, max_iter=40, tol=None, random_state=0).fit(X, y)
     np.testing.assert_allclose(again.lengthscale_, fit.lengthscale_, rtol=1e-12)
     np.testing.assert_allclose(again.variance_, fit.variance_, rtol=1e-12)
@@ -75,7 +75,7 @@ def test_training_no_better_than_the_class_frequencies_warns():
     X = rng.standard_normal((150, 2))
     y = rng.permutation(np.repeat([0, 1, 2], [110, 25, 15]))   # labels carry no signal
     est = sparsegp.MultiClassEPClassifier(method="sep", n_inducing=5, max_iter=10, tol=None,
-                                          noise_variance=1e3, optimizer=None, random_state=0)
+                                          latent_noise_variance=1e3, optimizer=None, random_state=0)
     with pytest.warns(ConvergenceWarning, match="no better than always predicting") as rec:
         est.fit(X, y)
     message = str([w for w in rec if "no better" in str(w.message)][0].message)
@@ -92,7 +92,7 @@ def test_the_advice_names_only_the_estimators_own_parameters():
     est = sparsegp.MultiClassGFITCClassifier(
         n_inducing=10, max_iter=10, tol=None,
         kernel=SquaredExponential(1.0, 1.0, "fixed", "fixed"),
-        noise_variance=1e3, noise_variance_bounds="fixed", random_state=0)
+        latent_noise_variance=1e3, latent_noise_variance_bounds="fixed", random_state=0)
     with pytest.warns(ConvergenceWarning, match="no better than always predicting") as rec:
         est.fit(X, y)
     message = str([w for w in rec if "no better" in str(w.message)][0].message)

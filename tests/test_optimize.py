@@ -6,6 +6,7 @@ from sklearn.exceptions import ConvergenceWarning as SklearnConvergenceWarning
 from sparsegp import EPClassifier, GFITCClassifier, SparseGPRegressor
 from sparsegp._optimize import (
     FAILED_OBJECTIVE,
+    OPEN_SIDE,
     RESTART_HALF_WIDTH,
     Adam,
     SignAdaptiveStep,
@@ -15,7 +16,7 @@ from sparsegp._optimize import (
 )
 from sparsegp.datasets import make_regression_1d, make_xor
 from sparsegp.exceptions import ConvergenceWarning
-from sparsegp.kernels import SquaredExponential
+from sparsegp.kernels import UNBOUNDED, SquaredExponential
 
 
 def _quadratic(centre, curvature=1.0):
@@ -46,6 +47,24 @@ def test_restarts_are_drawn_inside_the_bounds():
     assert np.all(S[:, 3] >= -2.0 - RESTART_HALF_WIDTH) and np.all(S[:, 3] <= 4.0)
     # the draws fill the finite box, not a neighbourhood of theta0
     assert S[:, 0].min() < -2.5 and S[:, 0].max() > 1.5
+
+
+def test_restarts_on_unbounded_sides_are_drawn_as_on_infinite_ones():
+    # UNBOUNDED's log box, shifted as a model-unit spec shifts it (minus the log of an input
+    # scale, here 1e3 and 1e-3), is drawn as the open box: same generator, same starts
+    theta0 = np.array([0.0, -1.5, 2.0])
+    log_box = np.log(UNBOUNDED)
+    shifted = np.vstack([log_box, log_box - np.log(1e3), log_box - np.log(1e-3)])
+    assert np.all(np.abs(shifted - theta0[:, None]) > OPEN_SIDE)
+    open_box = np.tile([-np.inf, np.inf], (3, 1))
+    a = restart_points(theta0, shifted, 50, np.random.default_rng(3))
+    b = restart_points(theta0, open_box, 50, np.random.default_rng(3))
+    assert all(np.array_equal(u, v) for u, v in zip(a, b))
+    assert np.all(np.abs(np.array(a) - theta0) <= RESTART_HALF_WIDTH)
+    # a side within reach still bounds the draws: an upper side 1e50 above the start
+    near = np.array([[-np.inf, np.log(1e50)]] * 3)
+    S = np.array(restart_points(np.zeros(3), near, 400, np.random.default_rng(4))[1:])
+    assert S.max() > 100.0 and S.min() >= -RESTART_HALF_WIDTH
 
 
 def test_restart_mask_and_hook():

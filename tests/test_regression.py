@@ -7,8 +7,10 @@ from conftest import assert_pinned_during_optimisation
 
 from sparsegp import SparseGPRegressor
 from sparsegp.exceptions import ConvergenceWarning, JitterWarning
+from sparsegp.inducing import median_split_blocks
 from sparsegp.kernels import SquaredExponential
 from sparsegp.regression import _base
+from sparsegp.regression._inducing import greedy_variance_selection
 
 from reference import dense_regression as ref
 
@@ -314,8 +316,7 @@ def test_cg_restarts_greedy_kmeans_and_reproducibility():
 
 def test_greedy_selection_picks_worst_explained_point():
     X = np.array([[0.0], [0.1], [5.0], [5.1], [10.0]])
-    idx = _base.greedy_variance_selection(X, 3, 1.0, np.array([1.0]),
-                                          np.random.default_rng(0))
+    idx = greedy_variance_selection(X, 3, 1.0, np.array([1.0]), np.random.default_rng(0))
     # three well separated clusters: one point from each
     assert sorted(np.round(X[idx, 0] / 5).astype(int).tolist()) == [0, 1, 2]
 
@@ -526,7 +527,7 @@ def test_fit_checks_reuse_the_final_evaluation(method, warning, objective, monke
 
 def test_median_split_blocks_partition_and_balance():
     X = np.random.default_rng(12).normal(size=(1000, 3))
-    blocks = _base.median_split_blocks(X, 64)
+    blocks = median_split_blocks(X, 64)
     assert np.array_equal(np.sort(np.concatenate(blocks)), np.arange(1000))
     sizes = np.array([b.size for b in blocks])
     assert sizes.max() <= 64 and sizes.min() >= 32

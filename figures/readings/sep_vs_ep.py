@@ -60,7 +60,8 @@ def swap(dataset, size, folds):
             est = MultiClassEPClassifier(method=method, optimizer=None, max_iter=250,
                                          tol=None,
                                          inducing_points=f.inducing_points_, kernel=f.kernel_,
-                                         noise_variance=f.noise_, random_state=0).fit(Xtr, ytr)
+                                         latent_noise_variance=f.noise_,
+                                         random_state=0).fit(Xtr, ytr)
             nlp, err = _score(est, Xte, yte)
             out[f"{method}@{hyper_of}"] = (nlp, err, est.log_evidence_ / len(ytr))
         rows.append(out)

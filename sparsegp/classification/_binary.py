@@ -60,7 +60,7 @@ from scipy import special
 from .._validation import (
     check_binary_labels,
     check_int,
-    check_option,
+    check_optimizer,
     check_positive,
     check_random_state,
     check_tol,
@@ -83,7 +83,15 @@ __all__ = [
     "probit_proba",
     "search_box",
     "optimizer_advice",
+    "OPTIMIZER_NAMES",
+    "OPTIMIZER_RENAMED",
 ]
+
+#: The ``optimizer`` names of EP, GFITC and the stagewise classifier
+#: (:data:`sparsegp._validation.OPTIMIZERS`), and the spelling they also took before the
+#: vocabulary was one, accepted for one release with a ``FutureWarning``.
+OPTIMIZER_NAMES = ("lbfgs", "cg")
+OPTIMIZER_RENAMED = {"l-bfgs-b": "lbfgs"}
 
 @dataclass
 class HyperParams:
@@ -299,8 +307,7 @@ class _BinaryGPClassifierMixin(FrequencyCheckMixin):
                 or not np.isfinite(float(jitter)) or float(jitter) < 0:
             raise ValueError(f"jitter must be a non-negative finite number; got {plain(jitter)!r}")
         # optimizer=None holds every hyper-parameter fixed, as in scikit-learn's GPs
-        optimizer = (None if self.optimizer is None
-                     else check_option(self.optimizer, "optimizer", tuple(METHODS)))
+        optimizer = check_optimizer(self.optimizer, OPTIMIZER_NAMES, OPTIMIZER_RENAMED)
         max_iter = check_int(self.max_iter, "max_iter", minimum=0)
         tol = check_tol(self.tol)
         n_restarts = check_int(self.n_restarts, "n_restarts", minimum=0)

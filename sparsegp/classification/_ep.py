@@ -199,6 +199,9 @@ class EPClassifier(_BinaryGPClassifierMixin, ClassifierMixin, SparseGPEstimator)
         it evaluates at the point clipped into the bounds), through
         :func:`sparsegp._optimize.maximize`. None holds every hyper-parameter fixed (EP runs
         at the given values only), as in scikit-learn's GPs.
+        The names are those of one vocabulary across the estimators (README, table
+        "optimizer and max_iter"); "l-bfgs-b", the old spelling of "lbfgs", is
+        accepted in this release only, with a ``FutureWarning``.
     max_iter : int, default=1000
         Safety cap on the optimiser iterations per start: stopping there before the stopping
         rule is met raises a :class:`~sparsegp.exceptions.ConvergenceWarning`. With

@@ -85,6 +85,9 @@ class GFITCClassifier(_BinaryGPClassifierMixin, ClassifierMixin, InducingPointEs
         With the stopping rule, L-BFGS-B and ``ep_search_rtol=0.1`` end level with 30 CG
         steps in test NLP (median difference 0.0000 over 19 problems, none worse by 0.01)
         in 0.27 of their CPU time (``benchmarks/DEFAULTS.md``).
+        The names are those of one vocabulary across the estimators (README, table
+        "optimizer and max_iter"); "l-bfgs-b", the old spelling of "lbfgs", is
+        accepted in this release only, with a ``FutureWarning``.
     max_iter : int, default=1000
         Safety cap on the optimiser iterations per (re)start: stopping there before the
         stopping rule is met raises a :class:`~sparsegp.exceptions.ConvergenceWarning`.

@@ -33,6 +33,7 @@ from .._base import SparseGPEstimator
 from .._validation import (
     check_binary_labels,
     check_int,
+    check_optimizer,
     check_option,
     check_random_state,
     check_size,
@@ -45,8 +46,10 @@ from .._numba import covfuncs as _cf
 from .._numba.covfuncs import SE
 from .._numba.probit import inv_mills_vec, log_ndtr_vec
 from ..kernels import grad_contract, kernel_matrix, kernel_spec
-from .._optimize import METHODS, kernel_log_bounds, maximize, unbounded, warn_at_bounds
+from .._optimize import kernel_log_bounds, maximize, unbounded, warn_at_bounds
 from ._binary import (
+    OPTIMIZER_NAMES,
+    OPTIMIZER_RENAMED,
     _BinaryGPClassifierMixin,
     pack_theta,
     theta_gradient,
@@ -145,6 +148,9 @@ class StagewiseGPClassifier(_BinaryGPClassifierMixin, ClassifierMixin, SparseGPE
         to ``CG_MAXITER`` iterations, through :func:`sparsegp._optimize.maximize`): nonlinear
         conjugate gradients (notes §3.7) or L-BFGS-B. None holds them fixed: the inner loop
         runs once at the given values.
+        The names are those of one vocabulary across the estimators (README, table
+        "optimizer and max_iter"); "l-bfgs-b", the old spelling of "lbfgs", is
+        accepted in this release only, with a ``FutureWarning``.
     random_state : None, int or numpy.random.Generator, default=None
         Seeds the working sets and tie breaks.
     verbose : bool, default=False
@@ -261,8 +267,7 @@ class StagewiseGPClassifier(_BinaryGPClassifierMixin, ClassifierMixin, SparseGPE
         if isinstance(tol, (bool, np.bool_)) or not np.isscalar(tol) \
                 or not np.isfinite(float(tol)) or float(tol) < 0:
             raise ValueError(f"tol must be a non-negative finite number; got {plain(tol)!r}")
-        optimizer = (None if self.optimizer is None
-                     else check_option(self.optimizer, "optimizer", tuple(METHODS)))
+        optimizer = check_optimizer(self.optimizer, OPTIMIZER_NAMES, OPTIMIZER_RENAMED)
         rng = check_random_state(self.random_state)
         return (X, y_pm, classes, d_max, selection, kappa, site_update, spec, float(bias),
                 max_iter, float(tol), optimizer, rng)

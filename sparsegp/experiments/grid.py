@@ -60,8 +60,18 @@ _LABEL_FROM_PREDICT = {"svm"}
 _RUNNER_SET = {"random_state", "n_inducing", "n_active", "inducing_points", "method"}
 
 # Cell parameters the runner consumes itself (not constructor arguments): ``n_train`` keeps
-# the first n training rows of the split (quick runs of the large tables; keyed apart).
-_RUNNER_PARAMS = ("n_train",)
+# the first n training rows of the split (quick runs of the large tables; keyed apart);
+# ``inputs`` is how the runner scales the inputs (:data:`INPUTS`).
+_RUNNER_PARAMS = ("n_train", "inputs")
+
+#: A cell's ``inputs`` -> how :func:`_load_split` scales train and test inputs (training
+#: statistics only). "standardised", the default when a cell gives none: each feature to mean
+#: 0 and standard deviation 1. "common": centred and divided by one common scale, the root
+#: mean square of the features' standard deviations (the scale the library gives a user's
+#: isotropic kernel, :class:`sparsegp._scaling.InputScaling`), so that an isotropic kernel
+#: in the runner's units is isotropic in the file's units: a paper's kernel on data whose
+#: features share one unit.
+INPUTS = ("standardised", "common")
 
 # Fitted attributes recorded as "hyper-parameters" when an estimator has them.
 _FITTED = ("variance_", "lengthscale_", "noise_", "bias_", "theta_", "log_evidence_", "n_iter_",
@@ -142,7 +152,8 @@ def constructor_arguments(method, params, n_features):
 
     A cell's parameters are JSON and part of its key, so the cells of committed results
     (``figures/*.jsonl``) keep the constructor names of the day they ran: ``optimize`` (now
-    ``optimizer``), ``noise`` (now ``noise_variance``), and the kernel's start as scalars
+    ``optimizer``; the IVM's "evidence" and "validation" now "lbfgs" and "grid"), ``noise``
+    (now the multi-class ``latent_noise_variance``), and the kernel's start as scalars
     ``variance``, ``lengthscale``, ``ard`` and the IVM's ``bias_variance`` (now one
     ``kernel``, searched without bounds as those names were; ``lengthscale`` may be
     :data:`SQRT_D`; ``bias_variance`` is held fixed unless ``learn_bias_variance`` is true,
@@ -164,6 +175,7 @@ def constructor_arguments(method, params, n_features):
     -------
     dict
     """
+    from sparsegp.classification._ivm_search import OPTIMIZER_RENAMED as IVM_OPTIMIZER_RENAMED
     from sparsegp.kernels import UNBOUNDED, ConstantKernel, SquaredExponential
 
     kw = {**DEFAULTS_OF_THE_DAY.get(method, {}), **params}
@@ -175,11 +187,13 @@ def constructor_arguments(method, params, n_features):
             if not mode:
                 kw["optimizer"] = None
             elif method == "ivm":
-                kw["optimizer"] = "evidence"
+                kw["optimizer"] = "lbfgs"
         else:
-            kw["optimizer"] = mode                         # the IVM's named modes
+            # the IVM's named modes, spelt in the one vocabulary of ``optimizer``: committed
+            # cells keep "evidence" and "validation" in their keys
+            kw["optimizer"] = IVM_OPTIMIZER_RENAMED.get(mode, mode)
     if "noise" in kw:
-        kw["noise_variance"] = kw.pop("noise")
+        kw["latent_noise_variance"] = kw.pop("noise")
     start = {k: kw.pop(k) for k in ("variance", "lengthscale", "ard", "bias_variance",
                                     "learn_bias_variance") if k in kw}
     if start:
@@ -229,6 +243,10 @@ def validate_cells(cells, data_home=None):
         if cell.method not in METHODS:
             raise ValueError(f"unknown method {cell.method!r} in a grid cell; valid: "
                              f"{', '.join(sorted(METHODS))}")
+        inputs = cell.params.get("inputs", INPUTS[0])
+        if inputs not in INPUTS:
+            raise ValueError(f"inputs must be one of {', '.join(map(repr, INPUTS))}; got "
+                             f"{inputs!r}")
         n_train = cell.params.get("n_train")
         if n_train is not None and not (isinstance(n_train, int) and n_train >= 2):
             raise ValueError(f"n_train must be an integer >= 2 (the first rows of the training "
@@ -315,9 +333,10 @@ def _estimator_params(cell):
 
 
 def _load_split(cell):
-    """Train/test arrays of the cell: standardised (training statistics only), or for image
-    files mapped by :data:`_PIXEL_MAPS`; the first ``params["n_train"]`` training rows when
-    the cell sets it."""
+    """Train/test arrays of the cell: scaled as its ``inputs`` says (:data:`INPUTS`, training
+    statistics only), or for image files mapped by :data:`_PIXEL_MAPS`; the first
+    ``params["n_train"]`` training rows when the cell sets it."""
+    from sparsegp._scaling import InputScaling
     from sparsegp.datasets import load_dataset, load_table
 
     fname, positive = DATASETS[cell.dataset]
@@ -337,6 +356,9 @@ def _load_split(cell):
         yte = np.where(yte == positive, 1, -1)
     if fname in _PIXEL_MAPS:
         return _PIXEL_MAPS[fname](Xtr), ytr, _PIXEL_MAPS[fname](Xte), yte
+    if cell.params.get("inputs") == "common":
+        scaling = InputScaling.from_data(Xtr, per_feature=False)
+        return scaling.transform(Xtr), ytr, scaling.transform(Xte), yte
     mu, sd = Xtr.mean(0), Xtr.std(0)
     sd[sd == 0] = 1.0
     return (Xtr - mu) / sd, ytr, (Xte - mu) / sd, yte

@@ -1,4 +1,4 @@
-"""Shared Woodbury algebra for the sparse GP regression family (notes §4).
+"""The sparse GP regression family's evidence and its gradient, by Woodbury algebra (notes §4).
 
 Every sparse method is exact GP regression with an effective prior covariance ``Q_ff + Λ``
 (notes §4.1, seed 001 Table 1), Q_ff = K_fu K_uu⁻¹ K_uf:
@@ -62,6 +62,12 @@ Matérn families the forward phase also writes the derivative factor G of K_fu, 
 gradient phase reads; PITC computes K_fu in a pass of its own). Every function takes the
 stationary ``family`` code of :mod:`sparsegp._numba.covfuncs` (default SE); for SE the
 derivative factor G of the contraction is K_fu itself.
+
+What a fit does with these lives beside them: the predictions from the factors this
+module returns (:class:`Posterior`, or the exact GP's) in
+:mod:`sparsegp.regression._predict`; where the inducing inputs start in
+:mod:`sparsegp.regression._inducing`; the PITC partitions, made or given, in
+:mod:`sparsegp.inducing`.
 """
 import math
 import warnings
@@ -189,43 +195,6 @@ def chol_jitter(K, variance, jitter, name="K_uu"):
     Returns ``(L, used)``; a grown jitter warns, a failure raises ``LinAlgError``.
     """
     return cholesky_jitter(K, variance, jitter, name=name)
-
-
-def check_blocks(blocks, n_samples):
-    """Validate an explicit PITC partition: a list of integer index arrays covering 0..N-1 once.
-
-    Returns a list of sorted int64 arrays.
-    """
-    if isinstance(blocks, np.ndarray) and blocks.ndim == 1 and blocks.dtype.kind in "iu":
-        raise ValueError(
-            "blocks must be an int (number of k-means blocks) or a list of index arrays; got a "
-            "single 1-D integer array (wrap it in a list for one block)"
-        )
-    try:
-        out = [np.sort(np.asarray(b).astype(np.int64, casting="safe").ravel()) for b in blocks]
-    except (TypeError, ValueError) as exc:
-        raise ValueError(f"blocks must be a list of integer index arrays; {exc}") from None
-    out = [b for b in out if b.size]
-    if not out:
-        raise ValueError("blocks is empty; it must partition the training indices 0..N-1")
-    allidx = np.concatenate(out)
-    counts = np.bincount(allidx[(allidx >= 0) & (allidx < n_samples)], minlength=n_samples)
-    if allidx.min() < 0 or allidx.max() >= n_samples:
-        raise ValueError(
-            f"blocks contain indices outside 0..{n_samples - 1} (got min {allidx.min()}, "
-            f"max {allidx.max()}); they must partition the training indices"
-        )
-    if np.any(counts > 1):
-        raise ValueError(
-            f"blocks overlap: {int(np.sum(counts > 1))} training indices appear in more than "
-            "one block; they must partition 0..N-1"
-        )
-    if np.any(counts == 0):
-        raise ValueError(
-            f"blocks do not cover the data: {int(np.sum(counts == 0))} of {n_samples} training "
-            "indices are in no block; they must partition 0..N-1"
-        )
-    return out
 
 
 def tri_inv(L):
@@ -480,33 +449,6 @@ def _finish_contraction(Z, gz, gq, cs, Kzz, Wu, s2, used, lengthscale, family):
     return {"variance": float(gvar), "lengthscale": grad_ls, "inducing_points": grad_Z}
 
 
-def median_split_blocks(X, block_size):
-    """Balanced PITC blocks by recursive median splits along the widest input dimension.
-
-    Every block has between ⌈block_size/2⌉ and ``block_size`` points (when N >= block_size)
-    and is spatially compact, like a k-d tree's leaves. Balanced sizes matter for the batched
-    PITC algebra, whose cost is (number of blocks) × (largest block)³; k-means blocks can be
-    very uneven. O(N log N) time.
-
-    Returns
-    -------
-    blocks : list of int64 ndarrays partitioning 0..N-1
-    """
-    out = []
-    stack = [np.arange(X.shape[0])]
-    while stack:
-        idx = stack.pop()
-        if idx.size <= block_size:
-            out.append(np.sort(idx))
-            continue
-        Xi = X[idx]
-        j = int(np.argmax(Xi.max(axis=0) - Xi.min(axis=0)))
-        order = idx[np.argsort(Xi[:, j], kind="stable")]
-        half = order.size // 2
-        stack.extend([order[:half], order[half:]])
-    return out
-
-
 def pack_blocks(blocks, n_samples):
     """Padded index matrix of a PITC partition: ``(idx (nb, B) int64, sizes (nb,), mask)``.
 
@@ -652,153 +594,3 @@ def _inverse_from_factor(L):
     Ci = np.tril(Ci.T)
     Ci += np.tril(Ci, -1).T
     return Ci
-
-
-def exact_predict(X_train, factors, Xs, variance, lengthscale, full_cov=False, family=SE):
-    """Exact GP predictive mean and variance (or covariance) of the latent f at ``Xs``."""
-    L, alpha = factors
-    Ks = cross_cov(Xs, X_train, variance, lengthscale, family=family)
-    mean = Ks @ alpha
-    Vs = solve_triangular(L, Ks.T, lower=True, check_finite=False)
-    if full_cov:
-        cov = cross_cov(Xs, Xs, variance, lengthscale, family=family) - Vs.T @ Vs
-        return mean, cov
-    return mean, variance - np.einsum("mt,mt->t", Vs, Vs)
-
-
-def sparse_predict(post, Z, Xs, variance, lengthscale, full_cov=False, family=SE):
-    """Predictive mean and variance (or joint covariance) of the latent f (notes §4.4).
-
-    μ* = k*ᵀ w; with a* = L_u⁻¹ k*, e* = L_S⁻¹ a*:
-    SoR σ*² = ‖e*‖²; DTC/VFE/FITC/FIC/PITC σ*² = k** − ‖a*‖² + ‖e*‖². Joint covariance:
-    SoR E*ᵀE*; DTC/VFE/FITC/PITC K** − A*ᵀA* + E*ᵀE* (exact test conditional); FIC
-    diag(K** − A*ᵀA*) + E*ᵀE* (fully independent test conditional). O(M²) per test point
-    (O(T² M) for a joint covariance over T points).
-    """
-    Ksu = cross_cov(Xs, Z, variance, lengthscale, family=family)
-    mean = Ksu @ post.w
-    As = solve_triangular(post.Lu, Ksu.T, lower=True, check_finite=False)
-    Es = solve_triangular(post.LS, As, lower=True, check_finite=False)
-    if not full_cov:
-        var = np.einsum("mt,mt->t", Es, Es)
-        if post.method != "sor":
-            var += variance - np.einsum("mt,mt->t", As, As)
-        return mean, np.maximum(var, 0.0)
-    cov = Es.T @ Es
-    if post.method == "fic":
-        cov[np.diag_indices_from(cov)] += variance - np.einsum("mt,mt->t", As, As)
-    elif post.method != "sor":
-        cov += cross_cov(Xs, Xs, variance, lengthscale, family=family) - As.T @ As
-    return mean, cov
-
-
-def augmented_predict(X, y, Z, Xs, variance, lengthscale, noise_variance, jitter,
-                      chunk=256, family=SE):
-    """ASoR = ADTC prediction (notes §4.6): every test point joins the inducing set for itself.
-
-    Uses the training covariance K_y = Q_ff + σ² I of SoR/DTC (factorised once by Woodbury)
-    and a rank-one correction of Q_ff per test point, so the cost is O(N M²) once plus
-    O(N (M + D)) per test point (kernel column k(X, x*) and a few N-vector products); memory
-    O(N · chunk). The test conditional is exact for x* itself (Q'** = K**), hence SoR and
-    DTC augmentations coincide (seed 001, Remark 12).
-
-    Returns
-    -------
-    mean, var : ndarrays of shape (T,)
-        Latent predictive mean and variance.
-    """
-    s2 = float(variance)
-    sn2 = float(noise_variance)
-    Kzz = cross_cov(Z, Z, s2, lengthscale, family=family)
-    Lu, used = chol_jitter(Kzz, s2, jitter)
-    Vt = _times_lt(tri_inv(Lu), cross_cov(X, Z, s2, lengthscale, family=family))
-    S = Vt.T @ Vt / sn2
-    S[np.diag_indices_from(S)] += 1.0
-    LS = np.linalg.cholesky(S)
-
-    def ky_solve(B):
-        # (Vt Vtᵀ + σ² I)⁻¹ B = (B − Vt S⁻¹ Vtᵀ B / σ²) / σ²   (Woodbury)
-        T = cho_solve((LS, True), Vt.T @ B, check_finite=False)
-        return (B - Vt @ T / sn2) / sn2
-
-    alpha = ky_solve(y)
-    T = Xs.shape[0]
-    mean = np.empty(T)
-    var = np.empty(T)
-    for start in range(0, T, chunk):
-        Xc = Xs[start:start + chunk]
-        Kfs = cross_cov(X, Xc, s2, lengthscale, family=family)          # (N, c)
-        Au = solve_triangular(Lu, cross_cov(Z, Xc, s2, lengthscale, family=family), lower=True,
-                              check_finite=False)             # L_u⁻¹ k_u*
-        delta = s2 - np.einsum("mc,mc->c", Au, Au)            # Var[f* | u]
-        rho = Kfs - Vt @ Au                                   # k_f* − Q_f*
-        E = ky_solve(rho)
-        Aa = ky_solve(Kfs)
-        kE = np.einsum("nc,nc->c", Kfs, E)
-        denom = delta + np.einsum("nc,nc->c", rho, E)
-        keep = delta > 1e-12 * s2                              # x* already (nearly) in u
-        corr_m = np.where(keep, kE * (rho.T @ alpha) / np.where(keep, denom, 1.0), 0.0)
-        corr_v = np.where(keep, kE * kE / np.where(keep, denom, 1.0), 0.0)
-        mean[start:start + chunk] = Kfs.T @ alpha - corr_m
-        var[start:start + chunk] = s2 - np.einsum("nc,nc->c", Kfs, Aa) + corr_v
-    return mean, np.maximum(var, 0.0)
-
-
-def greedy_variance_selection(X, n_inducing, variance, lengthscale, rng, jitter=1e-6,
-                              family=SE):
-    """Greedy forward selection of inducing inputs among the training inputs.
-
-    Criterion: the largest conditional prior variance Var[f(x_n) | u] = k(x_n, x_n) − Q_nn
-    given the points chosen so far — the point the current inducing set explains worst. This
-    is pivoted incomplete Cholesky of K_ff: O(N M²) time, O(N M) memory, no targets used.
-    The first point is drawn at random (all prior variances are equal for the SE kernel).
-
-    Returns
-    -------
-    index : ndarray of shape (M,)
-        Row indices into ``X``, in order of selection.
-    """
-    N = X.shape[0]
-    M = int(n_inducing)
-    R = np.zeros((N, M))                                      # rows: L_u⁻¹ k(z, x_n)ᵀ
-    resid = np.full(N, float(variance))
-    chosen = np.empty(M, dtype=np.int64)
-    taken = np.zeros(N, dtype=bool)
-    j = int(rng.integers(N))
-    for m in range(M):
-        chosen[m] = j
-        taken[j] = True
-        piv = math.sqrt(max(resid[j], jitter * variance))
-        k = cross_cov(X, X[j:j + 1], variance, lengthscale, family=family)[:, 0]
-        col = (k - R[:, :m] @ R[j, :m]) / piv
-        R[:, m] = col
-        resid -= col * col
-        resid[taken] = -np.inf
-        if m + 1 < M:
-            j = int(np.argmax(resid))
-    return chosen
-
-
-def bcm_predict(X, y, Xs, variance, lengthscale, noise_variance, method, blocks, jitter,
-                family=SE):
-    """Transduction: the Bayesian committee machine of seed 001 (notes §4.7).
-
-    The inducing inputs are the test inputs themselves (u = f*), with the training conditional
-    of ``method`` (PITC blocks: Tresp's BCM; FITC/FIC: diagonal; SoR/DTC/VFE: σ² I). The
-    posterior of u is the prediction: Σ_u = (K** + K*f Λ⁻¹ Kf*)⁻¹, mean K** Σ_u K*f Λ⁻¹ y,
-    covariance K** Σ_u K**. Cost O(N T² + N B²) for T test points, recomputed for every test
-    set (nothing is reused between calls); memory O(N T).
-
-    Returns
-    -------
-    mean : ndarray of shape (T,)
-    cov : ndarray of shape (T, T)
-    """
-    train = method if method in ("pitc", "fitc", "fic") else "dtc"
-    _, _, post = sparse_lml(X, y, Xs, variance, lengthscale, noise_variance, train,
-                            blocks=blocks, jitter=jitter, eval_gradient=False, family=family)
-    # At the inducing inputs the prediction is SoR's: K** w and K** Σ_u K** = L_u S⁻¹ L_uᵀ.
-    Kss = post.Lu @ post.Lu.T
-    mean = Kss @ post.w
-    B = solve_triangular(post.LS, post.Lu.T, lower=True, check_finite=False)
-    return mean, B.T @ B

@@ -1,33 +1,36 @@
-"""``SparseGPRegressor``: the sparse GP regression family of seed 001 plus VFE and the exact GP."""
+"""``SparseGPRegressor``: the sparse GP regression family of seed 001 plus VFE and the exact GP.
+
+The estimator: its arguments, their validation, ``fit`` in model units and what it reports in
+the user's, the public evidence and ``predict``. It sits over the modules that hold each
+part of the model:
+
+* :mod:`sparsegp.regression._base`: the evidence of every approximation and its gradient;
+* :mod:`sparsegp.regression._search`: the log-space vector of hyper-parameters and the
+  search over it and the inducing inputs (the VFE bound's stage, the coarse start);
+* :mod:`sparsegp.regression._inducing`: where the inducing inputs, or SoD's subset, start;
+* :mod:`sparsegp.regression._predict`: the latent predictions from the fitted factors;
+* :mod:`sparsegp.regression._checks`: the warnings for a fit that should not be trusted.
+
+The last four reach the estimator as mixins, each naming what it reads from it.
+"""
 import math
-import warnings
 
 import numpy as np
 
 from sklearn.base import RegressorMixin
 
-from .._config import (COARSE_LEVEL_FACTOR, COARSE_MIN_FACTOR, COARSE_ROWS,
-                       COARSE_ROWS_PER_UNKNOWN,
-                       DENSE_BLAS_MIN_ROWS, JITTER, MAX_ITER, REGRESSION_TOL)
+from .._config import DENSE_BLAS_MIN_ROWS, JITTER, MAX_ITER, REGRESSION_TOL
 from .._inducing_base import InducingPointEstimator
-from .._optimize import kernel_log_bounds, maximize, stopping_gain, unbounded
 from .._scaling import InputScaling, scaling_for
-from .._validation import check_int, check_option, check_tol
-from ..exceptions import ConvergenceWarning, JitterWarning, warn
-from ..inducing import kmeans, kmeans_blocks
+from .._validation import check_int, check_optimizer, check_option, check_tol
+from ..exceptions import JitterWarning, warn
+from ..inducing import check_blocks, kmeans_blocks, median_split_blocks
 from ..kernels import kernel_spec
 from . import _base
-
-_LOG_BOUND = math.log(1e6)
-#: A fitted model whose training R² is at most this predicts no better than the mean of y.
-MEAN_R2 = 1e-2
-#: Mean prior variance left unexplained by the inducing inputs at the training inputs,
-#: mean(K_nn − Q_nn), as a multiple of var(y), beyond which a SoR/DTC fit is reported as far
-#: more certain than its kernel supports (``_warn_if_degenerate``). Measured at the defaults
-#: (70/30 splits; M = 15 and 50): healthy fits at most 1.3 (test R² within 0.01 of training
-#: R²), degenerate ones from 6.9 (5-D synthetic, training R² 1.00, test −0.19) to 5e5
-#: (diabetes, training 0.96, test −6.6).
-DEGENERATE_RATIO = 4.0
+from ._checks import _FitCheckMixin
+from ._inducing import _InducingStartMixin
+from ._predict import _PredictMixin
+from ._search import DEFAULT_BOX, _SearchMixin
 
 
 def _rows(X):
@@ -35,7 +38,8 @@ def _rows(X):
     return int(shape[0]) if shape is not None and len(shape) >= 1 else 0
 
 
-class SparseGPRegressor(RegressorMixin, InducingPointEstimator):
+class SparseGPRegressor(RegressorMixin, _FitCheckMixin, _PredictMixin, _SearchMixin,
+                        _InducingStartMixin, InducingPointEstimator):
     """Sparse Gaussian-process regression with a stationary covariance (SE by default).
 
     One estimator for the unifying view of Quiñonero-Candela & Rasmussen (seed 001): every
@@ -149,6 +153,8 @@ class SparseGPRegressor(RegressorMixin, InducingPointEstimator):
         [1e-6, 1e6]) or nonlinear conjugate gradients (evaluated at the point clipped into
         those bounds), through :func:`sparsegp._optimize.maximize`. None holds every
         hyper-parameter and the inducing inputs fixed, as in scikit-learn's GPs.
+        The names are those of one vocabulary across the estimators (README, table
+        "optimizer and max_iter").
     max_iter : int, default=1000
         Safety cap on the optimiser iterations per start (and per stage); stopping there
         before converging raises a :class:`~sparsegp.exceptions.ConvergenceWarning`. With
@@ -309,8 +315,7 @@ class SparseGPRegressor(RegressorMixin, InducingPointEstimator):
         X, y = self._validate_fit_data(X, y, classifier=False)
         N, D = X.shape
         check_option(self.approximation, "approximation", _base.APPROXIMATIONS)
-        if self.optimizer is not None:
-            check_option(self.optimizer, "optimizer", ("lbfgs", "cg"))
+        check_optimizer(self.optimizer, ("lbfgs", "cg"))
         if self.inducing_objective is not None:
             check_option(self.inducing_objective, "inducing_objective",
                          ("auto", "vfe", "evidence"))
@@ -334,16 +339,15 @@ class SparseGPRegressor(RegressorMixin, InducingPointEstimator):
             Z = self._check_inducing_points(N, D)
         blocks = None
         if self.blocks is not None and not isinstance(self.blocks, (int, np.integer)):
-            blocks = _base.check_blocks(self.blocks, N)
+            blocks = check_blocks(self.blocks, N)
         elif self.blocks is not None:
             check_int(self.blocks, "blocks", minimum=1, maximum=N)
         return X, y, spec, sn2, jitter, Z, blocks
 
     def _kernel_spec(self, X):
         """The covariance to fit: ``kernel``, or for None the default SE kernel."""
-        bounds = (math.exp(-_LOG_BOUND), math.exp(_LOG_BOUND))
         return kernel_spec(self.kernel, X.shape[1], type(self).__name__,
-                           default_bounds=bounds)
+                           default_bounds=DEFAULT_BOX)
 
     def _default_covariance(self):
         """Whether the user gave no kernel (the data-following start).
@@ -429,7 +433,7 @@ class SparseGPRegressor(RegressorMixin, InducingPointEstimator):
             if blocks is None and self.blocks is not None:
                 blocks = kmeans_blocks(X, int(self.blocks), rng)
             elif blocks is None:
-                blocks = _base.median_split_blocks(X, Z.shape[0])
+                blocks = median_split_blocks(X, Z.shape[0])
             self.blocks_ = blocks
         self._blocks_fit = blocks
 
@@ -480,318 +484,6 @@ class SparseGPRegressor(RegressorMixin, InducingPointEstimator):
         if self.verbose:
             print(f"[SparseGPRegressor] {method}: log marginal likelihood {lml:.6g}")
         return self
-
-    def _warn_if_degenerate(self, X):
-        """ConvergenceWarnings for a fitted model that should not be trusted silently.
-
-        * **No better than the mean of y**: the coefficient of determination of the fitted
-          mean at the training inputs, R² = 1 − Σ(y − μ)² / Σ(y − ȳ)², at most
-          ``MEAN_R2`` (a flat fit, or a zero-mean fit far from y with ``normalize_y=False``).
-        * **SoR/DTC more certain than their kernel** (issue 23): their effective prior Q_ff
-          takes the variance K_nn − Q_nn that the inducing inputs leave unexplained at each
-          training input as known to be zero, so their evidence fits the training targets
-          as if that variance did not exist; DTC's own predictive variance at those same
-          inputs (exact test conditional) includes it. When its mean exceeds
-          ``DEGENERATE_RATIO`` times var(y) (the model's s.d. at its own training inputs over
-          twice that of y, while the mean fits them), the training fit rests on a prior the
-          kernel does not support, and predictions away from the training inputs are
-          typically far worse than the training fit (diabetes: training R² 0.96, test
-          R² −6.6). The mean is tr(K_ff − Q_ff) / N, which the final evaluation computed
-          (DTC's evidence exceeds the VFE bound at the same parameters by exactly
-          tr(K_ff − Q_ff) / (2σ²)).
-
-        Run after an optimised fit only: fixed hyper-parameters are the user's model. Both
-        checks read what the final evidence evaluation left in ``self._post``; neither
-        evaluates the kernel again (except for ``"sod"``, whose mean at the rows outside the
-        subset is new).
-
-        Parameters
-        ----------
-        X : ndarray of shape (N, D)
-            The training inputs in model units.
-        """
-        method = self.approximation
-        label = f"SparseGPRegressor ({method})"
-        y_model = self._y_model
-        ss = float(np.sum((y_model - np.mean(y_model)) ** 2))
-        if ss > 0.0:
-            resid = y_model - self._training_mean(X)
-            r2 = 1.0 - float(np.sum(resid * resid)) / ss
-            if r2 <= MEAN_R2:
-                first = "" if self.normalize_y else "normalize_y=True, "
-                warn(
-                    f"{label}: the fit predicts the training targets no better than their mean "
-                    f"(training R² {r2:.3g}); the evidence is likely at a degenerate optimum "
-                    f"(a length-scale or signal variance at an extreme). Try {first}"
-                    "n_restarts > 0 or other initial hyper-parameters, and check that y "
-                    "depends on X", ConvergenceWarning)
-        if method in ("sor", "dtc"):
-            unexplained = self._post.trace_gap / y_model.size
-            ratio = unexplained / max(ss / y_model.size, np.finfo(float).tiny)
-            if ratio > DEGENERATE_RATIO:
-                warn(
-                    f"{label}: the fit is far more certain than its kernel supports: at the "
-                    "training inputs the inducing inputs leave prior variance averaging "
-                    f"{ratio:.3g} times var(y) unexplained, which {method} treats as zero. Its "
-                    "training fit is likely far better than its predictions elsewhere; try "
-                    "approximation='vfe' or 'fitc', more inducing points, or n_restarts > 0",
-                    ConvergenceWarning)
-
-    def _training_mean(self, X):
-        """Fitted mean (model units) at the model-unit training rows X, without variances."""
-        method, family = self.approximation, self._spec.family
-        if method == "exact":
-            _, alpha = self._post
-            return self._y_model - self._sn2 * alpha            # K α = y − σ² α
-        if method == "sod":
-            Xs = X[self.subset_indices_]
-            return _base.cross_cov(X, Xs, self._s2, self._ls, family=family) @ self._post[1]
-        return self._post.fitted_mean                           # K_fu w, from the evaluation
-
-    def _choose_subset(self, X, s2, ls, jitter, rng):
-        N = X.shape[0]
-        M = self._n_inducing(N)
-        if self.init == "random":
-            return np.sort(rng.choice(N, size=M, replace=False))
-        if self.init == "greedy":
-            return np.sort(_base.greedy_variance_selection(X, M, s2, ls, rng, jitter,
-                                                           self._spec.family))
-        # k-means: the training point nearest each centre (duplicates topped up at random)
-        C, _ = kmeans(X, X[rng.choice(N, size=M, replace=False)])
-        d2 = (np.einsum("nd,nd->n", X, X)[:, None] - 2.0 * X @ C.T
-              + np.einsum("md,md->m", C, C)[None, :])
-        idx = np.unique(np.argmin(d2, axis=0))
-        if idx.size < M:
-            rest = np.setdiff1d(np.arange(N), idx)
-            idx = np.concatenate([idx, rng.choice(rest, size=M - idx.size, replace=False)])
-        return np.sort(idx)
-
-    def _init_Z(self, X, s2, ls, jitter, rng):
-        M = self._n_inducing(X.shape[0])
-        if self.init == "greedy":
-            return X[_base.greedy_variance_selection(X, M, s2, ls, rng, jitter,
-                                                     self._spec.family)].copy()
-        return self._initial_inducing_points(X, rng)
-
-    def _pack(self, s2, ls, sn2):
-        """Log-space vector of the free hyper-parameters: [log s², log ℓ (1 or D), log σ²]."""
-        spec = self._spec
-        parts = []
-        if spec.free_variance:
-            parts.append([math.log(s2)])
-        if spec.free_lengthscale:
-            parts.append(np.log(ls if spec.ard else ls[:1]))
-        parts.append([math.log(sn2)])
-        return np.concatenate(parts)
-
-    def _theta_bounds(self):
-        """Bounds (n_free, 2) matching :meth:`_pack`: the kernel's, then the noise's."""
-        free, lims = kernel_log_bounds(self._spec, self.n_features_in_)
-        return np.vstack([lims[free], [[-_LOG_BOUND, _LOG_BOUND]]])
-
-    def _theta_names(self):
-        """Names of :meth:`_pack`'s entries, for the driver's bound warning.
-
-        The noise variance is left out (None): its box [1e-6, 1e6] var(y) is a floor for
-        the factorisations, and a noise on that floor means the targets look noise-free to
-        the model, rightly (a noise-free function, constant targets) or through FITC's
-        diag(K − Q) taking its place; a wider box would change nothing. A noise on the
-        ceiling is a flat fit, which the training-R² warning reports.
-        """
-        spec = self._spec
-        names = ["variance"] if spec.free_variance else []
-        if spec.free_lengthscale:
-            D = self.n_features_in_
-            names += [f"lengthscale[{j}]" for j in range(D)] if spec.ard else ["lengthscale"]
-        return names + [None]
-
-    def _unpack(self, theta, D):
-        spec = self._spec
-        i = 0
-        s2 = spec.variance
-        if spec.free_variance:
-            s2 = float(math.exp(theta[0]))
-            i = 1
-        ls = spec.lengthscale
-        if spec.free_lengthscale:
-            n_ls = D if spec.ard else 1
-            ls = np.exp(theta[i:i + n_ls])
-            if not spec.ard:
-                ls = np.full(D, ls[0])
-            i += n_ls
-        sn2 = float(math.exp(theta[i]))
-        return s2, np.ascontiguousarray(ls), sn2
-
-    def _evidence(self, X, y, s2, ls, sn2, Z, jitter, blocks, eval_gradient, warn=True,
-                  workspace=None, method=None, fitted_mean=False):
-        method = method or self.approximation
-        family = self._spec.family
-        if method in _base.SPARSE_METHODS:
-            args = (X, y, Z, s2, ls, sn2, method, blocks, jitter, eval_gradient, workspace,
-                    family, fitted_mean)
-            if warn:
-                return _base.sparse_lml(*args)
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", JitterWarning)
-                return _base.sparse_lml(*args)
-        return _base.exact_lml(X, y, s2, ls, sn2, eval_gradient, family)
-
-    def _search(self, X_all, X, y, theta0, Z0, jitter, blocks, max_jitter, rng):
-        """The optimised fit: (theta, Z, n_iter) as ``inducing_objective`` says."""
-        method = self.approximation
-        objective = self.inducing_objective
-        if method not in _base.SPARSE_METHODS:
-            objective = None                    # SoD and the exact GP: no inducing inputs
-        elif objective == "auto":
-            # every method but VFE, whose own objective is the bound (the docstring says why
-            # the FITC family's and SoR/DTC's evidences must not place the inducing inputs)
-            objective = "vfe" if method != "vfe" else "evidence"
-        if method == "vfe" and objective is not None:      # the bound is VFE's evidence
-            return self._bound_search(X, y, theta0, Z0, jitter, blocks, max_jitter, rng)
-        if objective != "vfe" or method == "vfe":
-            return self._optimise(X_all, X, y, theta0, Z0, objective is not None, jitter,
-                                  blocks, max_jitter, rng)
-        # the bound places Z; its hyper-parameters are only the second stage's start, so
-        # their bounds are not reported
-        theta, Z, n_bound = self._bound_search(X, y, theta0, Z0, jitter, blocks, max_jitter,
-                                               rng, stage="inducing inputs by the VFE bound")
-        theta, Z, n_own = self._optimise(X_all, X, y, theta, Z, False, jitter, blocks,
-                                         max_jitter, rng, n_restarts=0)
-        return theta, Z, n_bound + n_own
-
-    def _bound_search(self, X, y, theta0, Z0, jitter, blocks, max_jitter, rng, stage=None):
-        """The search over theta and Z by the VFE bound, from a coarse start if there is one.
-
-        Returns (theta, Z, n_iter), the iterations of both searches counted.
-        """
-        levels = self._coarse_levels(X, y, theta0.size + Z0.size, rng)
-        n_coarse, n_restarts = 0, None
-        for rows in levels:
-            Xc, yc = X[rows], y[rows]
-            theta0, Z0, n_level = self._optimise(
-                Xc, Xc, yc, theta0, Z0, True, jitter, blocks, max_jitter, rng, method="vfe",
-                stage=f"coarse start on {rows.size} of {y.size} rows", coarse=True,
-                gain_rows=y.size, n_restarts=n_restarts)
-            n_coarse += n_level
-            n_restarts = 0                      # the restarts ran on the smallest subset
-        if levels:
-            self.coarse_rows_ = int(levels[0].size)
-        theta, Z, n_iter = self._optimise(X, X, y, theta0, Z0, True, jitter, blocks,
-                                          max_jitter, rng, method="vfe", stage=stage,
-                                          n_restarts=n_restarts)
-        return theta, Z, n_coarse + n_iter
-
-    def _coarse_levels(self, X, y, n_unknowns, rng):
-        """Rows of each coarse search (``coarse_rows``), smallest first; [] for none.
-
-        The first level has ``coarse_rows`` rows, and each next one COARSE_LEVEL_FACTOR times
-        as many while that is at most 1/COARSE_LEVEL_FACTOR of the training set; each level
-        holds the one before. The rows are drawn from the training set in lexicographic order
-        of (X, y), so the subsets are the same whatever the order of the rows, and so is
-        their own order; scaling X or y keeps that order (up to ties that rounding creates),
-        so they are the same in any units.
-        """
-        N = y.size
-        if self.coarse_rows is None:
-            return []
-        if isinstance(self.coarse_rows, str):           # "auto"
-            if self.tol is None:
-                return []                               # a fixed schedule, as the papers ran
-            size = max(COARSE_ROWS, COARSE_ROWS_PER_UNKNOWN * n_unknowns)
-            if N < COARSE_MIN_FACTOR * size:
-                return []
-        else:
-            size = int(self.coarse_rows)
-            if size >= N:
-                return []
-        sizes = [size]
-        while sizes[-1] * COARSE_LEVEL_FACTOR ** 2 <= N:
-            sizes.append(sizes[-1] * COARSE_LEVEL_FACTOR)
-        # np.lexsort's last key is the primary one: X's first column, then the next, ..., y
-        order = np.lexsort(np.vstack([y[None, :], X[:, ::-1].T]))
-        drawn = rng.permutation(N)
-        return [order[np.sort(drawn[:n])] for n in sizes]
-
-    def _optimise(self, X_all, X, y, theta0, Z0, move_Z, jitter, blocks, max_jitter, rng,
-                  method=None, stage=None, n_restarts=None, coarse=False, gain_rows=None):
-        """Maximise the evidence over theta (and Z) with the training driver.
-
-        Returns the best (theta, Z, n_iter) over the start and ``n_restarts`` restarts;
-        a restart draws theta inside the bounds and, unless ``inducing_points`` is given,
-        initialises Z afresh under the drawn hyper-parameters. ``method`` names another
-        approximation's objective (the VFE bound of ``_search``'s first stage), ``stage``
-        that search in the warnings, which then leave out the bounds of theta. A ``coarse``
-        search (on a subset of the rows, the start of the search on all of them) neither
-        warns at its cap nor counts towards ``converged_``; it stops on the full search's
-        gain in nats, counted on ``gain_rows`` (all the training rows), not on its own rows:
-        its start need not be finer than that, and on T2 the last two thirds of a search
-        to its own per-row rule moved the test NLP by under 0.001 (COARSE_START.md).
-        """
-        D = X.shape[1]
-        n_th = theta0.size
-        x0 = np.concatenate([theta0, Z0.ravel()]) if move_Z else theta0.copy()
-        Zshape = Z0.shape if Z0 is not None else None
-        workspace = _base.Workspace()            # the same N×M buffers for every evaluation
-
-        def evaluate(x, _warm):
-            theta = x[:n_th]
-            Z = np.ascontiguousarray(x[n_th:].reshape(Zshape)) if move_Z else Z0
-            s2, ls, sn2 = self._unpack(theta, D)
-            lml, grad, post = self._evidence(X, y, s2, ls, sn2, Z, jitter, blocks, True,
-                                             warn=False, workspace=workspace, method=method)
-            if hasattr(post, "jitter"):
-                max_jitter[0] = max(max_jitter[0], post.jitter)
-            return lml, self._pack_grad(grad, s2, ls, sn2, move_Z), None
-
-        def restart(x, rng):
-            if move_Z and self.inducing_points is None:
-                s2r, lsr, _ = self._unpack(x[:n_th], D)
-                x[n_th:] = self._init_Z(X_all, s2r, lsr, jitter, rng).ravel()
-            return x
-
-        bounds = np.vstack([self._theta_bounds(), unbounded(x0.size - n_th)])
-        label = f"SparseGPRegressor ({self.approximation}" + (f"; {stage})" if stage else ")")
-        restart_mask = np.arange(x0.size) < n_th
-        # fit holds the thread policy (_parallel_pool) around the whole run: one OpenBLAS
-        # thread-count switch, not two per evaluation
-        res = maximize(evaluate, x0, method=self.optimizer, bounds=bounds,
-                       max_iter=self.max_iter,
-                       tol=stopping_gain(self.tol, y.size if gain_rows is None else gain_rows),
-                       # a fixed schedule (tol=None) stops at max_iter by design; a coarse
-                       # search's end is only the full search's start
-                       warn_at_cap=self.tol is not None and not coarse,
-                       n_restarts=self.n_restarts if n_restarts is None else n_restarts,
-                       random_state=rng, restart_mask=restart_mask, restart=restart,
-                       progress=bool(self.verbose), label=label,
-                       value_name="log marginal likelihood",
-                       advice=", or try n_restarts > 0 or other initial hyper-parameters",
-                       names=self._theta_names(),
-                       # constant targets identify no hyper-parameter and are predicted
-                       # exactly: nothing to warn about
-                       warn_at_bound=stage is None and bool(np.ptp(y) > 0))
-        if not np.isfinite(res.value):
-            raise ValueError(
-                "the evidence could not be evaluated at any start (failed factorisation or a "
-                "non-finite value); try more jitter, standardised inputs or other initial "
-                "hyper-parameters")
-        if not coarse:
-            self.converged_ = self.converged_ and bool(res.converged)
-        x = res.theta
-        Z = np.ascontiguousarray(x[n_th:].reshape(Zshape)) if move_Z else Z0
-        return x[:n_th].copy(), Z, res.n_iter
-
-    def _pack_grad(self, grad, s2, ls, sn2, move_Z):
-        spec = self._spec
-        gl = grad["lengthscale"] * ls
-        parts = []
-        if spec.free_variance:
-            parts.append([grad["variance"] * s2])
-        if spec.free_lengthscale:
-            parts.append(gl if spec.ard else [np.sum(gl)])
-        parts.append([grad["noise_variance"] * sn2])
-        if move_Z:
-            parts.append(grad["inducing_points"].ravel())
-        return np.concatenate(parts)
 
     # ------------------------------------------------------------------ public evidence
     _lml_objective = "The log evidence of the approximation (VFE: its variational bound)"
@@ -875,46 +567,6 @@ value is a density of y in its own units, as ``log_marginal_likelihood_``."""
     def _training_rows(self):
         """The training inputs in model units (recomputed: the same numbers as in fit)."""
         return self._scaling.transform(self.X_train_)
-
-    def _predict_model(self, Xs, s2, ls, sn2, return_cov, augment, transduce):
-        """Latent mean and variance (or covariance) at model-unit rows Xs, in model units."""
-        method = self.approximation
-        if augment and transduce:
-            raise ValueError("augment and transduce cannot both be True")
-        full = bool(return_cov)
-        if augment:
-            if method not in ("sor", "dtc", "vfe"):
-                raise ValueError("augment=True is implemented for approximation 'sor', 'dtc' "
-                                 f"and 'vfe' (ASoR = ADTC); got {method!r}")
-            if return_cov:
-                raise ValueError("augment=True predicts each test point on its own; "
-                                 "return_cov is not available")
-            mean, var = _base.augmented_predict(self._training_rows(), self._y_model,
-                                                self._Z, Xs, s2, ls, sn2, self.jitter,
-                                                family=self._spec.family)
-        elif transduce:
-            if method not in _base.SPARSE_METHODS:
-                raise ValueError(f"transduce=True needs a sparse approximation; got {method!r}")
-            mean, cov = _base.bcm_predict(self._training_rows(), self._y_model, Xs, s2, ls, sn2,
-                                          method, self._blocks_fit, self.jitter,
-                                          self._spec.family)
-            var = np.maximum(np.diag(cov), 0.0)
-            if full:
-                return mean, cov
-        elif method in _base.SPARSE_METHODS:
-            out = _base.sparse_predict(self._post, self._Z, Xs, s2, ls, full,
-                                       self._spec.family)
-            mean, var = out
-            if full:
-                return mean, var
-        else:
-            Xt = self._training_rows()
-            Xt = Xt if method == "exact" else Xt[self.subset_indices_]
-            mean, var = _base.exact_predict(Xt, self._post, Xs, s2, ls, full, self._spec.family)
-            if full:
-                return mean, var
-            var = np.maximum(var, 0.0)
-        return mean, var
 
 
 def _target_scale(y):

@@ -2,6 +2,8 @@
 predictions; and the parameter and attribute descriptions the three docstrings share
 (:data:`SHARED_DOCS`, :func:`fill_shared_docs`).
 """
+import inspect
+import warnings
 
 import numpy as np
 from sklearn.utils.multiclass import check_classification_targets
@@ -11,7 +13,7 @@ from ... import kernels as _kernels
 from ..._numba import covfuncs as _cf
 from ..._inducing_base import InducingPointEstimator, median_lengthscale, take_rows  # noqa: F401
 from ..._scaling import InputScaling
-from ..._validation import check_int, check_option
+from ..._validation import check_int, check_optimizer
 from ...exceptions import ConvergenceWarning, warn
 from .kernel import pack_params
 from .._frequencies import FrequencyCheckMixin
@@ -23,6 +25,16 @@ DEGENERATE_EXPONENT = 20.0
 #: Below this many inducing points a class, a fit no better than the class frequencies is
 #: first told to use more (seed 002 Fig. 3: M = 1 and 2 draw no boundary on 3 classes)
 _FEW_INDUCING = 8
+
+#: Default of a renamed constructor argument's old name: "not given" (scikit-learn's way to
+#: keep an old name for a release, e.g. ``base_estimator`` -> ``estimator``)
+DEPRECATED = "deprecated"
+#: The multi-class models' renamed arguments, new name -> old name (issue 48). sigma0_c is the
+#: variance of a Gaussian noise on each class's latent function, a white term of its prior
+#: (``kernel.py``); the regressor's ``noise_variance`` is the noise on an observation y, a
+#: different quantity that the multi-class models, whose labels are discrete, do not have.
+RENAMED = {"latent_noise_variance": "noise_variance",
+           "latent_noise_variance_bounds": "noise_variance_bounds"}
 
 
 # --------------------------------------------------------------------------------------------
@@ -53,13 +65,21 @@ kernel : Kernel or list of Kernel, optional
     "kernel_box": """\
     Its log bounds (within the box [-10, 10]) bound the search, "fixed" holds a parameter.
     None: the SE-ARD kernel, every class starting at variance 1 and the length-scale
-    sqrt(median pairwise distance) (notes §5.3). The noise is ``noise_variance``, apart from
-    the kernel.
-noise_variance : float or ndarray of shape (C,), default=1.0
-    Initial additive noise variance sigma0_c.
-noise_variance_bounds : None, "fixed" or pair of floats, default=None
-    Bounds of the noise variance's search (natural values, within the box [-10, 10] of
-    its log), "fixed" to hold it, None for the box alone.""",
+    sqrt(median pairwise distance) (notes §5.3). The latent noise is
+    ``latent_noise_variance``, apart from the kernel.
+latent_noise_variance : float or ndarray of shape (C,), default=1.0
+    Initial variance sigma0_c of the Gaussian noise added to each class's latent function
+    (a white term of its prior; there is no noise on the labels themselves).
+latent_noise_variance_bounds : None, "fixed" or pair of floats, default=None
+    Bounds of the latent noise variance's search (natural values, within the box [-10, 10]
+    of its log), "fixed" to hold it, None for the box alone.""",
+    "renamed": """\
+noise_variance : "deprecated"
+    The old name of ``latent_noise_variance`` (``noise_variance`` is the regressor's
+    observation noise), accepted in this release only: a value given here is used, with a
+    ``FutureWarning``; giving both names is a ``ValueError``.
+noise_variance_bounds : "deprecated"
+    The old name of ``latent_noise_variance_bounds``, as ``noise_variance``.""",
     "nugget": """\
 noise_in_kuu : bool, default=True
     Put sigma0_c on the diagonal of K_c (the R code's nugget convention, notes §1.1).
@@ -129,15 +149,17 @@ class MultiClassGPClassifier(FrequencyCheckMixin, ClassifierMixin, InducingPoint
     _inits = ("random", "kmeans", "subset")
     _auto_inducing = 20
 
-    def __init__(self, n_inducing, inducing_points, init, kernel, noise_variance,
-                 noise_variance_bounds, max_iter, optimizer, noise_in_kuu, jitter, random_state,
-                 verbose, callback):
+    def __init__(self, n_inducing, inducing_points, init, kernel, latent_noise_variance,
+                 latent_noise_variance_bounds, max_iter, optimizer, noise_in_kuu, jitter,
+                 random_state, verbose, callback, noise_variance, noise_variance_bounds):
         # the parameters every multi-class estimator takes, stored unchanged (scikit-learn
         # reads them back by the names of the subclass's signature)
         self.n_inducing = n_inducing
         self.inducing_points = inducing_points
         self.init = init
         self.kernel = kernel
+        self.latent_noise_variance = latent_noise_variance
+        self.latent_noise_variance_bounds = latent_noise_variance_bounds
         self.noise_variance = noise_variance
         self.noise_variance_bounds = noise_variance_bounds
         self.max_iter = max_iter
@@ -203,9 +225,8 @@ class MultiClassGPClassifier(FrequencyCheckMixin, ClassifierMixin, InducingPoint
         ``minibatch_rule`` with minibatches; a named rule must be that of the mode.
         """
         rule = batch_rule if batch_size is None else minibatch_rule
-        if self.optimizer is None:
+        if check_optimizer(self.optimizer, ("auto", batch_rule, minibatch_rule)) is None:
             return None
-        check_option(self.optimizer, "optimizer", ("auto", batch_rule, minibatch_rule, None))
         if self.optimizer not in ("auto", rule):
             mode = "batch mode (batch_size=None)" if batch_size is None else "minibatch mode"
             raise ValueError(f"optimizer={self.optimizer!r} is not available in {mode}, which "
@@ -235,7 +256,8 @@ class MultiClassGPClassifier(FrequencyCheckMixin, ClassifierMixin, InducingPoint
             # the start and the box in model units; ``fitted`` still builds the user's kernel
             specs = [scaling.spec_to_model(spec) for spec in specs]
         self._spec = specs
-        noise = self._check_positive_param("noise_variance", n_classes)
+        noise = self._check_positive_param(self._given_name("latent_noise_variance"),
+                                           n_classes)
         if specs is None:
             # the median heuristic on the model-unit rows (on standardised inputs, the
             # paper's start)
@@ -290,9 +312,35 @@ class MultiClassGPClassifier(FrequencyCheckMixin, ClassifierMixin, InducingPoint
                              f"{n_classes} classes; give one kernel per class, or one for all")
         return specs
 
+    def _given_name(self, name):
+        """The name under which the user gave the renamed argument ``name`` (a key of
+        :data:`RENAMED`): its old name, with a ``FutureWarning``, when a value was given
+        there; otherwise ``name`` itself.
+
+        Raises
+        ------
+        ValueError
+            When both names were given a value.
+        """
+        old = RENAMED[name]
+        given = getattr(self, old)
+        if isinstance(given, str) and given == DEPRECATED:
+            return name
+        default = inspect.signature(type(self).__init__).parameters[name].default
+        new = getattr(self, name)
+        if not (new is default or (np.ndim(new) == 0 and not isinstance(new, str)
+                                   and new == default)):
+            raise ValueError(f"{old} is the old name of {name}; give only {name}, got "
+                             f"{old}={given!r} and {name}={new!r}")
+        warnings.warn(f"{type(self).__name__}: {old} is renamed {name} (the variance of a "
+                      f"noise on each latent function, not on the labels); the old name is "
+                      f"accepted in this release only", FutureWarning, stacklevel=4)
+        return old
+
     def _noise_bounds(self):
-        """``noise_variance_bounds`` as ``(fixed, log bounds (2,) or None)``."""
-        b = self.noise_variance_bounds
+        """``latent_noise_variance_bounds`` as ``(fixed, log bounds (2,) or None)``."""
+        name = self._given_name("latent_noise_variance_bounds")
+        b = getattr(self, name)
         if b is None:
             return False, None
         if isinstance(b, str) and b == "fixed":
@@ -302,7 +350,7 @@ class MultiClassGPClassifier(FrequencyCheckMixin, ClassifierMixin, InducingPoint
         except (TypeError, ValueError):
             arr = np.empty(0)
         if arr.size != 2 or not (0 < arr[0] <= arr[1] < np.inf):
-            raise ValueError(f"noise_variance_bounds must be None, 'fixed' or (low, high) with "
+            raise ValueError(f"{name} must be None, 'fixed' or (low, high) with "
                              f"0 < low <= high < inf; got {b!r}")
         return False, np.log(arr)
 
@@ -314,10 +362,10 @@ class MultiClassGPClassifier(FrequencyCheckMixin, ClassifierMixin, InducingPoint
     def _kernel_settings(self, C, M, D):
         """``(family, isotropic, log_bounds, frozen)`` for a packed vector of C classes.
 
-        ``log_bounds`` is None without a ``kernel`` and ``noise_variance_bounds`` (the
+        ``log_bounds`` is None without a ``kernel`` and ``latent_noise_variance_bounds`` (the
         default covariance is unbounded, as it always was); otherwise (lo, hi) arrays the
         size of :func:`pack_params`' vector: each class's kernel's log bounds on log sigma_c
-        and log l_{c,d}, those of ``noise_variance_bounds`` on log sigma0_c, unbounded
+        and log l_{c,d}, those of ``latent_noise_variance_bounds`` on log sigma0_c, unbounded
         elsewhere. ``frozen`` (boolean, same size) marks the coordinates a "fixed" bound holds.
         """
         n = 2 * C + C * D + C * M * D
@@ -356,7 +404,7 @@ class MultiClassGPClassifier(FrequencyCheckMixin, ClassifierMixin, InducingPoint
         ``lengthscale_[c]`` (a single length-scale when ``kernel`` is isotropic), or, without
         a ``kernel``, ``SquaredExponential(variance_[c], lengthscale_[c])`` with ARD
         length-scales; given back as ``kernel``, they start every class where it ended. The
-        additive noise ``noise_`` (``noise_variance``) is not part of them.
+        additive noise ``noise_`` (``latent_noise_variance``) is not part of them.
         """
         variance = self.variance_          # AttributeError before fit, as for any fitted value
         lengthscale = np.atleast_2d(self.lengthscale_)

@@ -14,7 +14,7 @@ from ..._scaling import InputScaling
 from ..._validation import check_int, check_option, check_positive, check_tol
 from ..._config import MC_OUTER_EP_MAX_SWEEPS, MC_OUTER_EP_TOL
 from . import engine as _eng
-from ._base import MultiClassGPClassifier, fill_shared_docs
+from ._base import DEPRECATED, MultiClassGPClassifier, fill_shared_docs
 from .kernel import DEFAULT_JITTER, kernel_kfu, tri_solve
 from .likelihood import class_counts_factors, class_probabilities
 
@@ -62,12 +62,14 @@ class MultiClassEPClassifier(MultiClassGPClassifier):
         Its log bounds bound the search, "fixed" holds a parameter. None: the SE-ARD kernel,
         unbounded, every class starting at variance 1 and the length-scale sqrt(median pairwise
         distance) of up to 1000 training rows (the R code's squared length-scale is the median
-        distance, notes §5.3). The noise is ``noise_variance``, apart from the kernel.
-    noise_variance : float or ndarray of shape (C,), default=1.0
-        Initial additive noise variance sigma0_c.
-    noise_variance_bounds : None, "fixed" or pair of floats, default=None
-        Bounds of the noise variance's search (natural values; the search is in its log),
-        "fixed" to hold it, None for none.
+        distance, notes §5.3). The latent noise is ``latent_noise_variance``, apart from
+        the kernel.
+    latent_noise_variance : float or ndarray of shape (C,), default=1.0
+        Initial variance sigma0_c of the Gaussian noise added to each class's latent function
+        (a white term of its prior; there is no noise on the labels themselves).
+    latent_noise_variance_bounds : None, "fixed" or pair of floats, default=None
+        Bounds of the latent noise variance's search (natural values; the search is in its
+        log), "fixed" to hold it, None for none.
     batch_size : int, optional
         Minibatch size; ``None`` trains in batch mode (sign-adaptive rates, damped updates).
         In minibatch mode ADAM is used, the likelihood terms are scaled by N/|B|, X may be any
@@ -88,11 +90,14 @@ class MultiClassEPClassifier(MultiClassGPClassifier):
     optimizer : {"auto", "sign", "adam"} or None, default="auto"
         The rule that steps the hyper-parameters and inducing inputs after every refinement
         of the sites (through :func:`sparsegp._optimize.ascend`): "sign", the per-parameter
-        sign-adaptive rate of the paper's appendix G (batch mode), or "adam" (minibatch
+        sign-adaptive rate of the paper's appendix G with the authors' pooled sign test for
+        the length-scales (batch mode; :meth:`_pooled_rates`), or "adam" (minibatch
         mode); "auto" is the one of the mode. None holds every hyper-parameter and the
         inducing inputs fixed: the sites are still refined ``max_iter`` times. To learn only
         the inducing inputs (the paper's Figure 3), hold the kernel with "fixed" bounds and
-        set ``noise_variance_bounds="fixed"``.
+        set ``latent_noise_variance_bounds="fixed"``.
+        The names are those of one vocabulary across the estimators (README, table
+        "optimizer and max_iter").
     learning_rate : float, optional
         Initial per-parameter rate of the sign-adaptive rule (default 0.01) or the ADAM step
         (default 1e-3).
@@ -108,6 +113,7 @@ class MultiClassEPClassifier(MultiClassGPClassifier):
         ``callback(estimator, iteration)`` after every iteration (batch mode) or every
         minibatch (minibatch mode; ``iteration`` counts minibatches). The estimator can predict
         inside the callback.
+    %(renamed)s
 
     %(fitted)s
     log_evidence_ : float
@@ -138,15 +144,17 @@ class MultiClassEPClassifier(MultiClassGPClassifier):
     """
 
     def __init__(self, method="ep", training="inner", n_inducing="auto", inducing_points=None,
-                 init="random", kernel=None, noise_variance=1.0, noise_variance_bounds=None,
+                 init="random", kernel=None, latent_noise_variance=1.0,
+                 latent_noise_variance_bounds=None,
                  batch_size=None, max_iter=250, tol=None, optimizer="auto",
                  learning_rate=None,
                  ep_damping=0.5,
                  noise_in_kuu=True, jitter=DEFAULT_JITTER, random_state=None,
-                 verbose=False, callback=None):
-        super().__init__(n_inducing, inducing_points, init, kernel, noise_variance,
-                         noise_variance_bounds, max_iter, optimizer, noise_in_kuu, jitter,
-                         random_state, verbose, callback)
+                 verbose=False, callback=None, noise_variance=DEPRECATED,
+                 noise_variance_bounds=DEPRECATED):
+        super().__init__(n_inducing, inducing_points, init, kernel, latent_noise_variance,
+                         latent_noise_variance_bounds, max_iter, optimizer, noise_in_kuu, jitter,
+                         random_state, verbose, callback, noise_variance, noise_variance_bounds)
         self.method = method
         self.training = training
         self.tol = tol
@@ -328,20 +336,23 @@ class MultiClassEPClassifier(MultiClassGPClassifier):
                      tol=stopping_gain(self._tol, self._n_train))
         self.converged_ = bool(res.converged)
 
-    def _pooled_rates(self, hyp):
-        """The optimiser coordinates whose sign test is pooled (None: every one on its own).
+    @staticmethod
+    def _pooled_rates(hyp):
+        """The optimiser coordinates whose sign test is pooled: the length-scales.
 
-        SEP's length-scales, as the authors' R code tests them: each previous sign against
-        the sign of the summed length-scale gradient. The paper's appendix G describes a
-        per-parameter test, which EP keeps. SEP's step is eq. (10) at the class cavities,
-        not the gradient of SEP's own evidence, and near the optimum its error is a steady
-        pull that a per-parameter test follows for good; the pooled test halves those rates
-        whenever a length-scale disagrees with the others' net direction. On satellite
-        split 0 it is the whole gap to the R code's SEP (test NLL .352 against .328;
-        ``figures/multiclass_readings.md``, issue 47).
+        Batch EP and SEP test each length-scale's previous sign against the sign of the
+        *summed* length-scale gradient, as the authors' R code does (``optimize`` in
+        ``epMGPC_batch.R`` and ``sepMGPC_batch.R``); the other coordinates test their own
+        sign. The paper's appendix G describes a test per hyper-parameter for all of them.
+        The code made the paper's tables, and it is the one that reproduces them: on
+        satellite (250 iterations, the R code's start) per-parameter rates leave batch EP's
+        test NLL at .337 on split 14 (M = 129) where the R code reaches .309 (pooled: .307),
+        and SEP's at .351 on split 0 (M = 100) where the R code reaches .328 (pooled: .329).
+        Halving a length-scale's rate
+        whenever it disagrees with their net direction damps the steady drift of the
+        length-scales that the evidence rewards past the best test NLP
+        (``figures/multiclass_readings.md``, issue 47).
         """
-        if self.method != "sep":
-            return None
         C = hyp.log_variance.size
         return slice(2 * C, 2 * C + hyp.log_lengthscale.size)
 

@@ -28,12 +28,12 @@ import scipy.linalg as sla
 from ..._numba import multiclass_gfitc as _nb
 from ..._optimize import NUMERICAL_ERRORS, maximize, stopping_gain
 from ..._threads import map_threads
-from ..._validation import check_int, check_option, check_positive, check_tol
+from ..._validation import check_int, check_optimizer, check_positive, check_tol
 from ...exceptions import ConvergenceWarning, warn
 from ..._config import (MC_GFITC_AUTO_SEQUENTIAL_WORK as _AUTO_SEQUENTIAL_WORK,
                        MC_GFITC_MIN_UPDATE_ROWS as _MIN_UPDATE_ROWS)
 from . import kernel as _k
-from ._base import MultiClassGPClassifier, fill_shared_docs
+from ._base import DEPRECATED, MultiClassGPClassifier, fill_shared_docs
 from .likelihood import class_probabilities
 
 __all__ = ["MultiClassGFITCClassifier"]
@@ -461,7 +461,9 @@ class MultiClassGFITCClassifier(MultiClassGPClassifier):
         :func:`sparsegp._optimize.maximize`: L-BFGS-B (the paper's) or nonlinear conjugate
         gradients. None holds every hyper-parameter and the inducing inputs fixed (EP at the
         initial values only). To learn only the inducing inputs, hold the kernel with
-        "fixed" bounds and set ``noise_variance_bounds="fixed"``.
+        "fixed" bounds and set ``latent_noise_variance_bounds="fixed"``.
+        The names are those of one vocabulary across the estimators (README, table
+        "optimizer and max_iter").
     %(nugget)s
     ep_schedule : {"auto", "sequential", "parallel"}, default="auto"
         "sequential": one compiled sweep of rank-one updates, O(C N M^2) in scalar loops;
@@ -514,6 +516,7 @@ class MultiClassGFITCClassifier(MultiClassGPClassifier):
     callback : callable, optional
         ``callback(estimator, iteration)`` after every L-BFGS-B iteration; the fitted
         attributes then describe the current iterate, so the estimator can predict.
+    %(renamed)s
 
     %(fitted)s
     log_evidence_ : float
@@ -546,14 +549,15 @@ class MultiClassGFITCClassifier(MultiClassGPClassifier):
     """
 
     def __init__(self, n_inducing="auto", inducing_points=None, init="random", kernel=None,
-                 noise_variance=1.0, noise_variance_bounds=None, max_iter=250, tol=None,
-                 optimizer="lbfgs", noise_in_kuu=True, jitter=_k.DEFAULT_JITTER,
+                 latent_noise_variance=1.0, latent_noise_variance_bounds=None, max_iter=250,
+                 tol=None, optimizer="lbfgs", noise_in_kuu=True, jitter=_k.DEFAULT_JITTER,
                  ep_schedule="auto", ep_damping=1.0, ep_tol=None,
                  ep_search_rtol=_SEARCH_RTOL, ep_max_sweeps=1000,
-                 random_state=None, verbose=False, callback=None):
-        super().__init__(n_inducing, inducing_points, init, kernel, noise_variance,
-                         noise_variance_bounds, max_iter, optimizer, noise_in_kuu, jitter,
-                         random_state, verbose, callback)
+                 random_state=None, verbose=False, callback=None, noise_variance=DEPRECATED,
+                 noise_variance_bounds=DEPRECATED):
+        super().__init__(n_inducing, inducing_points, init, kernel, latent_noise_variance,
+                         latent_noise_variance_bounds, max_iter, optimizer, noise_in_kuu, jitter,
+                         random_state, verbose, callback, noise_variance, noise_variance_bounds)
         self.tol = tol
         self.ep_schedule = ep_schedule
         self.ep_damping = ep_damping
@@ -565,7 +569,7 @@ class MultiClassGFITCClassifier(MultiClassGPClassifier):
         """Run EP and optimise the hyper-parameters on X (N, D) and labels y (N,)."""
         max_iter, jitter = self._check_iterations_and_callback(min_iter=0)
         tol = check_tol(self.tol)
-        optimizer = check_option(self.optimizer, "optimizer", ("lbfgs", "cg", None))
+        optimizer = check_optimizer(self.optimizer, ("lbfgs", "cg"))
         ep_max = check_int(self.ep_max_sweeps, "ep_max_sweeps", minimum=1)
         if self.ep_tol is not None:
             check_positive(self.ep_tol, "ep_tol", allow_array=False)

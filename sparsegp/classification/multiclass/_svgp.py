@@ -30,7 +30,7 @@ from ..._validation import check_int, check_positive, check_tol, plain
 from ...metrics import _as_labels, class_indices
 from . import kernel as _k
 from ..._inducing_base import take_rows
-from ._base import MultiClassGPClassifier, fill_shared_docs
+from ._base import DEPRECATED, MultiClassGPClassifier, fill_shared_docs
 from .likelihood import class_probabilities
 from .rows import iter_minibatches
 
@@ -224,7 +224,9 @@ class MultiClassSVGPClassifier(MultiClassGPClassifier):
         inputs: "lbfgs" (L-BFGS-B, batch mode) or "adam" (minibatch mode); "auto" is the one
         of the mode. None holds every hyper-parameter and the inducing inputs fixed; q(u) is
         still fitted, by the mode's method. To learn only the inducing inputs and q(u), hold
-        the kernel with "fixed" bounds and set ``noise_variance_bounds="fixed"``.
+        the kernel with "fixed" bounds and set ``latent_noise_variance_bounds="fixed"``.
+        The names are those of one vocabulary across the estimators (README, table
+        "optimizer and max_iter").
     learning_rate : float, default=1e-3
         ADAM step size (minibatch mode).
     %(nugget)s
@@ -239,6 +241,7 @@ class MultiClassSVGPClassifier(MultiClassGPClassifier):
         ``callback(estimator, iteration)`` after every L-BFGS-B iteration (batch mode) or every
         minibatch (minibatch mode; ``iteration`` counts minibatches). The estimator can predict
         inside the callback.
+    %(renamed)s
 
     %(fitted)s
     q_mean_ : ndarray of shape (C, M)
@@ -263,13 +266,14 @@ class MultiClassSVGPClassifier(MultiClassGPClassifier):
     """
 
     def __init__(self, n_inducing="auto", inducing_points=None, init="random", kernel=None,
-                 noise_variance=1.0, noise_variance_bounds=None, batch_size=None, max_iter=250,
-                 tol=None, optimizer="auto", learning_rate=1e-3, noise_in_kuu=True,
+                 latent_noise_variance=1.0, latent_noise_variance_bounds=None, batch_size=None,
+                 max_iter=250, tol=None, optimizer="auto", learning_rate=1e-3, noise_in_kuu=True,
                  jitter=_k.DEFAULT_JITTER, epsilon=1e-3, n_quadrature=100, random_state=None,
-                 verbose=False, callback=None):
-        super().__init__(n_inducing, inducing_points, init, kernel, noise_variance,
-                         noise_variance_bounds, max_iter, optimizer, noise_in_kuu, jitter,
-                         random_state, verbose, callback)
+                 verbose=False, callback=None, noise_variance=DEPRECATED,
+                 noise_variance_bounds=DEPRECATED):
+        super().__init__(n_inducing, inducing_points, init, kernel, latent_noise_variance,
+                         latent_noise_variance_bounds, max_iter, optimizer, noise_in_kuu, jitter,
+                         random_state, verbose, callback, noise_variance, noise_variance_bounds)
         self.tol = tol
         self.batch_size = batch_size
         self.learning_rate = learning_rate

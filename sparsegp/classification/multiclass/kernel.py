@@ -3,7 +3,8 @@
 Each class c has its own stationary ARD kernel (squared exponential by default; any family
 code of :mod:`sparsegp._numba.covfuncs` through ``family``) with amplitude ``variance``
 (sigma_c, a variance), per-dimension ``lengthscale`` l_{c,d} (a *length*, not its square: the
-R code's squared length-scale is l^2) and additive Gaussian noise ``noise_variance`` (sigma0_c):
+R code's squared length-scale is l^2) and additive Gaussian latent noise
+``latent_noise_variance`` (sigma0_c), the estimators' argument:
 
     k_c(x, x') = sigma_c g(sum_d (x_d - x'_d)^2 / l_{c,d}^2)                (signal, K_fu)
     kappa_c    = sigma_c + sigma0_c                                         (prior var of f_ic)
