@@ -62,17 +62,10 @@ R_SOURCES = {"ep": "Rcode/ep_code/epMGPC_batch.R", "sep": "Rcode/sep_code/sepMGP
 #: the R code's robust-max eps (``fit_MSGPC_lBFGS``'s default)
 R_VI_EPS = 1e-3
 
-# The driver: the authors' satellite experiment script with an export of its start and a
-# record of every iteration. It redefines two of their functions by wrapping them.
-R_DRIVER = r"""
-args <- commandArgs(trailingOnly = TRUE)
-root <- args[1]; src <- args[2]; j <- as.integer(args[3]); out <- args[4]
-max_iters <- as.integer(args[5])
-source(file.path(root, src))
-load(file.path(root, "data/satellite.dat")); load(file.path(root, "data/folds.dat"))
-dir.create(out, showWarnings = FALSE, recursive = TRUE)
-set.seed(j)
-m <- as.integer(args[6])
+# The fold standardised with its training mean and sd (n - 1), the median-distance start and
+# m inducing inputs per class drawn from the training rows, all exported beside the run:
+# the part of the authors' experiment scripts both drivers share.
+R_SPLIT = r"""
 X_train <- data$X[folds$itrain[j, ], ]; Y_train <- data$Y[folds$itrain[j, ]]
 means <- apply(X_train, 2, mean); sds <- apply(X_train, 2, sd); sds[sds == 0] <- 1.0
 X_train <- (X_train - matrix(means, nrow(X_train), ncol(X_train), byrow = TRUE)) /
@@ -89,7 +82,20 @@ put(folds$itrain[j, ], "itrain.txt"); put(folds$itest[j, ], "itest.txt")
 put(l, "median_distance.txt"); put(means, "means.txt"); put(sds, "sds.txt")
 put(as.integer(Y_train), "y_train.txt"); put(as.integer(Y_test), "y_test.txt")
 for (i in seq_along(Xbar)) put(Xbar[[i]], sprintf("Z0_%d.txt", i))
-# Every call of their optimize(a) sees the sites just refined at the current
+""".lstrip("\n")
+
+# The driver: the authors' satellite experiment script with an export of its start and a
+# record of every iteration. It redefines two of their functions by wrapping them.
+R_DRIVER = r"""
+args <- commandArgs(trailingOnly = TRUE)
+root <- args[1]; src <- args[2]; j <- as.integer(args[3]); out <- args[4]
+max_iters <- as.integer(args[5])
+source(file.path(root, src))
+load(file.path(root, "data/satellite.dat")); load(file.path(root, "data/folds.dat"))
+dir.create(out, showWarnings = FALSE, recursive = TRUE)
+set.seed(j)
+m <- as.integer(args[6])
+""" + R_SPLIT + r"""# Every call of their optimize(a) sees the sites just refined at the current
 # hyper-parameters: record log Z there, the hyper-parameters and the site change.
 TRACE <- file.path(out, "trace.txt"); if (file.exists(TRACE)) file.remove(TRACE)
 .optimize <- optimize; .computeEvidence <- computeEvidence; PREV <- NULL
@@ -140,23 +146,7 @@ source(file.path(root, src))
 if (length(args) >= 7 && args[7] != "NA") set.seed(as.integer(args[7]))
 load(file.path(root, "data/satellite.dat")); load(file.path(root, "data/folds.dat"))
 dir.create(out, showWarnings = FALSE, recursive = TRUE)
-X_train <- data$X[folds$itrain[j, ], ]; Y_train <- data$Y[folds$itrain[j, ]]
-means <- apply(X_train, 2, mean); sds <- apply(X_train, 2, sd); sds[sds == 0] <- 1.0
-X_train <- (X_train - matrix(means, nrow(X_train), ncol(X_train), byrow = TRUE)) /
-  matrix(sds, nrow(X_train), ncol(X_train), byrow = TRUE)
-M <- as.matrix(dist(X_train)); l <- median(M[upper.tri(M)])
-X_test <- data$X[folds$itest[j, ], ]; Y_test <- data$Y[folds$itest[j, ]]
-X_test <- (X_test - matrix(means, nrow(X_test), ncol(X_test), byrow = TRUE)) /
-  matrix(sds, nrow(X_test), ncol(X_test), byrow = TRUE)
-Xbar <- list()
-for (i in 1:length(levels(Y_train))) Xbar[[i]] <- X_train[sample(1:nrow(X_train), m), ]
-put <- function(x, name) write.table(x, file.path(out, name), row.names = FALSE,
-                                     col.names = FALSE)
-put(folds$itrain[j, ], "itrain.txt"); put(folds$itest[j, ], "itest.txt")
-put(l, "median_distance.txt"); put(means, "means.txt"); put(sds, "sds.txt")
-put(as.integer(Y_train), "y_train.txt"); put(as.integer(Y_test), "y_test.txt")
-for (i in seq_along(Xbar)) put(Xbar[[i]], sprintf("Z0_%d.txt", i))
-REPORT <- FALSE
+""" + R_SPLIT + r"""REPORT <- FALSE
 t0 <- proc.time()
 ret <- fit_MSGPC_lBFGS(X_train, Y_train, m, Xbar_ini = Xbar,
                        log_l = t(matrix(log(l), length(levels(Y_train)), ncol(X_train))),
