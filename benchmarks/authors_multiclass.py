@@ -237,10 +237,29 @@ def satellite_split(fold_index, start=None):
     return (Xtr - mu) / sd, ytr, (Xte - mu) / sd, yte
 
 
+def _start_arguments(start, n_features, M):
+    """Estimator arguments for the R code's exported start (its inducing inputs, squared
+    length-scale = the median distance, sigma = sigma0 = 1), or our default start of M
+    inducing inputs per class when ``start`` is None."""
+    from sparsegp.kernels import UNBOUNDED, SquaredExponential
+
+    if start is None:
+        return {"n_inducing": M}
+    ls = np.full(n_features, np.sqrt(start["median_distance"]))
+    return {"inducing_points": start["Z"], "latent_noise_variance": 1.0,
+            "kernel": SquaredExponential(1.0, ls, UNBOUNDED, UNBOUNDED)}
+
+
+def _fit_seconds(est, X, y):
+    """Fit ``est`` and return the CPU seconds it took."""
+    t0 = time.process_time()
+    est.fit(X, y)
+    return time.process_time() - t0
+
+
 def run_ours(method, Xtr, ytr, Xte, yte, max_iter, start=None, M=100, seed=1):
     """Our fit with a per-iteration record: log Z, hyper-parameters, largest site change."""
     from sparsegp import MultiClassEPClassifier
-    from sparsegp.kernels import UNBOUNDED, SquaredExponential
     from sparsegp.metrics import error_rate, mean_nlp
 
     rows, prev = [], [None]
@@ -262,17 +281,8 @@ def run_ours(method, Xtr, ytr, Xte, yte, max_iter, start=None, M=100, seed=1):
 
     kw = {"method": method, "max_iter": max_iter, "tol": None, "callback": callback,
           "random_state": seed}
-    if start is not None:
-        D = Xtr.shape[1]
-        ls = np.full(D, np.sqrt(start["median_distance"]))
-        kw.update(inducing_points=start["Z"], latent_noise_variance=1.0,
-                  kernel=SquaredExponential(1.0, ls, UNBOUNDED, UNBOUNDED))
-    else:
-        kw.update(n_inducing=M)
-    est = MultiClassEPClassifier(**kw)
-    t0 = time.process_time()
-    est.fit(Xtr, ytr)
-    seconds = time.process_time() - t0
+    est = MultiClassEPClassifier(**kw, **_start_arguments(start, Xtr.shape[1], M))
+    seconds = _fit_seconds(est, Xtr, ytr)
     proba = est.predict_proba(Xte)
     pred = est.classes_[np.argmax(proba, axis=1)]
     return {"error": float(error_rate(yte, pred)),
@@ -283,7 +293,6 @@ def run_ours(method, Xtr, ytr, Xte, yte, max_iter, start=None, M=100, seed=1):
 def run_ours_vi(Xtr, ytr, Xte, yte, max_iter, start=None, M=100, seed=1):
     """Our VI with the R code's likelihood; the ELBO after every iteration."""
     from sparsegp import MultiClassSVGPClassifier
-    from sparsegp.kernels import UNBOUNDED, SquaredExponential
     from sparsegp.metrics import error_rate, mean_nlp
 
     C = np.unique(ytr).size
@@ -291,16 +300,8 @@ def run_ours_vi(Xtr, ytr, Xte, yte, max_iter, start=None, M=100, seed=1):
     kw = {"max_iter": max_iter, "tol": None, "random_state": seed,
           "epsilon": R_VI_EPS * (C - 1) / C,
           "callback": lambda est, it: rows.append({"elbo": float(est.elbo_history_[-1])})}
-    if start is not None:
-        ls = np.full(Xtr.shape[1], np.sqrt(start["median_distance"]))
-        kw.update(inducing_points=start["Z"], noise_variance=1.0,
-                  kernel=SquaredExponential(1.0, ls, UNBOUNDED, UNBOUNDED))
-    else:
-        kw.update(n_inducing=M)
-    est = MultiClassSVGPClassifier(**kw)
-    t0 = time.process_time()
-    est.fit(Xtr, ytr)
-    seconds = time.process_time() - t0
+    est = MultiClassSVGPClassifier(**kw, **_start_arguments(start, Xtr.shape[1], M))
+    seconds = _fit_seconds(est, Xtr, ytr)
     out = {"seconds": seconds, "trace": rows}
     for name, X, y in (("", Xte, yte), ("train_", Xtr, ytr)):
         proba = est.predict_proba(X)
