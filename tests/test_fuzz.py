@@ -95,7 +95,9 @@ def test_results_file_resumes_a_stopped_run(tmp_path, monkeypatch, capsys):
     assert asked == [(name, 0)]
 
 
-@pytest.mark.skipif(not os.path.exists(f"/proc/{os.getpid()}/stat"), reason="needs /proc")
+@pytest.mark.skipif(not os.path.exists(f"/proc/{os.getpid()}/stat"),
+                    reason="the CPU-time hang clock reads /proc/PID/stat; without /proc the "
+                           "harness falls back to wall time, which this test does not cover")
 def test_hang_clock_counts_cpu_time_not_a_stopped_worker():
     import time
     from types import SimpleNamespace
