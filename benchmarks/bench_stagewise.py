@@ -39,7 +39,7 @@ import numpy as np
 
 from sparsegp import StagewiseGPClassifier
 from sparsegp._numba.adf import new_state
-from sparsegp.classification._stagewise import _inner_loop
+from sparsegp.classification._stagewise_select import _inner_loop
 from sparsegp.datasets import load_dataset
 
 METHODS = [
@@ -114,7 +114,7 @@ def bench_eq4(args):
     import numba
 
     from sparsegp.classification._binary import pack_theta
-    from sparsegp.classification._stagewise import active_sqdist, nlp_eq4
+    from sparsegp.classification._stagewise_eq4 import active_sqdist, nlp_eq4
 
     from sparsegp._threads import single_threaded_blas
 

@@ -14,7 +14,8 @@ from sparsegp._numba import adf
 from sparsegp.classification._binary import pack_theta
 from sparsegp.classification._ivm_model import approx_log_likelihood
 from sparsegp.classification._ivm_select import select_active_set
-from sparsegp.classification._stagewise import _inner_loop, active_sqdist, nlp_eq4
+from sparsegp.classification._stagewise_eq4 import active_sqdist, nlp_eq4
+from sparsegp.classification._stagewise_select import _inner_loop
 from sparsegp.datasets import make_xor
 from sparsegp.kernels import ConstantKernel, Matern, SquaredExponential, kernel_matrix
 

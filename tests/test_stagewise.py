@@ -9,9 +9,8 @@ from hypothesis import strategies as st
 from sparsegp import StagewiseGPClassifier
 from sparsegp._numba import adf
 from sparsegp.classification._binary import pack_theta
-from sparsegp.classification._stagewise import (
-    _inner_loop, active_sqdist, class_reserve, nlp_eq4,
-)
+from sparsegp.classification._stagewise_eq4 import active_sqdist, nlp_eq4
+from sparsegp.classification._stagewise_select import _inner_loop, class_reserve
 from sparsegp.datasets import make_xor
 from sparsegp.exceptions import ConvergenceWarning
 from sparsegp.kernels import SquaredExponential

@@ -20,13 +20,13 @@ kernel from a start that follows the data, or any kernel given as ``kernel=`` (S
 3/2, 5/2, optionally times a constant). Its family code (:mod:`sparsegp._numba.covfuncs`) reaches
 every kernel evaluation: the ADF columns of the inner loop, eq. 4 and its gradient, and the
 predictions.
-"""
-import math
 
+The inner loop lives in :mod:`sparsegp.classification._stagewise_select`, eq. 4, its gradient
+and the outer loop's search in :mod:`sparsegp.classification._stagewise_eq4`; this module holds
+the estimator.
+"""
 import numpy as np
 from scipy import linalg as sla
-from scipy import optimize
-from scipy.spatial.distance import cdist
 from sklearn.base import ClassifierMixin
 
 from .._base import SparseGPEstimator
@@ -40,22 +40,19 @@ from .._validation import (
     plain,
 )
 from .._numba import adf as _adf
-from .._numba import scoring as _scoring
-from .._numba import stagewise as _sw
-from .._numba import covfuncs as _cf
 from .._numba.covfuncs import SE
-from .._numba.probit import inv_mills_vec, log_ndtr_vec
-from ..kernels import grad_contract, kernel_matrix, kernel_spec
-from .._optimize import kernel_log_bounds, maximize, unbounded, warn_at_bounds
+from ..kernels import kernel_matrix, kernel_spec
+from .._optimize import kernel_log_bounds, unbounded, warn_at_bounds
 from ._binary import (
     OPTIMIZER_NAMES,
     OPTIMIZER_RENAMED,
     _BinaryGPClassifierMixin,
     pack_theta,
-    theta_gradient,
     theta_to_model,
     unpack_theta,
 )
+from ._stagewise_eq4 import _optimise_hyper, nlp_eq4
+from ._stagewise_select import _inner_loop
 
 __all__ = ["StagewiseGPClassifier"]
 
@@ -63,21 +60,10 @@ __all__ = ["StagewiseGPClassifier"]
 #: asks for d_max << n "to avoid any overfitting", §3: eq. 4 learns the hyper-parameters on the
 #: non-active set only)
 AUTO_D_MAX = 80
-#: Of each class, the inner loop leaves at least this fraction of its share of the non-active
-#: set, (n - d_max) n_c / n, out of the active set (:func:`class_reserve`)
-RESERVE_FRACTION = 0.5
 SELECTIONS = ("adaptive", "random", "validation", "entropy", "infogain")
 SITE_UPDATES = ("moment", "optimize")
 #: Working-set size used by the validation rule when ``kappa`` is None (notes §3.5).
 VALIDATION_KAPPA = 59
-#: Bounds on tau = log p for the site optimisation: p in [e^-25, e^25]. The paper's problem
-#: is unconstrained above when eta~ A_jj >= 1; the cap only keeps the optimiser finite.
-TAU_MIN, TAU_MAX = -25.0, 25.0
-#: Iteration budget of one site optimisation (the paper bounds the evaluations, §5).
-SITE_MAXITER = 50
-#: Optimiser (CG) iterations per outer iteration on the NLP of eq. 4 (not stated in the paper;
-#: notes §3.7).
-CG_MAXITER = 20
 #: Natural bounds of the default covariance's variance and length-scale, in model units
 #: (standardised inputs). With the sites fixed, eq. 4 can keep improving along s2 -> inf (the
 #: kernel tends to a polynomial interpolant of the site means): unbounded, the first CG run
@@ -430,314 +416,9 @@ its gradient (notes §3.7) is exact."""
             yield np.column_stack([ndtr(-z), ndtr(z)])
 
 
-# ----------------------------------------------------------------------------------------------
-# inner loop (Algorithm 1, steps 2-5)
-
-
-def _inner_loop(X, y, state, d_max, selection, kappa, site_update, s2, ls, b, rng,
-                family=SE):
-    """One inner loop from the prior; returns (active, p, m, NLP_a after each inclusion).
-
-    ``family`` is the stationary family code of :mod:`sparsegp._numba.covfuncs` (0: SE) of
-    the kernel s2 g(q) whose ADF columns the loop computes.
-    """
-    n = X.shape[0]
-    _adf.reset_state(state, s2, 0.0)
-    cols = np.arange(n, dtype=np.int64)
-    # every column stays up to date (cols = all points), so the core's BLAS column path applies
-    Xs, sq_norms = _adf.scaled_inputs(X, ls)
-    use_set = selection in ("adaptive", "random", "validation")
-    validation = selection == "validation"
-    kmax = min(kappa, n) if use_set else 1
-    kt = np.empty((kmax, n))
-    nlp = np.empty(kmax)
-    alpha = np.empty(kmax)
-    nu = np.empty(kmax)
-    keys = np.empty(n)
-    J = np.empty(kmax, dtype=np.int64)
-    scores = np.empty(n)
-    # loss weights: eq. 5 sums over every point; eq. 4 over the non-active set (updated below)
-    weights = np.ones(n)
-    ones = np.ones(n)
-    trace = np.empty(d_max)
-    kind = _scoring.SCORE_ENTROPY if selection == "entropy" else _scoring.SCORE_INFOGAIN
-    reserve = class_reserve(y, d_max)
-    # non-active points of each class ({-1, +1} at positions 0, 1), and the candidates a rule
-    # may choose: the non-active points of the classes above their reserve
-    left = np.array([np.sum(y < 0), np.sum(y > 0)])
-    blocked = np.zeros(n, dtype=bool)
-    for t in range(d_max):
-        n_free = n - t
-        # eq. 4 after including a candidate averages over the n_free - 1 others
-        norm = float(max(n_free - 1, 1)) if validation else float(n)
-        if use_set:
-            E = rng.standard_exponential(n)
-            _sw.sampling_keys(state.diag_A, state.h, y, b, blocked, E,
-                              selection == "adaptive", keys)
-            found = _sw.smallest_keys(keys, min(kappa, n_free), J)
-            Jc = J[:found]
-            _adf.cov_columns_blas(Xs, sq_norms, s2, 0.0, state, Jc, kt, family)
-            _sw.lookahead_moment(Jc, kt, state.diag_A, state.h, y, b, weights, validation,
-                                 nlp, alpha, nu)
-            losses = nlp[:found] / norm
-            if site_update == "optimize" and not validation:
-                sites = [_optimise_site(state, y, b, weights, norm, kt[c], Jc[c], -1)
-                         for c in range(found)]
-                losses = np.array([s[2] for s in sites])
-            c = int(np.argmin(losses))
-            j = int(Jc[c])
-            if site_update == "optimize" and not validation:
-                p_j, m_j = sites[c][:2]
-            elif site_update == "optimize":
-                p_j, m_j, _ = _optimise_site(state, y, b, weights, norm, kt[c], j, j)
-            else:
-                p_j, m_j = _adf.probit_site(y[j], state.h[j], state.diag_A[j], b)[:2]
-            col = kt[c]
-        else:
-            _scoring.compute_scores(kind, y, state.h, state.diag_A, b, cols, scores)
-            c = _scoring.select_best(scores, cols, blocked, rng.random(n))
-            j = int(cols[c])
-            col = kt[0]
-            _adf.cov_column_blas(Xs, sq_norms, s2, 0.0, state, j, col, family)
-            if site_update == "optimize":
-                p_j, m_j, _ = _optimise_site(state, y, b, weights, norm, col, j, -1)
-            else:
-                p_j, m_j = _adf.probit_site(y[j], state.h[j], state.diag_A[j], b)[:2]
-        eta, _ = _adf.adf_include_column(*state, j, p_j, m_j, col, cols)
-        if eta < 0:  # pragma: no cover - the core refused: a bug, not a user error
-            raise RuntimeError(f"ADF core refused to include point {j} (p={p_j}, m={m_j})")
-        if validation:
-            weights[j] = 0.0
-        blocked[j] = True
-        side = int(y[j] > 0)
-        left[side] -= 1
-        if left[side] <= reserve[side]:
-            blocked[y == y[j]] = True
-        if use_set and not validation and site_update == "moment":
-            trace[t] = losses[c]     # the look-ahead already is NLP_a after this inclusion
-        else:
-            trace[t] = _sw.weighted_nlp(y, state.h, state.diag_A, b, ones) / n
-    k = int(state.k[0])
-    return (state.active[:k].copy(), state.sqrt_p[:k] ** 2, state.site_mean[:k].copy(), trace)
-
-
-def class_reserve(y, d_max):
-    """How many points of each class the inner loop keeps out of the active set.
-
-    Eq. 4 fits the hyper-parameters (the bias among them) to the non-active points alone.
-    Adaptive sampling (eq. 11) prefers badly predicted points, often those of one class, and
-    can take every point of that class into the active set; eq. 4 over one class is then
-    minimised by a bias that predicts that class everywhere, and the outer loop keeps that
-    model, its NLP near 0, as the best: a constant predictor (issue 49). Keeping
-    ``RESERVE_FRACTION`` of each class's share of the n - d_max non-active points keeps
-    both classes in eq. 4; the shares sum to at most half the non-active set, so the
-    selection always has a candidate.
-
-    Parameters
-    ----------
-    y : ndarray of shape (n,)
-        Labels in {-1, +1}.
-    d_max : int
-        Active-set size.
-
-    Returns
-    -------
-    reserve : ndarray of shape (2,), int
-        For the labels -1 and +1, in that order.
-    """
-    n = y.shape[0]
-    counts = np.array([np.sum(y < 0), np.sum(y > 0)])
-    return np.floor(RESERVE_FRACTION * counts * (n - d_max) / n).astype(np.int64)
-
-
-def _optimise_site(state, y, b, weights, norm, col, j, skip):
-    """Minimise the selection loss over (alpha~_j, tau_j = log p_j) (notes §3.4).
-
-    eta_j = p_j / (1 + p_j A_jj) <= eta~_j keeps diag A non-negative: unconstrained in tau when
-    eta~_j A_jj >= 1, else tau <= log(eta~_j / (1 - eta~_j A_jj)). Started from the moment
-    matched site; the start is kept if the optimiser does not improve on it.
-
-    Returns
-    -------
-    p_j, m_j : float
-        The site in the (p, m) parameters of eq. 1 (m_j = f_hat_j + alpha~_j / eta_j).
-    loss : float
-        The selection loss at that site (divided by ``norm``).
-    """
-    a = float(state.diag_A[j])
-    h_j = float(state.h[j])
-    eta_t = _sw.eta_upper_bound(state.diag_A, col)
-    tau_hi = TAU_MAX
-    if eta_t * a < 1.0:
-        # p <= eta~ / (1 - eta~ a) (notes §3.4); a hair inside so round-off cannot cross it
-        tau_hi = min(TAU_MAX, math.log(eta_t / (1.0 - eta_t * a)) - 1e-12)
-    p0, _, alpha0, _, _ = _adf.probit_site(y[j], h_j, a, b)
-    tau0 = min(max(math.log(p0) if p0 > 0 else TAU_MIN, TAU_MIN), tau_hi)
-    x0 = np.array([alpha0, tau0])
-
-    def fun(x):
-        f, ga, gt = _sw.site_objective(y, state.h, state.diag_A, b, weights, col, a,
-                                       x[0], x[1], skip)
-        return f / norm, np.array([ga, gt]) / norm
-
-    f0 = fun(x0)[0]
-    res = optimize.minimize(fun, x0, jac=True, method="L-BFGS-B",
-                            bounds=[(None, None), (TAU_MIN, tau_hi)],
-                            options={"maxiter": SITE_MAXITER})
-    x, f = (res.x, float(res.fun)) if np.isfinite(res.fun) and res.fun < f0 else (x0, f0)
-    p = math.exp(x[1])
-    eta = p / (1.0 + p * a)
-    return p, h_j + x[0] / eta, f
-
 
 # ----------------------------------------------------------------------------------------------
-# outer loop: NLP of eq. 4 and its gradient with u and the sites fixed (notes §3.7)
-
-
-def nlp_eq4(theta, X, y, active, p, m, ard, gradient=False, family=SE, sqdist=None):
-    """NLP of eq. 4 over the non-active points, and optionally d NLP / d theta.
-
-    Parameters
-    ----------
-    theta : ndarray
-        ``[log s2, log l (1 or D), b]`` (:func:`pack_theta`).
-    X : ndarray of shape (n, D)
-    y : ndarray of shape (n,)
-        Labels in {-1, +1}.
-    active : ndarray of shape (d,), int
-    p, m : ndarray of shape (d,)
-        Fixed site parameters of the active points.
-    ard : bool
-    gradient : bool
-    family : int, default=0
-        Stationary family code of :mod:`sparsegp._numba.covfuncs` (0: SE).
-    sqdist : tuple of ndarray, optional
-        Isotropic kernels only: ``(d2_cu (n - d, d), d2_uu (d, d))`` from
-        :func:`active_sqdist` for this ``active``; the covariances and the length-scale
-        derivative are then one pass over them instead of new distances (the optimiser
-        calls this function with the same active set at every step).
-
-    Returns
-    -------
-    nlp : float
-    grad : ndarray like theta or None
-
-    With S = diag(sqrt(p)), B = I + S K_uu S = L L^T, C = S B^-1 S, w = C m:
-    f_hat_i = k_iu w, A_ii = s2 - |L^-1 S k_ui|^2. Cost O(n d^2 + n d D).
-    """
-    n, D = X.shape
-    s2, ls, b, _ = unpack_theta(theta, D, ard)
-    mask = np.ones(n, dtype=bool)
-    mask[active] = False
-    yc = y[mask]
-    nc = yc.shape[0]
-    if sqdist is None:
-        Xu, Xc = X[active], X[mask]
-        Kuu = kernel_matrix(Xu, Xu, family, s2, ls)
-        Kcu = kernel_matrix(Xc, Xu, family, s2, ls)
-    else:
-        if ard:
-            raise ValueError("sqdist holds isotropic distances; it cannot serve an ARD kernel")
-        (Kcu, Fcu), (Kuu, Fuu) = (_iso_kernel(d2, family, s2, ls[0], gradient)
-                                  for d2 in sqdist)
-    S = np.sqrt(p)
-    B = np.eye(len(active)) + S[:, None] * Kuu * S[None, :]
-    L = np.linalg.cholesky(B)
-    # V is (d, nc) in Fortran order, the layout LAPACK's triangular solves use, so each solve
-    # works in place; this function runs at every CG step, and its d x nc temporaries are what
-    # it costs beyond the two solves
-    V = np.multiply(Kcu.T, S[:, None], order="F")
-    V = sla.solve_triangular(L, V, lower=True, overwrite_b=True, check_finite=False)
-    c = sla.solve_triangular(L, S * m, lower=True, check_finite=False)
-    f = c @ V
-    A = np.maximum(s2 - np.einsum("ij,ij->j", V, V), 0.0)
-    s = np.sqrt(1.0 + A)
-    z = yc * (f + b) / s
-    nlp = -float(np.mean(log_ndtr_vec(z)))
-    if not gradient:
-        return nlp, None
-    r = inv_mills_vec(z)
-    g = r * yc / s                    # d log Phi / d f_hat_i
-    q = -0.5 * r * z / (s * s)        # d log Phi / d A_ii
-    w = S * sla.solve_triangular(L, c, trans="T", lower=True, check_finite=False)   # C m
-    W = sla.solve_triangular(L, V, trans="T", lower=True, overwrite_b=True,
-                             check_finite=False)
-    W *= S[:, None]                   # C K_uc, in V's memory
-    Wg = W @ g
-    G_uu = -0.5 * (np.outer(Wg, w) + np.outer(w, Wg)) + (W * q) @ W.T
-    scale = -1.0 / nc
-    if sqdist is None:
-        # G_cu = g w^T - 2 diag(q) W^T, built as one (nc, d) C-ordered array
-        G_cu = W.T * (-2.0 * q)[:, None]
-        G_cu += np.outer(g, w)
-        sum_k = np.vdot(G_cu, Kcu)
-        gl_cu, _ = grad_contract(Xc, Xu, Kcu, G_cu, family, s2, ls)
-        gl_uu, _ = grad_contract(Xu, Xu, Kuu, G_uu, family, s2, ls, symmetric=True)
-        g_ls = scale * (gl_cu + gl_uu)
-    else:
-        # q = d2 / l^2, so dK/dl = s2 G(q) q / l = s2 G(q) d2 / l^3 (covfuncs' table)
-        sum_k, sum_l = _sw.eq4_cross_contractions(W.T, Kcu, Fcu, sqdist[0], g, w, q)
-        sum_l += np.einsum("ij,ij,ij->", G_uu, Fuu, sqdist[1])
-        g_ls = np.array([scale * sum_l / ls[0] ** 3])
-    g_s2 = scale * ((sum_k + np.vdot(G_uu, Kuu)) / s2 + np.sum(q))
-    g_b = scale * np.sum(g)
-    return nlp, theta_gradient(g_s2, g_ls, g_b, s2, ls, ard)
-
-
-def active_sqdist(X, active):
-    """Unscaled squared distances ``(d2_cu (n - d, d), d2_uu (d, d))`` of the non-active rows
-    (in order) to the active ones and among the active ones, for :func:`nlp_eq4`.
-
-    Kept for one outer iteration: as large as K_cu itself (n = 4 000, d = 320: 10 MB)."""
-    mask = np.ones(X.shape[0], dtype=bool)
-    mask[active] = False
-    Xu = X[active]
-    # cdist sums exact differences, so the Matérn square roots see no cancellation
-    return cdist(X[mask], Xu, "sqeuclidean"), cdist(Xu, Xu, "sqeuclidean")
-
-
-def _iso_kernel(d2, family, s2, l, want_g):
-    """(K, F) over squared distances d2: K = s2 g(d2 / l^2), F its derivative factor
-    s2 G (K itself for SE; None without ``want_g``)."""
-    K = np.empty_like(d2)
-    F = None
-    want_f = want_g and family != SE
-    if want_f:
-        F = np.empty_like(d2)
-    # without want_f the G slot is never written; K fills it so the signature stays typed
-    _cf.stationary_from_iso_sqdist(d2.reshape(-1), 1.0 / (l * l), family, s2, K.reshape(-1),
-                                   (F if want_f else K).reshape(-1), want_f)
-    if want_g and family == SE:
-        F = K
-    return K, F
-
-
-def _optimise_hyper(X, y, active, p, m, theta0, ard, family=SE, free=None, bounds=None,
-                    method="cg"):
-    """``method`` ("cg" or "lbfgs") on the NLP of eq. 4 (Algorithm 1 step 6); returns
-    (theta, nlp).
-
-    ``free`` (bool mask over theta, default all True) selects the entries the optimiser moves;
-    the others (kernel parameters held "fixed") keep their values in ``theta0``. ``bounds``
-    (n_free, 2), optional, bound the free entries; CG meets them as the training driver does
-    (:func:`sparsegp._optimize.maximize`: evaluated at the clipped point, result clipped).
-    """
-    free = np.ones(theta0.size, dtype=bool) if free is None else free
-    sqdist = None if ard else active_sqdist(X, active)
-
-    def evaluate(x, _warm):
-        theta = theta0.copy()
-        theta[free] = x
-        nlp, grad = nlp_eq4(theta, X, y, active, p, m, ard, gradient=True, family=family,
-                            sqdist=sqdist)
-        return -nlp, -grad[free], None
-
-    # one CG run per outer iteration of Algorithm 1: its cap is the algorithm's, not a fit's
-    best = maximize(evaluate, theta0[free], method=method, bounds=bounds, max_iter=CG_MAXITER,
-                    label="NLP eq. 4", warn_at_cap=False)
-    theta = theta0.copy()
-    theta[free] = best.theta
-    return theta, -best.value
+# the kept model's prediction factor
 
 
 def _predictor(Xu, p, m, s2, ls, family=SE):
