@@ -5,6 +5,8 @@ plotting (matplotlib) is never imported here.
 """
 from importlib import import_module as _import_module
 
+from ._array_backends import register_backend as _register_backend
+
 __version__ = "0.1.0"
 
 # public name -> module that defines it; resolved lazily by __getattr__ (PEP 562)
@@ -23,6 +25,10 @@ _LAZY = {
 }
 
 __all__ = sorted(_LAZY) + ["__version__"]
+
+# A Dask array given to fit trains on rows the scale-out layer (above the estimators) holds:
+# named here, by path, so that the estimator need not import it and NumPy fits never load Dask
+_register_backend("dask", "MultiClassEPClassifier", "sparsegp.distributed:DASK_BACKEND")
 
 
 def __getattr__(name):

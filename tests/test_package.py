@@ -30,12 +30,34 @@ def test_import_does_not_load_plotting_or_estimators():
 
 
 def test_multiclass_engine_sits_below_the_estimators_and_dask():
-    # the engine loads no estimator and no Dask code: with the estimator importing
-    # sparsegp.distributed only when given a Dask array, there is no import circle
+    # the engine loads no estimator and no Dask code: the estimator reaches
+    # sparsegp.distributed only when given a Dask array, through sparsegp._array_backends
     assert _loaded_by("import sparsegp.classification.multiclass.engine",
                       ("sparsegp.classification.multiclass._ep",
                        "sparsegp.classification.multiclass._base", "sparsegp.distributed",
                        "dask")) == ""
+
+
+def test_a_numpy_fit_never_loads_dask_and_a_dask_array_finds_its_backend():
+    # the estimator reaches the scale-out layer only through the table the front door fills
+    # (sparsegp._array_backends): no import of it, and none of Dask for NumPy input
+    fit = ("import numpy as np; from sparsegp import MultiClassEPClassifier; "
+           "X = np.random.default_rng(0).normal(size=(30, 2)); y = np.arange(30) % 3; "
+           "MultiClassEPClassifier(n_inducing=3, max_iter=2).fit(X, y)")
+    assert _loaded_by(fit, ("sparsegp.distributed", "dask")) == ""
+    from sparsegp._array_backends import backend_for
+    assert backend_for(np.zeros((3, 2)), "MultiClassEPClassifier") is None
+    da = pytest.importorskip("dask.array")
+    from sparsegp.distributed import DASK_BACKEND
+    X = da.zeros((4, 2), chunks=2)
+    assert backend_for(X, "MultiClassEPClassifier") is DASK_BACKEND
+    assert backend_for(X, "GFITCClassifier") is None
+
+
+def test_a_backend_target_must_name_module_and_attribute():
+    from sparsegp._array_backends import register_backend
+    with pytest.raises(ValueError, match="module:attribute"):
+        register_backend("dask", "MultiClassEPClassifier", "sparsegp.distributed")
 
 
 def test_distributed_uses_only_public_names_of_the_multiclass_package():

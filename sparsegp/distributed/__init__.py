@@ -10,6 +10,8 @@ back sums, and this process adds them. The client is the one in force
 ``client``), else an embedded ``LocalCluster`` of single-threaded workers, one per core,
 started for the fit and closed after it.
 """
-from ._multiclass import ClientInForce, DaskRows, check_dask_input, column_moments, fit_on_dask
+from ._multiclass import (DASK_BACKEND, ClientInForce, DaskBackend, DaskRows, check_dask_input,
+                          column_moments, fit_on_dask)
 
-__all__ = ["ClientInForce", "DaskRows", "check_dask_input", "column_moments", "fit_on_dask"]
+__all__ = ["ClientInForce", "DASK_BACKEND", "DaskBackend", "DaskRows", "check_dask_input",
+           "column_moments", "fit_on_dask"]

@@ -8,6 +8,7 @@ them and does the O(C M^3) rest (``sep_update``, ``evidence_from_rows``). A batc
 follows the in-memory iterates up to the order of the row sums. EP's per-row sites stay on the
 workers beside their chunk, as futures of the refinement tasks; SEP keeps no per-row state.
 """
+import contextlib
 import math
 import time
 
@@ -18,7 +19,8 @@ from ..classification.multiclass.rows import check_multiclass_labels
 from ..classification.multiclass.likelihood import class_counts_factors
 from ._cluster import local_cluster
 
-__all__ = ["ClientInForce", "DaskRows", "check_dask_input", "column_moments", "fit_on_dask"]
+__all__ = ["ClientInForce", "DASK_BACKEND", "DaskBackend", "DaskRows", "check_dask_input",
+           "column_moments", "fit_on_dask"]
 
 # tries at sending a step's shared objects while a lost worker is being dropped
 BROADCAST_ATTEMPTS = 5
@@ -428,6 +430,33 @@ def _row_chunks(client, X, y_index):
         start += n
     _, y_blocks = _blocks(client, da.from_array(y_index, chunks=(sizes,)))
     return Xp, blocks, y_blocks, sizes
+
+
+class DaskBackend:
+    """What ``MultiClassEPClassifier.fit`` asks of a Dask array: its checks, its column
+    moments and its rows (:mod:`sparsegp._array_backends`; the front door registers
+    :data:`DASK_BACKEND`, so the estimator, a layer below, never imports this module)."""
+
+    name = "a Dask array"
+
+    @staticmethod
+    def check_input(X, y, owner):
+        return check_dask_input(X, y, owner)
+
+    @staticmethod
+    def column_moments(X):
+        return column_moments(X)
+
+    @staticmethod
+    @contextlib.contextmanager
+    def rows(X, y_index, nik):
+        """The :class:`DaskRows` of X on the client in force, open for the fit."""
+        with ClientInForce(None) as client:
+            yield DaskRows.from_array(client, X, y_index, nik)
+
+
+#: The backend the front door registers for Dask input
+DASK_BACKEND = DaskBackend()
 
 
 def fit_on_dask(estimator, X, y, client=None):

@@ -9,6 +9,7 @@ import time
 
 import numpy as np
 
+from ..._array_backends import backend_for
 from ..._optimize import Adam, SignAdaptiveStep, ascend, stopping_gain
 from ..._scaling import InputScaling
 from ..._validation import check_int, check_option, check_positive, check_tol
@@ -24,10 +25,6 @@ _METHODS = ("ep", "sep")
 #: Batch training schedules of the paper's Figure 1 (section 2.3).
 _TRAININGS = ("inner", "inner_exact", "outer")
 
-
-def _is_dask_collection(X):
-    # by the type's module, so that fitting numpy data never imports dask
-    return type(X).__module__.split(".")[0] == "dask"
 
 
 # --------------------------------------------------------------------------------------------
@@ -201,9 +198,10 @@ class MultiClassEPClassifier(MultiClassGPClassifier):
         In minibatch mode X may be any row-sliceable array-like and is read one minibatch at a
         time. A Dask array is trained where its chunks live (``sparsegp.distributed``).
         """
-        if _is_dask_collection(X):
+        backend = backend_for(X, "MultiClassEPClassifier")
+        if backend is not None:                     # a Dask array (sparsegp.distributed)
             self._training_rows(X, None)            # the rows stay on the workers
-            return self._fit_dask(X, y)
+            return self._fit_elsewhere(X, y, backend)
         (X, N, D, classes, y_idx, max_iter, batch_size, damping, lr,
          jitter) = self._validate(X, y)
         self._training_rows(X, y_idx)
@@ -214,29 +212,26 @@ class MultiClassEPClassifier(MultiClassGPClassifier):
         self._check_against_frequencies(X, y_idx)
         return self
 
-    def _fit_dask(self, X, y):
-        """Training on a Dask array whose row chunks stay on the workers of the client in
-        force (:mod:`sparsegp.distributed` holds the rows; the steps are those of
-        :meth:`fit`)."""
-        # imported here: dask is an optional dependency, needed only for Dask input
-        from ...distributed import ClientInForce, DaskRows, check_dask_input, column_moments
-
+    def _fit_elsewhere(self, X, y, backend):
+        """Training on an array whose row chunks stay where they live, the Dask workers of
+        the client in force: ``backend`` (:class:`sparsegp.distributed.DaskBackend`, found
+        through :mod:`sparsegp._array_backends`) checks the input, takes the column moments
+        and opens the rows; the steps are those of :meth:`fit`."""
         max_iter, batch_size, damping, lr, jitter = self._validate_options()
         if self.method == "ep" and batch_size is not None:
-            raise ValueError("minibatch EP on a Dask array is not implemented (batch EP and "
-                             "minibatch SEP are); use method='sep' or batch_size=None")
+            raise ValueError(f"minibatch EP on {backend.name} is not implemented (batch EP "
+                             "and minibatch SEP are); use method='sep' or batch_size=None")
         if self.training == "inner_exact":
-            raise ValueError("training='inner_exact' is not available for a Dask array; use "
-                             "training='inner' or 'outer', or numpy data")
-        X, y_index, classes = check_dask_input(X, y, type(self).__name__)
+            raise ValueError(f"training='inner_exact' is not available for {backend.name}; "
+                             "use training='inner' or 'outer', or numpy data")
+        X, y_index, classes = backend.check_input(X, y, type(self).__name__)
         self.n_features_in_ = X.shape[1]
-        # model units as in memory: the moments by Dask, the chunks transformed lazily
-        self._scaling = InputScaling.from_moments(*column_moments(X),
+        # model units as in memory: the moments by the backend, the chunks transformed lazily
+        self._scaling = InputScaling.from_moments(*backend.column_moments(X),
                                                   self._per_feature_scaling(X.shape[1]))
         X = (X - self._scaling.centre) / self._scaling.scale
         self._nik = (bool(self.noise_in_kuu), jitter)
-        with ClientInForce(None) as client:
-            rows = DaskRows.from_array(client, X, y_index, self._nik)
+        with backend.rows(X, y_index, self._nik) as rows:
             # the start reads only the rows it draws
             hyp, n_factors, mask, rng = self._start(rows.X, y_index, classes)
             self._train(rows, hyp, n_factors, max_iter, batch_size, damping, lr, mask, rng)
