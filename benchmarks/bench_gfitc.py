@@ -248,8 +248,8 @@ def _replay(rec, repeats):
     for _ in range(repeats):
         timer = _PhaseTimer()
         undo = [timer.wrap(G, "_refresh", "refresh"),
-                timer.wrap(G._ep, "parallel_targets_split", "targets", False),
-                timer.wrap(G._ep, "parallel_apply_split", "apply", False),
+                timer.wrap(G._rows, "parallel_targets_split", "targets", False),
+                timer.wrap(G._rows, "parallel_apply_split", "apply", False),
                 timer.wrap(G, "_marginals", "marginals")]
         try:
             t0 = _clock()

@@ -17,11 +17,11 @@ from sparsegp._config import MC_GFITC_TOL
 from sparsegp.kernels import SquaredExponential
 from sparsegp.metrics import mean_nlp
 from sparsegp._numba.multiclass_gfitc import gfitc_parallel_update
-from sparsegp.classification.multiclass.kernel import BoxHyper
-from sparsegp.classification.multiclass._gfitc import (
+from sparsegp.classification.multiclass.gfitc_ep import (
     _GFITCState, _Sites, _update_sites, gfitc_gradient, gfitc_log_evidence,
     gfitc_marginals, gfitc_posterior, gfitc_run_ep, gfitc_run_ep_parallel,
 )
+from sparsegp.classification.multiclass.kernel import BoxHyper
 
 JITTER = 1e-10
 

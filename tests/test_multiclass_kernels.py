@@ -304,10 +304,10 @@ def test_svgp_elbo_gradient_matches_finite_differences_for_every_family(family):
 
 @pytest.mark.parametrize("family", FAMILIES)
 def test_gfitc_evidence_gradient_matches_finite_differences_for_every_family(family):
-    from sparsegp.classification.multiclass.kernel import BoxHyper
-    from sparsegp.classification.multiclass._gfitc import (
+    from sparsegp.classification.multiclass.gfitc_ep import (
         _GFITCState, _Sites, gfitc_gradient, gfitc_log_evidence, gfitc_run_ep,
     )
+    from sparsegp.classification.multiclass.kernel import BoxHyper
 
     def converged(hyp, sites):
         state = _GFITCState(X, hyp, 1e-10, True)

@@ -24,6 +24,9 @@ from scipy import linalg as sla
 from .._config import EP_MAX_SWEEPS, EP_TOL, ROW_BLOCK
 from .._linalg import cholesky_jitter
 from .._numba import ep_fitc as _ep
+from .._numba import ep_fitc_anderson as _anderson
+from .._numba import ep_fitc_gradient as _grad
+from .._numba import ep_fitc_rows as _rows
 from .._numba.covfuncs import SE
 from .._numba.probit import log_ndtr_vec
 from .._threads import single_threaded_blas
@@ -90,8 +93,8 @@ class _FITCPrior:
         N, M = self.Kfu.shape
         self.Vt, self.d0 = np.empty((N, M)), np.empty(N)
         with _row_split_blas():
-            _row_pass(_ep.whiten_rows, _ep.whiten_split, N, self.Kfu, self.Linv, self.variance,
-                      self.Vt, self.d0)
+            _row_pass(_rows.whiten_rows, _rows.whiten_split, N, self.Kfu, self.Linv,
+                      self.variance, self.Vt, self.d0)
 
 
 class _Posterior:
@@ -139,9 +142,9 @@ def _refresh(prior, tau, nu, with_P=True):
         M = prior.Vt.shape[1]
         G, b = np.zeros((M, M)), np.zeros(M)
         with _row_split_blas():
-            _row_pass(_ep.parallel_apply_rows, _ep.parallel_apply_split, N, prior.Vt, prior.d0,
-                      tau, nu, tau, nu, -1.0, post.t, post.omega, post.btil, post.d, post.nn,
-                      G, b)
+            _row_pass(_rows.parallel_apply_rows, _rows.parallel_apply_split, N, prior.Vt,
+                      prior.d0, tau, nu, tau, nu, -1.0, post.t, post.omega, post.btil, post.d,
+                      post.nn, G, b)
     else:  # negative site precisions (never produced by the probit updates here)
         t = 1.0 / (1.0 + prior.d0 * tau)
         post.t = t
@@ -184,14 +187,14 @@ def _mirror_upper(C):
 def _marginal_parts(post):
     """c2 = ||R v_n||^2 and vg = v_n^T gamma (N,) of an implicit refresh, computed once.
 
-    One compiled pass (:func:`sparsegp._numba.ep_fitc.marginal_parts_split`): a TRMM of Vt by
+    One compiled pass (:func:`sparsegp._numba.ep_fitc_rows.marginal_parts_split`): a TRMM of Vt by
     R^T a block of rows at a time. Cached on ``post`` until its next refresh.
     """
     if post.c2 is None:
         N = post.t.shape[0]
         post.c2, post.vg = np.empty(N), np.empty(N)
         with _row_split_blas():
-            _row_pass(_ep.marginal_parts_rows, _ep.marginal_parts_split, N, post.Vt,
+            _row_pass(_rows.marginal_parts_rows, _rows.marginal_parts_split, N, post.Vt,
                       np.ascontiguousarray(post.R.T), post.gamma, post.c2, post.vg)
     return post.c2, post.vg
 
@@ -229,7 +232,8 @@ def _n_parts():
 
 
 def _row_pass(rows, split, N, *args):
-    """Run one compiled row pass of :mod:`sparsegp._numba.ep_fitc` over all N rows.
+    """Run one compiled row pass of :mod:`sparsegp._numba.ep_fitc_rows` or
+    :mod:`sparsegp._numba.ep_fitc_gradient` over all N rows.
 
     ``split`` (``parallel=True``) divides the rows among Numba's threads; with one thread
     (every fit under ``PARALLEL_MIN_ROWS`` rows, :func:`sparsegp._threads.load_aware_threads`)
@@ -259,7 +263,7 @@ class _Anderson:
 
     where the columns of dX, dF are the last ``memory`` differences of iterates and residuals
     (Walker & Ni 2011, eq. 2.1 with mixing delta); precisions are clipped at TAU_MIN
-    (:func:`sparsegp._numba.ep_fitc.anderson_propose`). A residual that grows resets the
+    (:func:`sparsegp._numba.ep_fitc_anderson.anderson_propose`). A residual that grows resets the
     history (the step is then the plain damped one), so the acceleration never does worse
     than the damped iteration for long. O(N memory) per iteration beside the O(N M^2) passes.
     """
@@ -283,8 +287,8 @@ class _Anderson:
         if self.started:                # the history is a ring: the oldest row goes first
             slot, self.head = self.head, (self.head + 1) % self.memory
             self.n = min(self.n + 1, self.memory)
-        _ep.anderson_propose(tau, nu, tau_target, nu_target, float(delta), self.dX, self.dF,
-                             self.x, self.f, slot, self.n)
+        _anderson.anderson_propose(tau, nu, tau_target, nu_target, float(delta), self.dX,
+                                   self.dF, self.x, self.f, slot, self.n)
         self.started = True
 
 
@@ -313,7 +317,7 @@ def _parallel_step(prior, y, bias, tau, nu, post, work, delta, prev_change, max_
         The step size used.
     """
     N, M = post.Vt.shape
-    change = _row_pass(_ep.parallel_targets_rows, _ep.parallel_targets_split, N, post.Vt,
+    change = _row_pass(_rows.parallel_targets_rows, _rows.parallel_targets_split, N, post.Vt,
                        np.ascontiguousarray(post.R.T), post.t, post.d, post.nn, post.gamma, y,
                        tau, nu, float(bias), work.tau_target, work.nu_target)
     if change > prev_change:
@@ -327,9 +331,9 @@ def _parallel_step(prior, y, bias, tau, nu, post, work, delta, prev_change, max_
         accel.propose(tau, nu, work.tau_target, work.nu_target, delta)
         step = 1.0
     G, b = np.zeros((M, M)), np.zeros(M)
-    _row_pass(_ep.parallel_apply_rows, _ep.parallel_apply_split, N, prior.Vt, prior.d0, tau, nu,
-              work.tau_target, work.nu_target, step, post.t, post.omega, post.btil, post.d,
-              post.nn, G, b)
+    _row_pass(_rows.parallel_apply_rows, _rows.parallel_apply_split, N, prior.Vt, prior.d0,
+              tau, nu, work.tau_target, work.nu_target, step, post.t, post.omega, post.btil,
+              post.d, post.nn, G, b)
     _finish_refresh(post, G, b)
     return change, delta
 
@@ -487,7 +491,7 @@ def log_evidence_gradient(prior, tau, nu, post):
         dL/dK_uu = -1/2 L^{-T} (a a^T - I + S^{-1} - 2 V diag(g) V^T) L^{-1},
 
     so the whole gradient is three TRMMs and one weighted Gram (a SYRK) over the rows of V
-    (:func:`sparsegp._numba.ep_fitc.evidence_gradient_split`), each a block at a time.
+    (:func:`sparsegp._numba.ep_fitc_gradient.evidence_gradient_split`), each a block at a time.
     """
     c2, vg = _marginal_parts(post)
     omega = post.omega
@@ -508,8 +512,8 @@ def log_evidence_gradient(prior, tau, nu, post):
     N, M = prior.Vt.shape
     gl1, gz1, gram = np.zeros(prior.X.shape[1]), np.zeros(prior.Z.shape), np.zeros((M, M))
     with _row_split_blas():
-        wk = _row_pass(_ep.evidence_gradient_rows, _ep.evidence_gradient_split, N, prior.Vt,
-                       np.ascontiguousarray(post.R.T), prior.Linv, alpha, omega, g, wg, a,
+        wk = _row_pass(_grad.evidence_gradient_rows, _grad.evidence_gradient_split, N,
+                       prior.Vt, np.ascontiguousarray(post.R.T), prior.Linv, alpha, omega, g, wg, a,
                        prior.Kfu, Gd, prior.X, prior.Z, prior.lengthscale, gl1, gz1, gram)
     _mirror_upper(gram)
     # a a^T - I + S^{-1} - 2 V diag(g) V^T

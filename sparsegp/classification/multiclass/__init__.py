@@ -10,9 +10,11 @@ public interface, used by the estimators, by :mod:`sparsegp.distributed` and by 
 ``engine``      EP/SEP with the pairwise-probit factors kept in u-space: prior, Gaussians,
                 data terms, the factor pass, refinements, evidence and its gradient, and
                 :class:`~.engine.LocalRows`, the rows of a fit held in this process
+``gfitc_ep``    GFITC's EP on the exact likelihood, u marginalised: the FITC pieces, the
+                sequential and parallel schedules, evidence, gradient, predictions
 ``_base``       the estimators' base class (validation, start, ``theta_``, predictions)
 ``_ep``         :class:`MultiClassEPClassifier` (EP / SEP, batch or minibatch, or on Dask)
-``_gfitc``      :class:`MultiClassGFITCClassifier` (GFITC baseline, u marginalised)
+``_gfitc``      :class:`MultiClassGFITCClassifier` (GFITC baseline, over ``gfitc_ep``)
 ``_svgp``       :class:`MultiClassSVGPClassifier` (variational baseline)
 
 The estimators are exported by :mod:`sparsegp.classification` (and :mod:`sparsegp`).
