@@ -14,6 +14,13 @@ registered set's source files from pinned URLs (``REGISTRY``), checks their SHA-
 converts them; only it and ``load_dataset(..., download=True)`` reach the network.
 """
 from ._converters import convert_libsvm, convert_raetsch, convert_raetsch_mat, convert_ripley
+from ._datafile import (
+    DATA_ENV_VAR,
+    RAETSCH_SETS,
+    DatasetNotFoundError,
+    get_data_home,
+    list_datasets,
+)
 from ._fetch import (
     BASE_URL_ENV_VAR,
     DownloadError,
@@ -31,15 +38,7 @@ from ._package_converters import (
     convert_satellite_r,
 )
 from ._registry import REGISTRY, registered_names
-from ._loaders import (
-    DATA_ENV_VAR,
-    RAETSCH_SETS,
-    DatasetNotFoundError,
-    get_data_home,
-    list_datasets,
-    load_dataset,
-    load_table,
-)
+from ._loaders import load_dataset, load_table
 from ._synthetic import (
     XOR_BAYES_ERROR,
     make_gp_classes,

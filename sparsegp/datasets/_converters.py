@@ -7,7 +7,7 @@
 * :func:`convert_ripley` -- Ripley's ``synth.tr`` / ``synth.te`` (header, then ``xs ys yc``).
 
 Each writes with ``numpy.savez_compressed`` the keys :func:`load_dataset` reads (see the
-layout in ``_loaders``), with an ``info`` JSON string, re-reads the file through the loader's
+layout in ``_datafile``), with an ``info`` JSON string, re-reads the file through the loader's
 checks and returns its path.
 """
 import json
@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ._loaders import _DataFile
+from ._datafile import _DataFile
 
 __all__ = ["convert_raetsch", "convert_raetsch_mat", "convert_libsvm", "convert_ripley"]
 

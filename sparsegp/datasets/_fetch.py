@@ -27,7 +27,7 @@ from pathlib import Path
 import numpy as np
 
 from ._converters import convert_raetsch_mat, convert_ripley
-from ._loaders import DATA_ENV_VAR, _candidates, get_data_home
+from ._datafile import DATA_ENV_VAR, _candidates, get_data_home
 from ._package_converters import (convert_crabs_csv, convert_esl, convert_fold_package,
                                   convert_mnist_idx, convert_satellite_r)
 from ._registry import REGISTRY

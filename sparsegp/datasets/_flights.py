@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from .._files import write_whole
-from ._loaders import get_data_home
+from ._datafile import get_data_home
 
 __all__ = ["load_flights", "prepare_flights", "FLIGHT_FEATURES", "FLIGHT_CLASSES"]
 
