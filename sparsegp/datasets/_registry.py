@@ -116,6 +116,29 @@ def _esl(fname, sha256, size):
                       manual=f"{fname} of the Elements of Statistical Learning data page")
 
 
+# The ESL sets, each an official train/test pair of files: name -> (conversion, licence,
+# papers, conversion options, files as (fname, size, sha256)).
+_ESL_SETS = {
+    "usps": ("esl_digits", "none stated (ESL data page)", _GFITC, {},
+             (("zip.train.gz", 1829071,
+               "66ebf231ab51f2cf6ac1a892d0f98ccffee1079d7a5db638c1f11f366046ca16"),
+              ("zip.test.gz", 439208,
+               "8dacc3c6e136af6c3488de9e5113a7daf140c8c2f1f0b61c54ee02f03f1a962f"))),
+    "vowel": ("esl_table", "none stated (ESL data page; Deterding data)", _BESIDE + "vowel6",
+              {"classes": ("hid", "hId", "hEd", "hAd", "hYd", "had", "hOd", "hod", "hUd",
+                           "hud", "hed"), "table": True},
+              (("vowel.train", 36858,
+                "6285d72a3ec5af71286e6e0a778b836c229e3c41d6e0c2076294ee671e3ed9fb"),
+               ("vowel.test", 32338,
+                "94720047d8e1d1f485b882347ad20b9b62fd04b080c855e23a10a4804e886f1b"))),
+    "waveform_esl": ("esl_table", "none stated (ESL data page)", _BESIDE + "waveform3",
+                     {"classes": None, "table": False},
+                     (("waveform.train", 46409,
+                       "ac5d64c6c1d9c7afeafa9dea71caa9865dca67cd4732e16c17fbc1751dcf7d18"),
+                      ("waveform.test", 77419,
+                       "90420d794f6399ae4e70d60cb19e3921f58afec8386e4dbed80e71fe21bc8861"))),
+}
+
 _MULTICLASS_TGZ = RemoteFile(
     fname="multiclass.tgz",
     url=f"{_GH}/cvillacampa/dgps_pep/30ce21fd68f3af7b9cdb4d2a267e95c568c3ac93/"
@@ -162,29 +185,10 @@ def _build():
         "ripley", source="Ripley's synth.tr/synth.te, copy in wcparham1/COSC522 @ 8f57a962",
         licence="none stated (Ripley 1996 data, redistributed in R's MASS under GPL)",
         papers=_GFITC)
-    out["usps"] = DatasetSource(
-        "usps", (_esl("zip.train.gz", "66ebf231ab51f2cf6ac1a892d0f98ccffee1079d7a5db638c1f11f3"
-                      "66046ca16", 1829071),
-                 _esl("zip.test.gz", "8dacc3c6e136af6c3488de9e5113a7daf140c8c2f1f0b61c54ee02f"
-                      "03f1a962f", 439208)),
-        "esl_digits", source=_ESL_SOURCE, licence="none stated (ESL data page)",
-        papers=_GFITC)
-    out["vowel"] = DatasetSource(
-        "vowel", (_esl("vowel.train", "6285d72a3ec5af71286e6e0a778b836c229e3c41d6e0c2076294ee6"
-                       "71e3ed9fb", 36858),
-                  _esl("vowel.test", "94720047d8e1d1f485b882347ad20b9b62fd04b080c855e23a10a48"
-                       "04e886f1b", 32338)),
-        "esl_table", source=_ESL_SOURCE, licence="none stated (ESL data page; Deterding data)",
-        papers=_BESIDE + "vowel6",
-        options={"classes": ("hid", "hId", "hEd", "hAd", "hYd", "had", "hOd", "hod", "hUd",
-                             "hud", "hed"), "table": True})
-    out["waveform_esl"] = DatasetSource(
-        "waveform_esl", (_esl("waveform.train", "ac5d64c6c1d9c7afeafa9dea71caa9865dca67cd4732e"
-                              "16c17fbc1751dcf7d18", 46409),
-                         _esl("waveform.test", "90420d794f6399ae4e70d60cb19e3921f58afec8386e4"
-                              "dbed80e71fe21bc8861", 77419)),
-        "esl_table", source=_ESL_SOURCE, licence="none stated (ESL data page)",
-        papers=_BESIDE + "waveform3", options={"classes": None, "table": False})
+    for name, (converter, licence, papers, options, files) in _ESL_SETS.items():
+        out[name] = DatasetSource(
+            name, tuple(_esl(fname, sha256, size) for fname, size, sha256 in files), converter,
+            source=_ESL_SOURCE, licence=licence, papers=papers, options=options)
     # classes: what the shared files store for the package's codes 1..C in order. The
     # package renumbers glass's UCI types 1,2,3,5,6,7 (type 4 is absent) as 1..6, and
     # waveform3's classes are the generator's 0..2.
