@@ -3,9 +3,8 @@
 Importing the package is cheap: estimators are loaded on first attribute access, and
 plotting (matplotlib) is never imported here.
 """
-from importlib import import_module as _import_module
-
 from ._array_backends import register_backend as _register_backend
+from ._lazy import lazy_exports as _lazy_exports
 
 __version__ = "0.1.0"
 
@@ -30,15 +29,4 @@ __all__ = sorted(_LAZY) + ["__version__"]
 # named here, by path, so that the estimator need not import it and NumPy fits never load Dask
 _register_backend("dask", "MultiClassEPClassifier", "sparsegp.distributed:DASK_BACKEND")
 
-
-def __getattr__(name):
-    if name in _LAZY:
-        module = _import_module(_LAZY[name])
-        value = module if module.__name__.endswith("." + name) else getattr(module, name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module 'sparsegp' has no attribute {name!r}")
-
-
-def __dir__():
-    return __all__
+__getattr__, __dir__ = _lazy_exports(__name__, _LAZY, globals())

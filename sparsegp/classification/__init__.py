@@ -1,5 +1,5 @@
 """Gaussian-process classifiers (binary and multi-class); each class lives in its own module."""
-from importlib import import_module as _import_module
+from .._lazy import lazy_exports as _lazy_exports
 
 _LAZY = {
     "GFITCClassifier": "._gfitc",
@@ -12,14 +12,4 @@ _LAZY = {
 }
 __all__ = sorted(_LAZY)
 
-
-def __getattr__(name):
-    if name in _LAZY:
-        value = getattr(_import_module(_LAZY[name], __name__), name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def __dir__():
-    return __all__
+__getattr__, __dir__ = _lazy_exports(__name__, _LAZY, globals())
