@@ -18,10 +18,12 @@ from pathlib import Path
 import numpy as np
 
 from ._datafile import _DataFile
+from ._docs import fill
 
 __all__ = ["convert_raetsch", "convert_raetsch_mat", "convert_libsvm", "convert_ripley"]
 
 
+@fill
 def convert_raetsch(folder, name, out_path):
     """Convert the realisations of one Raetsch (IDA) benchmark into one ``.npz``.
 
@@ -39,14 +41,9 @@ def convert_raetsch(folder, name, out_path):
         Folder holding the ``.asc`` files.
     name : str
         File prefix, e.g. ``"banana"`` or ``"breast-cancer"``.
-    out_path : str or path-like
-        ``.npz`` file to write (the suffix is added when missing), e.g.
-        ``$SPARSEGP_DATA/raetsch_banana.npz`` so that ``load_dataset("banana")`` finds it.
+    %(out_path)s
 
-    Returns
-    -------
-    pathlib.Path
-        The file written.
+    %(written)s
 
     Raises
     ------
@@ -73,11 +70,11 @@ def convert_raetsch(folder, name, out_path):
                 raise FileNotFoundError(f"realisation {r} of '{name}' lacks {path}")
             arrays.append(_read_table(path, labels=kind.endswith("labels")))
         parts.append(tuple(arrays))
-    source = (f"converted by sparsegp.datasets.convert_raetsch from "
-              f"{folder}/{name}_{{train,test}}_{{data,labels}}_<r>.asc, r = {ids}")
-    return _write_realisations(parts, ids, name, out_path, source)
+    inputs = f"{folder}/{name}_{{train,test}}_{{data,labels}}_<r>.asc, r = {ids}"
+    return _write_realisations(parts, ids, name, out_path, "convert_raetsch", inputs)
 
 
+@fill
 def convert_raetsch_mat(mat_path, name, out_path):
     """Convert one set of Cawley's ``benchmarks.mat`` (all 13 Raetsch sets) into one ``.npz``.
 
@@ -94,13 +91,9 @@ def convert_raetsch_mat(mat_path, name, out_path):
         ``benchmarks.mat`` (MATLAB v5/v7, read with :func:`scipy.io.loadmat`).
     name : str
         The set's variable name in the file: ``"banana"``, ``"breast_cancer"``, ...
-    out_path : str or path-like
-        ``.npz`` file to write (the suffix is added when missing).
+    %(out_path)s
 
-    Returns
-    -------
-    pathlib.Path
-        The file written.
+    %(written)s
 
     Raises
     ------
@@ -136,12 +129,13 @@ def convert_raetsch_mat(mat_path, name, out_path):
     for tr, te in zip(train.astype(np.int64) - 1, test.astype(np.int64) - 1):
         parts.append((x[tr], t[tr], x[te], t[te]))
     ids = list(range(1, len(parts) + 1))
-    source = f"converted by sparsegp.datasets.convert_raetsch_mat from {mat_path} ('{name}')"
-    return _write_realisations(parts, ids, name, out_path, source)
+    return _write_realisations(parts, ids, name, out_path, "convert_raetsch_mat",
+                               f"{mat_path} ('{name}')")
 
 
-def _write_realisations(parts, ids, name, out_path, source):
-    """Lay out realisations ``parts`` = [(X_tr, y_tr, X_te, y_te), ...] as one ``.npz``."""
+def _write_realisations(parts, ids, name, out_path, converter, inputs):
+    """Lay out realisations ``parts`` = [(X_tr, y_tr, X_te, y_te), ...] as one ``.npz``
+    (``converter`` and ``inputs`` as in :func:`_info`)."""
     for r, (X_tr, y_tr, X_te, y_te) in zip(ids, parts):
         for X, y, what in ((X_tr, y_tr, "train"), (X_te, y_te, "test")):
             if X.shape[0] != y.shape[0]:
@@ -182,20 +176,18 @@ def _write_realisations(parts, ids, name, out_path, source):
         train_idx.append(rows[:X_tr.shape[0]])
         test_idx.append(rows[X_tr.shape[0]:])
 
-    info = {
-        "name": Path(out_path).stem,
-        "family": "Raetsch IDA binary benchmark",
-        "labels": "original -1/+1",
-        "source": source,
-        "split": "train_idx/test_idx rows = realisations listed in realisation_ids; 0-based "
-                 "row indices into X (X = first realisation's train rows then its test rows)",
-    }
+    info = _info(out_path, converter, inputs, family="Raetsch IDA binary benchmark",
+                 labels="original -1/+1",
+                 split="train_idx/test_idx rows = realisations listed in realisation_ids; "
+                       "0-based row indices into X (X = first realisation's train rows then "
+                       "its test rows)")
     return _write(out_path, info, X=X, y=y.astype(np.int8),
                   train_idx=np.asarray(train_idx, dtype=np.int32),
                   test_idx=np.asarray(test_idx, dtype=np.int32),
                   realisation_ids=np.asarray(ids, dtype=np.int32))
 
 
+@fill
 def convert_libsvm(train_path, test_path=None, out_path=None, n_features=None):
     """Convert LIBSVM text files (``label idx:val idx:val ...``) into one ``.npz``.
 
@@ -218,10 +210,7 @@ def convert_libsvm(train_path, test_path=None, out_path=None, n_features=None):
         Number of columns D; default: the largest index found in either file. Must be at
         least that index.
 
-    Returns
-    -------
-    pathlib.Path
-        The file written.
+    %(written)s
 
     Raises
     ------
@@ -258,15 +247,11 @@ def convert_libsvm(train_path, test_path=None, out_path=None, n_features=None):
         y = labels.astype(np.int8) if keep_pm else np.searchsorted(codes, labels)
         dense.append((X, y))
 
-    info = {
-        "name": Path(out_path).stem,
-        "labels": ("original -1/+1" if keep_pm else
-                   f"y = 0..{codes.size - 1} <- LIBSVM labels {_fmt(codes)} (see classes)"),
-        "source": f"converted by sparsegp.datasets.convert_libsvm from {train_path}"
-                  + (f" and {test_path}" if test_path is not None else ""),
-        "split": ("official: X_train / X_test from the two files" if test_path is not None
-                  else "none (single file)"),
-    }
+    info = _info(out_path, "convert_libsvm",
+                 f"{train_path}" + (f" and {test_path}" if test_path is not None else ""),
+                 labels="original -1/+1" if keep_pm else _coded_labels(codes, "LIBSVM labels"),
+                 split=("official: X_train / X_test from the two files"
+                        if test_path is not None else "none (single file)"))
     arrays = {}
     if not keep_pm:
         arrays["classes"] = codes.astype(np.int64) if integral else codes
@@ -279,6 +264,7 @@ def convert_libsvm(train_path, test_path=None, out_path=None, n_features=None):
     return _write(out_path, info, **arrays)
 
 
+@fill
 def convert_ripley(train_path, test_path, out_path):
     """Convert Ripley's synthetic data (``synth.tr``, ``synth.te``) into one ``.npz``.
 
@@ -293,13 +279,9 @@ def convert_ripley(train_path, test_path, out_path):
         ``synth.tr``.
     test_path : str or path-like
         ``synth.te``.
-    out_path : str or path-like
-        ``.npz`` file to write (suffix added when missing), e.g. ``$SPARSEGP_DATA/synth.npz``.
+    %(out_path)s
 
-    Returns
-    -------
-    pathlib.Path
-        The file written.
+    %(written)s
 
     Raises
     ------
@@ -319,14 +301,9 @@ def convert_ripley(train_path, test_path, out_path):
         if bad.size:
             raise ValueError(f"{path}: labels yc must be 0 or 1; found {bad[:5].tolist()}")
         parts.append((table[:, :2].copy(), table[:, 2].astype(np.int8)))
-    info = {
-        "name": Path(out_path).stem,
-        "columns": ["xs", "ys"],
-        "labels": "original 0/1 (column yc)",
-        "source": f"converted by sparsegp.datasets.convert_ripley from {train_path} and "
-                  f"{test_path}",
-        "split": "official: X_train (synth.tr) / X_test (synth.te)",
-    }
+    info = _info(out_path, "convert_ripley", f"{train_path} and {test_path}",
+                 columns=["xs", "ys"], labels="original 0/1 (column yc)",
+                 split="official: X_train (synth.tr) / X_test (synth.te)")
     return _write(out_path, info, X_train=parts[0][0], y_train=parts[0][1],
                   X_test=parts[1][0], y_test=parts[1][1], classes=np.array([0, 1]))
 
@@ -382,8 +359,18 @@ def _parse_libsvm(path):
     return rows, np.asarray(labels)
 
 
-def _fmt(codes):
-    return ", ".join(str(int(c)) if c == int(c) else str(c) for c in codes)
+def _coded_labels(codes, what):
+    """``info["labels"]`` of a file whose labels 0..C-1 stand for the sorted ``codes``."""
+    listed = ", ".join(str(int(c)) if c == int(c) else str(c) for c in codes)
+    return f"y = 0..{codes.size - 1} <- {what} {listed} (see classes)"
+
+
+def _info(out_path, converter, inputs, **fields):
+    """The ``info`` of a converted file: its ``name`` (the stem of ``out_path``), its
+    ``source`` ("converted by sparsegp.datasets.<converter> from <inputs>") and ``fields``
+    (``labels``, ``split``, ...)."""
+    return {"name": Path(out_path).stem,
+            "source": f"converted by sparsegp.datasets.{converter} from {inputs}", **fields}
 
 
 def _write(out_path, info, **arrays):

@@ -23,6 +23,8 @@ from pathlib import Path
 
 import numpy as np
 
+from ._docs import fill
+
 __all__ = ["list_datasets", "get_data_home", "DatasetNotFoundError", "DATA_ENV_VAR",
            "RAETSCH_SETS"]
 
@@ -70,13 +72,13 @@ def get_data_home(data_home=None):
     return Path(data_home).expanduser()
 
 
+@fill
 def list_datasets(data_home=None):
     """Base names of the ``.npz`` files in the data folder.
 
     Parameters
     ----------
-    data_home : str or path-like, optional
-        See :func:`get_data_home`.
+    %(data_home)s
 
     Returns
     -------

@@ -28,6 +28,7 @@ import numpy as np
 
 from ._converters import convert_raetsch_mat, convert_ripley
 from ._datafile import DATA_ENV_VAR, _candidates, get_data_home
+from ._docs import fill
 from ._package_converters import (convert_crabs_csv, convert_esl, convert_fold_package,
                                   convert_mnist_idx, convert_satellite_r)
 from ._registry import REGISTRY
@@ -51,6 +52,7 @@ class DownloadError(OSError):
     """A registered file could not be downloaded whole with its registered SHA-256."""
 
 
+@fill
 def fetch(name, data_home=None, base_url=None, force=False):
     """Download a registered data set's source files and convert them into ``<name>.npz``.
 
@@ -62,9 +64,7 @@ def fetch(name, data_home=None, base_url=None, force=False):
     name : str
         A registered data set (``python -m sparsegp data list``); the aliases of
         :func:`sparsegp.datasets.load_dataset` (``"banana"``, ``"ripley"``) work too.
-    data_home : str or path-like, optional
-        The data folder; default ``$SPARSEGP_DATA``, else pooch's cache folder for
-        ``sparsegp`` (:func:`sparsegp.datasets.get_data_home`).
+    %(data_home)s
     base_url : str, optional
         Fetch every file from ``<base_url>/<fname>`` instead of its registered URL; default
         ``$SPARSEGP_DATA_URL`` when set.
@@ -111,6 +111,7 @@ def fetch(name, data_home=None, base_url=None, force=False):
     return out
 
 
+@fill
 def download_file(remote, data_home=None, base_url=None):
     """One registered file in ``<data_home>/downloads``, downloaded when absent or corrupt.
 
@@ -118,8 +119,7 @@ def download_file(remote, data_home=None, base_url=None):
     ----------
     remote : RemoteFile
         A file of the registry (``REGISTRY[name].files[i]``).
-    data_home : str or path-like, optional
-        See :func:`fetch`.
+    %(data_home)s
     base_url : str, optional
         See :func:`fetch`.
 
@@ -172,13 +172,13 @@ def download_file(remote, data_home=None, base_url=None):
     return target
 
 
+@fill
 def cache_status(data_home=None):
     """One row per registered data set: what it is and what of it is on this machine.
 
     Parameters
     ----------
-    data_home : str or path-like, optional
-        See :func:`fetch`.
+    %(data_home)s
 
     Returns
     -------
@@ -198,13 +198,13 @@ def cache_status(data_home=None):
     return rows
 
 
+@fill
 def verify_cache(data_home=None):
     """Re-hash every downloaded file against its registered (or recorded) SHA-256.
 
     Parameters
     ----------
-    data_home : str or path-like, optional
-        See :func:`fetch`.
+    %(data_home)s
 
     Returns
     -------

@@ -8,11 +8,13 @@ import numpy as np
 
 from .._validation import check_int
 from ._datafile import DatasetNotFoundError, _DataFile, _find
+from ._docs import fill
 from ._fetch import fetch
 
 __all__ = ["load_dataset", "load_table"]
 
 
+@fill
 def load_dataset(name, split=None, data_home=None, dtype=None, download=False):
     """Load one train/test split of a benchmark data set.
 
@@ -29,9 +31,7 @@ def load_dataset(name, split=None, data_home=None, dtype=None, download=False):
         official split when the file has one, else realisation/fold 0. ``"official"``: the
         official split (error if there is none). Files without any split (``crabs``) raise
         ``ValueError``; use :func:`load_table` for them.
-    data_home : str or path-like, optional
-        Folder holding the files; default ``$SPARSEGP_DATA``, then pooch's cache folder
-        (:func:`get_data_home`).
+    %(data_home)s
     dtype : numpy dtype, optional
         dtype of the returned inputs. Default: float64, except for integer-stored inputs
         (``mnist``: uint8 grey values 0..255), which keep their stored dtype because
@@ -116,6 +116,7 @@ def load_dataset(name, split=None, data_home=None, dtype=None, download=False):
     return _cast_X(X_tr, dtype), y_tr, _cast_X(X_te, dtype), y_te
 
 
+@fill
 def load_table(name, data_home=None, dtype=None):
     """Load every row of a data set as one table, with its metadata.
 
@@ -126,8 +127,7 @@ def load_table(name, data_home=None, dtype=None):
     ----------
     name : str
         As in :func:`load_dataset` (aliases allowed).
-    data_home : str or path-like, optional
-        See :func:`load_dataset`.
+    %(data_home)s
     dtype : numpy dtype, optional
         As in :func:`load_dataset`.
 

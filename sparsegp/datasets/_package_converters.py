@@ -18,7 +18,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ._converters import _write
+from ._converters import _coded_labels, _info, _write
+from ._docs import fill
 
 __all__ = ["convert_esl", "convert_fold_package", "convert_crabs_csv", "convert_mnist_idx",
            "convert_satellite_r", "SATELLITE_CLASSES"]
@@ -33,6 +34,7 @@ _SATELLITE_CODES = (1, 2, 3, 4, 5, 7)
 _SATELLITE_N_TRAIN = 4435
 
 
+@fill
 def convert_esl(train_path, test_path, out_path, class_names=None, keep_table=False,
                 dtype=np.float64):
     """Convert an ESL train/test pair into one ``.npz`` with its official split.
@@ -46,8 +48,7 @@ def convert_esl(train_path, test_path, out_path, class_names=None, keep_table=Fa
     ----------
     train_path, test_path : str or path-like
         The two files of the official split.
-    out_path : str or path-like
-        ``.npz`` file to write (suffix added when missing).
+    %(out_path)s
     class_names : sequence of str, optional
         Names of the classes in code order, stored as ``classes``; default: the codes.
     keep_table : bool, default=False
@@ -55,10 +56,7 @@ def convert_esl(train_path, test_path, out_path, class_names=None, keep_table=Fa
     dtype : numpy dtype, default=float64
         dtype of the stored inputs (USPS uses float32, which holds its 3 decimals exactly).
 
-    Returns
-    -------
-    pathlib.Path
-        The file written.
+    %(written)s
 
     Raises
     ------
@@ -81,14 +79,9 @@ def convert_esl(train_path, test_path, out_path, class_names=None, keep_table=Fa
     if keep_table:
         arrays.update(X=np.concatenate([arrays["X_train"], arrays["X_test"]]),
                       y=np.concatenate([y_tr, y_te]))
-    info = {
-        "name": Path(out_path).stem,
-        "labels": f"y = 0..{codes.size - 1} <- file codes "
-                  f"{', '.join(str(int(c)) for c in codes)} (see classes)",
-        "source": f"converted by sparsegp.datasets.convert_esl from {train_path} and "
-                  f"{test_path}",
-        "split": "official: X_train / X_test from the two files",
-    }
+    info = _info(out_path, "convert_esl", f"{train_path} and {test_path}",
+                 labels=_coded_labels(codes, "file codes"),
+                 split="official: X_train / X_test from the two files")
     return _write(out_path, info, **arrays)
 
 
@@ -123,6 +116,7 @@ def _read_esl(path):
     return table[:, 1:], table[:, 0]
 
 
+@fill
 def convert_fold_package(data_path, folds_path, out_path, class_names=None):
     """Convert the multi-class EP authors' ``data.npz`` / ``folds.npz`` into one ``.npz``.
 
@@ -134,15 +128,11 @@ def convert_fold_package(data_path, folds_path, out_path, class_names=None):
     ----------
     data_path, folds_path : str or path-like
         The two files of one data set of the package.
-    out_path : str or path-like
-        ``.npz`` file to write (suffix added when missing).
+    %(out_path)s
     class_names : sequence of str, optional
         Names of the classes in code order, stored as ``classes``; default: the codes.
 
-    Returns
-    -------
-    pathlib.Path
-        The file written.
+    %(written)s
 
     Raises
     ------
@@ -159,19 +149,15 @@ def convert_fold_package(data_path, folds_path, out_path, class_names=None):
         train_idx, test_idx = folds["arr_0"], folds["arr_1"]
     codes = np.unique(codes_all)
     classes = _classes(codes, class_names)
-    info = {
-        "name": Path(out_path).stem,
-        "labels": f"y = 0..{codes.size - 1} <- package codes "
-                  f"{', '.join(str(int(c)) for c in codes)} (see classes)",
-        "source": f"converted by sparsegp.datasets.convert_fold_package from {data_path} and "
-                  f"{folds_path}",
-        "split": "folds of the authors' package (arr_0 = train, arr_1 = test, 0-based)",
-    }
+    info = _info(out_path, "convert_fold_package", f"{data_path} and {folds_path}",
+                 labels=_coded_labels(codes, "package codes"),
+                 split="folds of the authors' package (arr_0 = train, arr_1 = test, 0-based)")
     return _write(out_path, info, X=X, y=np.searchsorted(codes, codes_all).astype(np.int8),
                   classes=classes, train_idx=train_idx.astype(np.int32),
                   test_idx=test_idx.astype(np.int32))
 
 
+@fill
 def convert_satellite_r(data_path, folds_path, out_path):
     """Convert Satellite and its 100 random splits from the R save files into one ``.npz``.
 
@@ -185,13 +171,9 @@ def convert_satellite_r(data_path, folds_path, out_path):
     ----------
     data_path, folds_path : str or path-like
         ``satellite.dat`` and ``folds.dat`` (gzipped R ``save`` files).
-    out_path : str or path-like
-        ``.npz`` file to write (suffix added when missing).
+    %(out_path)s
 
-    Returns
-    -------
-    pathlib.Path
-        The file written.
+    %(written)s
 
     Raises
     ------
@@ -219,14 +201,11 @@ def convert_satellite_r(data_path, folds_path, out_path):
         if np.any(val != np.round(val)) or val.min() < 1 or val.max() > X.shape[0]:
             raise ValueError(f"{folds_path}: '{key}' must hold 1-based rows 1..{X.shape[0]}")
     n_tr = _SATELLITE_N_TRAIN
-    info = {
-        "name": Path(out_path).stem,
-        "labels": f"y = 0..5 = {', '.join(SATELLITE_CLASSES)} (UCI codes 1,2,3,4,5,7)",
-        "source": f"converted by sparsegp.datasets.convert_satellite_r from {data_path} and "
-                  f"{folds_path}",
-        "split": "official UCI split: X_train = rows 0..4434 (sat.trn), X_test = the rest "
-                 "(sat.tst); train_idx/test_idx = the R code's 100 random splits, 0-based",
-    }
+    info = _info(out_path, "convert_satellite_r", f"{data_path} and {folds_path}",
+                 labels=f"y = 0..5 = {', '.join(SATELLITE_CLASSES)} (UCI codes 1,2,3,4,5,7)",
+                 split="official UCI split: X_train = rows 0..4434 (sat.trn), X_test = the "
+                       "rest (sat.tst); train_idx/test_idx = the R code's 100 random splits, "
+                       "0-based")
     return _write(out_path, info, X=X, y=y, classes=np.asarray(SATELLITE_CLASSES),
                   uci_codes=np.asarray(_SATELLITE_CODES, dtype=np.int64),
                   X_train=X[:n_tr], y_train=y[:n_tr], X_test=X[n_tr:], y_test=y[n_tr:],
@@ -244,6 +223,7 @@ def _read_r_list(rdata, path, name, fields):
     return got
 
 
+@fill
 def convert_crabs_csv(path, out_path):
     """Convert Campbell & Mahon's crabs (R package MASS) from a CSV export into one ``.npz``.
 
@@ -257,13 +237,9 @@ def convert_crabs_csv(path, out_path):
     ----------
     path : str or path-like
         The CSV file.
-    out_path : str or path-like
-        ``.npz`` file to write (suffix added when missing).
+    %(out_path)s
 
-    Returns
-    -------
-    pathlib.Path
-        The file written.
+    %(written)s
 
     Raises
     ------
@@ -292,20 +268,17 @@ def convert_crabs_csv(path, out_path):
         index.append(values[0])
         X.append(values[1:])
     sex = np.asarray(sex, dtype=np.int8)
-    info = {
-        "name": Path(out_path).stem,
-        "columns_X": list(_CRABS_COLUMNS[3:]),
-        "labels": "y = sex: -1 = F, +1 = M; sp: 0 = B(lue), 1 = O(range); sex: 0 = F, "
-                  "1 = M; index = 1..50 within each sp x sex group",
-        "source": f"converted by sparsegp.datasets.convert_crabs_csv from {path}",
-        "split": "none in source (MASS ships no split)",
-    }
+    info = _info(out_path, "convert_crabs_csv", path, columns_X=list(_CRABS_COLUMNS[3:]),
+                 labels="y = sex: -1 = F, +1 = M; sp: 0 = B(lue), 1 = O(range); sex: 0 = F, "
+                        "1 = M; index = 1..50 within each sp x sex group",
+                 split="none in source (MASS ships no split)")
     return _write(out_path, info, X=np.asarray(X, dtype=np.float64),
                   y=(2 * sex - 1).astype(np.int8), sp=np.asarray(sp, dtype=np.int8), sex=sex,
                   index=np.asarray(index, dtype=np.int16),
                   feature_names=np.asarray(_CRABS_COLUMNS[3:]))
 
 
+@fill
 def convert_mnist_idx(train_images, train_labels, test_images, test_labels, out_path):
     """Convert the four MNIST IDX archives into one ``.npz`` with the official split.
 
@@ -318,13 +291,9 @@ def convert_mnist_idx(train_images, train_labels, test_images, test_labels, out_
     train_images, train_labels, test_images, test_labels : str or path-like
         ``train-images-idx3-ubyte.gz``, ``train-labels-idx1-ubyte.gz``,
         ``t10k-images-idx3-ubyte.gz``, ``t10k-labels-idx1-ubyte.gz`` (gzipped or not).
-    out_path : str or path-like
-        ``.npz`` file to write (suffix added when missing).
+    %(out_path)s
 
-    Returns
-    -------
-    pathlib.Path
-        The file written.
+    %(written)s
 
     Raises
     ------
@@ -338,15 +307,11 @@ def convert_mnist_idx(train_images, train_labels, test_images, test_labels, out_
         if X.shape[0] != y.shape[0] or y.max() > 9:
             raise ValueError(f"{what}: {X.shape[0]} images but {y.shape[0]} labels (digits "
                              f"0..9 expected, largest {int(y.max())})")
-    info = {
-        "name": Path(out_path).stem,
-        "dtype": "X uint8 grey values 0..255 as in the IDX files (0 = background)",
-        "image": "28x28, row-major (784 = 28*28)",
-        "labels": "digits 0..9",
-        "source": f"converted by sparsegp.datasets.convert_mnist_idx from {train_images}, "
-                  f"{train_labels}, {test_images}, {test_labels}",
-        "split": "official: 60000 train / 10000 test, original order",
-    }
+    info = _info(out_path, "convert_mnist_idx",
+                 f"{train_images}, {train_labels}, {test_images}, {test_labels}",
+                 dtype="X uint8 grey values 0..255 as in the IDX files (0 = background)",
+                 image="28x28, row-major (784 = 28*28)", labels="digits 0..9",
+                 split="official: 60000 train / 10000 test, original order")
     return _write(out_path, info, X_train=X_tr.reshape(X_tr.shape[0], -1),
                   y_train=y_tr.astype(np.int8), X_test=X_te.reshape(X_te.shape[0], -1),
                   y_test=y_te.astype(np.int8), classes=np.arange(10, dtype=np.int64))

@@ -1,0 +1,42 @@
+"""Docstring pieces written once and filled in where several public functions share them.
+
+A docstring names a piece with a line ``%(name)s`` of its own; :func:`fill_doc` replaces that
+line by the piece, indented as the line is. The pieces are numpydoc parameter entries and
+sections that several functions share word for word (the data folder of the ``datasets``
+functions, what a converter writes and returns), so that each is worded in one place.
+``help()`` and Sphinx read the filled text.
+"""
+import re
+import textwrap
+
+__all__ = ["fill_doc"]
+
+#: A line holding only ``%(name)s`` (and its indentation).
+_SLOT = re.compile(r"^([ \t]*)%\((\w+)\)s[ \t]*$", re.MULTILINE)
+
+
+def fill_doc(pieces):
+    """Decorator filling the ``%(name)s`` lines of a function's docstring from ``pieces``.
+
+    Parameters
+    ----------
+    pieces : dict
+        Name -> text of the piece (its first line unindented, later lines indented relative
+        to it, as a numpydoc entry is written).
+
+    Returns
+    -------
+    decorate : callable
+        Takes a function (or class), fills its ``__doc__`` and returns it unchanged
+        otherwise. A line naming a piece that ``pieces`` lacks raises ``KeyError`` when the
+        module is imported.
+    """
+    def piece(match):
+        indent, name = match.groups()
+        return textwrap.indent(textwrap.dedent(pieces[name]).strip("\n"), indent)
+
+    def decorate(obj):
+        obj.__doc__ = _SLOT.sub(piece, obj.__doc__)
+        return obj
+
+    return decorate
