@@ -21,8 +21,8 @@ def fill_doc(pieces):
     Parameters
     ----------
     pieces : dict
-        Name -> text of the piece (its first line unindented, later lines indented relative
-        to it, as a numpydoc entry is written).
+        Name -> text of the piece, written at column 0 (a numpydoc entry's continuation
+        lines indented by 4); every non-blank line gets the indentation of the slot.
 
     Returns
     -------
@@ -33,10 +33,11 @@ def fill_doc(pieces):
     """
     def piece(match):
         indent, name = match.groups()
-        return textwrap.indent(textwrap.dedent(pieces[name]).strip("\n"), indent)
+        return textwrap.indent(pieces[name], indent)
 
     def decorate(obj):
-        obj.__doc__ = _SLOT.sub(piece, obj.__doc__)
+        if obj.__doc__ is not None:  # None under python -OO, which strips docstrings
+            obj.__doc__ = _SLOT.sub(piece, obj.__doc__)
         return obj
 
     return decorate

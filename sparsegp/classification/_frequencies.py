@@ -41,6 +41,7 @@ import warnings
 
 import numpy as np
 
+from .._docstrings import fill_doc
 from .._inducing_base import take_rows
 from .._validation import plain
 from ..exceptions import ConvergenceWarning, warn
@@ -65,6 +66,12 @@ CLIP = 1e-15
 #: fuzz suite's SIGNAL_MARGIN
 LINEAR_MARGIN = 0.1
 
+#: The judged rows as both verdicts read them (filled into their docstrings by fill_doc)
+_JUDGED = {"judged": """proba : ndarray of shape (k, n_classes)
+    Predicted probabilities of the judged rows, columns in label order.
+y_index : ndarray of shape (k,), int
+    Their labels as column indices of ``proba``."""}
+
 
 def judged_rows(n_samples):
     """Indices of the training rows the check reads, shape (k,): every row up to
@@ -73,15 +80,13 @@ def judged_rows(n_samples):
                      .astype(np.int64))
 
 
+@fill_doc(_JUDGED)
 def compare_with_frequencies(proba, y_index):
     """The fit's accuracy and log loss against the constant predictor of the frequencies.
 
     Parameters
     ----------
-    proba : ndarray of shape (k, n_classes)
-        Predicted probabilities of the judged rows, columns in label order.
-    y_index : ndarray of shape (k,), int
-        Their labels as column indices of ``proba``.
+    %(judged)s
 
     Returns
     -------
@@ -120,15 +125,13 @@ def linear_accuracy(X, y_index):
     return float(model.score(X, y_index))
 
 
+@fill_doc(_JUDGED)
 def one_class_verdict(proba, y_index, X):
     """Does the fit predict one class for every judged row while a linear model does better?
 
     Parameters
     ----------
-    proba : ndarray of shape (k, n_classes)
-        Predicted probabilities of the judged rows, columns in label order.
-    y_index : ndarray of shape (k,), int
-        Their labels as column indices of ``proba``.
+    %(judged)s
     X : ndarray of shape (k, n_features), or a callable returning it
         Their inputs (any units: the baseline standardises them); a callable is called only
         when the predictions take one class.

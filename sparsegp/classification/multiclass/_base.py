@@ -11,6 +11,7 @@ from sklearn.base import ClassifierMixin
 
 from ... import kernels as _kernels
 from ..._numba import covfuncs as _cf
+from ..._docstrings import fill_doc
 from ..._inducing_base import InducingPointEstimator, median_lengthscale, take_rows  # noqa: F401
 from ..._scaling import InputScaling
 from ..._validation import check_int, check_optimizer
@@ -108,26 +109,10 @@ classification using expectation propagation. ICML 2017.""",
 }
 
 
-def fill_shared_docs(cls):
-    """Class decorator: replace each docstring line ``%(name)s`` by ``SHARED_DOCS[name]``.
-
-    Every line of the entry gets the placeholder's indentation, so an entry written once at
-    column 0 reads as part of the class docstring, and ``help()``, numpydoc and the docstring
-    tests see the full text.
-    """
-    if cls.__doc__ is None:             # python -OO
-        return cls
-    out = []
-    for line in cls.__doc__.split("\n"):
-        key = line.strip()
-        if key.startswith("%(") and key.endswith(")s"):
-            indent = line[:len(line) - len(line.lstrip())]
-            out.extend(indent + part if part else part
-                       for part in SHARED_DOCS[key[2:-2]].split("\n"))
-        else:
-            out.append(line)
-    cls.__doc__ = "\n".join(out)
-    return cls
+#: Class decorator: each docstring line ``%(name)s`` becomes ``SHARED_DOCS[name]``, every
+#: line with the placeholder's indentation, so that ``help()``, numpydoc and the docstring
+#: tests see the full text (:func:`sparsegp._docstrings.fill_doc`).
+fill_shared_docs = fill_doc(SHARED_DOCS)
 
 
 class MultiClassGPClassifier(FrequencyCheckMixin, ClassifierMixin, InducingPointEstimator):
