@@ -141,8 +141,7 @@ def download_file(remote, data_home=None, base_url=None):
     target = folder / remote.fname
     base_url = base_url or os.environ.get(BASE_URL_ENV_VAR) or None
     url = f"{base_url.rstrip('/')}/{remote.fname}" if base_url else remote.url
-    record = folder / f"{remote.fname}.sha256"
-    sha256 = remote.sha256 or (record.read_text().strip() if record.is_file() else None)
+    sha256, record = _held_to(folder, remote.fname, remote.sha256)
     if url is None:  # a file placed by hand: held to its hash like a downloaded one
         if not target.is_file():
             raise DownloadError(f"{remote.fname} has no download URL; get it by hand "
@@ -219,8 +218,7 @@ def verify_cache(data_home=None):
         path = folder / fname
         if not path.is_file():
             continue
-        record = folder / f"{fname}.sha256"
-        expected = known[fname] or (record.read_text().strip() if record.is_file() else None)
+        expected, _ = _held_to(folder, fname, known[fname])
         ok = expected is None or _sha256(path) == expected
         results.append((fname, "ok" if ok else "MISMATCH"))
     return results
@@ -234,6 +232,14 @@ def _entry(name):
             return REGISTRY[cand.lower()]
     raise ValueError(f"name must be a registered data set ({', '.join(sorted(REGISTRY))}); "
                      f"got {name!r}")
+
+
+def _held_to(folder, fname, registered):
+    """``(sha256, record)`` of the file ``folder/fname``: the SHA-256 it is held to (the
+    registered one, else the one recorded at its first download, else None) and the path of
+    that record (``<fname>.sha256`` beside it)."""
+    record = folder / f"{fname}.sha256"
+    return registered or (record.read_text().strip() if record.is_file() else None), record
 
 
 def _sha256(path):
