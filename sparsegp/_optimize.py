@@ -12,12 +12,11 @@ over a packed vector theta whose kernel entries are logs, as a kernel's ``theta`
     :class:`SignAdaptiveStep` step per evaluation.
 
 Bounds
-    An (n, 2) array of lower/upper bounds on theta, ±inf where a coordinate is unbounded;
-    :func:`kernel_log_bounds` gives a kernel's rows and :func:`unbounded` the rest (bias,
-    inducing inputs). ``L-BFGS-B`` keeps to them. ``CG`` has no constraints, so the objective
+    An (n, 2) array of lower/upper bounds on theta, ±inf where a coordinate is unbounded,
+    from the parameter vector's packing (:mod:`sparsegp._params`). ``L-BFGS-B`` keeps to them. ``CG`` has no constraints, so the objective
     is evaluated at the point clipped into the box (flat outside it: zero gradient in a
     clipped coordinate) and the result is clipped: the same search inside the box, and never
-    an answer outside it.
+    an answer outside it. :func:`ascend` clips every step's point into them.
 
 Restarts
     Start 0 is theta0; every further start draws the coordinates in ``restart_mask``
@@ -84,6 +83,8 @@ from scipy import optimize
 
 from ._config import TOL_MIN_ROWS
 from ._numba import optimize as _nbopt
+# the parameter vector's bounds are written there (one module packs every estimator's theta)
+from ._params import kernel_log_bounds, unbounded
 from ._validation import check_random_state, check_tol
 from .exceptions import ConvergenceWarning, warn
 
@@ -137,39 +138,6 @@ NUMERICAL_ERRORS = (np.linalg.LinAlgError, sla.LinAlgError, FloatingPointError,
 
 # ----------------------------------------------------------------------------------------------
 # bounds
-
-
-def kernel_log_bounds(spec, n_features):
-    """Free mask and log bounds of a kernel's ``[log s2, log l (1 value, or D with ARD)]``.
-
-    Parameters
-    ----------
-    spec : sparsegp.kernels.StationarySpec
-    n_features : int
-
-    Returns
-    -------
-    free : ndarray of shape (n,), bool
-        True where the kernel does not hold the parameter fixed; n = 1 + (D if ARD else 1).
-    bounds : ndarray of shape (n, 2)
-        Rows (low, high) of log bounds; ±inf where unbounded or fixed (take ``bounds[free]``
-        for the entries a packed theta holds). ``spec.lengthscale_bounds`` may be one pair or
-        one row per feature.
-    """
-    n_ls = n_features if spec.ard else 1
-    free = np.array([spec.free_variance] + [spec.free_lengthscale] * n_ls, dtype=bool)
-    # one (low, high) pair for every length-scale, or one row per feature when the spec is in
-    # model units (sparsegp._scaling.InputScaling.spec_to_model)
-    pairs = np.asarray(spec.lengthscale_bounds, dtype=np.float64).reshape(-1, 2)
-    rows = pairs[np.minimum(np.arange(n_ls), pairs.shape[0] - 1)]
-    bounds = np.vstack([np.reshape(np.asarray(spec.variance_bounds, dtype=np.float64), (1, 2)),
-                        rows])
-    return free, bounds
-
-
-def unbounded(n):
-    """Bounds of ``n`` unbounded coordinates, shape (n, 2) of (-inf, inf) rows."""
-    return np.tile([-np.inf, np.inf], (int(n), 1))
 
 
 def _box(bounds, n):
@@ -688,7 +656,7 @@ class AscentResult:
 
 def ascend(evaluate, theta0, stepper, max_iter, *, advance=None, batches=None,
            on_success=None, on_epoch=None, on_failure=None, max_failures=MAX_FAILURES,
-           label="ascent", tol=None, window=STOP_WINDOW):
+           label="ascent", tol=None, window=STOP_WINDOW, bounds=None):
     """Step up a changing objective: evaluate, then one stepper step, ``max_iter`` times.
 
     In batch mode with ``tol``, the module's stopping rule ends the loop earlier: once the
@@ -702,8 +670,9 @@ def ascend(evaluate, theta0, stepper, max_iter, *, advance=None, batches=None,
     evaluate : callable ``evaluate(theta, batch) -> (value, grad, info)``
         The objective at theta on one minibatch (``batch`` None in batch mode). Failed points
         (module docstring) are not counted.
-    theta0 : object
-        The starting point (an ndarray, or any object ``advance`` steps).
+    theta0 : ndarray of shape (n,) or object
+        The starting point (an ndarray, or, without ``bounds``, any object ``advance``
+        steps).
     stepper : Adam or SignAdaptiveStep
         Its ``shrink`` is called after a failed evaluation.
     max_iter : int
@@ -732,6 +701,9 @@ def ascend(evaluate, theta0, stepper, max_iter, *, advance=None, batches=None,
         first is then a ConvergenceWarning. None: ``max_iter`` iterations, no warning.
         Ignored with minibatches.
     window : int
+    bounds : ndarray of shape (n, 2), optional
+        Lower and upper bounds on theta, ±inf where unbounded: every step's point is clipped
+        into them (theta0 is taken as given). None, or no finite entry: no clipping.
 
     Returns
     -------
@@ -739,6 +711,16 @@ def ascend(evaluate, theta0, stepper, max_iter, *, advance=None, batches=None,
     """
     tol = check_tol(tol)
     step = advance if advance is not None else stepper.step
+    if bounds is not None:
+        if not isinstance(theta0, np.ndarray):
+            raise ValueError("bounds need theta0 as an ndarray (the packed parameter vector); "
+                             f"got {type(theta0).__name__}")
+        lo, hi = _box(bounds, theta0.size)
+        if np.any(np.isfinite(lo)) or np.any(np.isfinite(hi)):
+            unclipped = step
+
+            def step(theta, grad):
+                return np.clip(unclipped(theta, grad), lo, hi)
     rule = tol is not None and batches is None
     best = []                      # batch mode: the best value after 1, 2, ... iterations
     settled = False

@@ -1,0 +1,304 @@
+"""One parameter vector: the named blocks every hyper-parameter search packs into one theta.
+
+A search (:func:`sparsegp._optimize.maximize` or :func:`sparsegp._optimize.ascend`) moves one
+flat vector theta. What theta holds is a :class:`Packing`: an ordered list of named
+:class:`Block` s, each with its shape, its coordinates (the log of a positive parameter, or the
+value itself), its bounds in those coordinates, and whether the search moves it. The usual
+order is the kernel's blocks (:func:`kernel_blocks`: log s², then log ℓ, with the kernel's
+bounds and "fixed" flags), then a bias, a noise, the inducing inputs, or a per-class stack of
+all of these (the multi-class models).
+
+The packing gives, for every estimator alike:
+
+* :meth:`Packing.pack` / :meth:`Packing.unpack`: values by name to theta and back; a held
+  block keeps its given value and takes no entry of theta; a *shared* block (an isotropic
+  kernel's one length-scale standing for D) takes one entry, repeated on unpacking;
+* :meth:`Packing.gradient`: the chain rule from the derivatives by the natural values to
+  d/d theta (p · d/dp on log blocks, summed over a shared block);
+* :meth:`Packing.bounds` (n, 2) for :func:`~sparsegp._optimize.maximize` and
+  :func:`~sparsegp._optimize.ascend`, and :meth:`Packing.clip`.
+
+Boxes
+    :data:`DEFAULT_BOX` is the one default box of a positive hyper-parameter in natural units.
+    :data:`BOX_OVERRIDES` names, in this one place, the estimators whose committed fits were
+    made inside another box, each with its reason. They are kept because a box is active in
+    the search even when no fit ends on it: restarts are drawn uniformly inside it, and
+    L-BFGS-B's projected steps depend on its sides, so a change would move committed numbers.
+"""
+import math
+
+import numpy as np
+
+__all__ = ["Block", "Packing", "kernel_blocks", "kernel_log_bounds", "unbounded",
+           "DEFAULT_BOX", "BOX_OVERRIDES", "UNBOUNDED", "log_box"]
+
+#: The default box of every positive hyper-parameter (natural units): a kernel object's bounds
+#: when the user gives none (``SquaredExponential()``), as scikit-learn's kernels default to.
+#: Ten decades either side of one, in the standardised units the estimators work in, hold
+#: every usable variance and length-scale while keeping the factorisations away from the
+#: overflow and round-off at the extremes.
+DEFAULT_BOX = (1e-5, 1e5)
+
+#: Natural-value box of a default kernel searched without bounds: at log ±690.8 it is wider
+#: than any usable value, so passing a fitted ``kernel_`` back in as ``kernel`` searches the
+#: same way, restarts included (drawn a factor of ten about the start on its sides, as on
+#: infinite ones: :data:`sparsegp._optimize.OPEN_SIDE`).
+UNBOUNDED = (1e-300, 1e300)
+
+#: The estimators whose search keeps its own box instead of :data:`DEFAULT_BOX`, and why.
+#: Each entry is a natural-value pair; :func:`log_box` gives its log bounds.
+BOX_OVERRIDES = {
+    # the binary classifiers (EP, GFITC, IVM) and the multi-class EP/SEP engine searched their
+    # default kernel without bounds since their papers' code did; the default kernel keeps that
+    "default_kernel_unbounded": UNBOUNDED,
+    # SparseGPRegressor: σ² and the default kernel in model units; the noise box is a floor
+    # for the factorisations (regression._search), and its restarts are drawn inside it
+    "regression": (1e-6, 1e6),
+    # StagewiseGPClassifier: the variance and length-scale of the seed-004 search in
+    # standardised units; its committed figures were made inside this box
+    "stagewise": (1e-3, 1e3),
+    # IVMClassifier's probit noise variance s_n^2 (the evidence search with learn_noise)
+    "ivm_noise": (1e-4, 1e4),
+    # the multi-class baselines' L-BFGS-B searches (GFITC, batch VI): every log parameter in
+    # [-10, 10], the box of the authors' R code (notes multiclass_ep.md §7.2)
+    "multiclass_lbfgs": (math.exp(-10.0), math.exp(10.0)),
+}
+
+
+def log_box(name):
+    """Log bounds ``(low, high)`` of box ``name`` ("default" or a key of
+    :data:`BOX_OVERRIDES`); exact where the box is written as logs (multiclass ±10)."""
+    if name == "multiclass_lbfgs":
+        return -10.0, 10.0
+    lo, hi = DEFAULT_BOX if name == "default" else BOX_OVERRIDES[name]
+    return math.log(lo), math.log(hi)
+
+
+def unbounded(n):
+    """Bounds of ``n`` unbounded coordinates, shape (n, 2) of (-inf, inf) rows."""
+    return np.tile([-np.inf, np.inf], (int(n), 1))
+
+
+class Block:
+    """One named block of the parameter vector.
+
+    Parameters
+    ----------
+    name : str
+    shape : int or tuple of int
+        Shape of the block's values (what :meth:`Packing.unpack` returns).
+    log : bool, default=False
+        The vector holds log p of a positive p (the chain rule multiplies by p).
+    bounds : None, pair or ndarray of shape (size, 2)
+        Bounds in the vector's coordinates (log bounds for a log block); None: unbounded.
+    free : bool, default=True
+        False: the block is held at ``value`` and takes no entry of theta.
+    shared : bool, default=False
+        One entry of theta stands for every value of the block (an isotropic kernel's one
+        length-scale for D features); its bounds are the first row's.
+    value : array-like, optional
+        The values in the vector's coordinates, used when held (``free=False``).
+    natural_value : array-like, optional
+        A held log block's positive values as given, returned by :meth:`Packing.natural`
+        as they are (exp of their log may differ in the last bit).
+    """
+
+    def __init__(self, name, shape, log=False, bounds=None, free=True, shared=False,
+                 value=None, natural_value=None):
+        self.name = str(name)
+        self.shape = (int(shape),) if np.ndim(shape) == 0 else tuple(int(s) for s in shape)
+        self.size = int(np.prod(self.shape, dtype=np.int64))
+        self.log = bool(log)
+        self.free = bool(free)
+        self.shared = bool(shared)
+        rows = unbounded(self.size) if bounds is None else np.array(
+            np.broadcast_to(np.asarray(bounds, dtype=np.float64).reshape(-1, 2),
+                            (self.size, 2)))
+        self.lo, self.hi = rows[:, 0].copy(), rows[:, 1].copy()
+        self.value = None if value is None else np.array(
+            np.broadcast_to(np.asarray(value, dtype=np.float64), self.shape))
+        self.natural_value = None if natural_value is None else np.array(
+            np.broadcast_to(np.asarray(natural_value, dtype=np.float64), self.shape))
+        if not self.free and self.value is None:
+            raise ValueError(f"block {self.name!r} is held but has no value")
+
+    @property
+    def n_packed(self):
+        """Entries of theta the block takes: 0 held, 1 shared, else its size."""
+        if not self.free:
+            return 0
+        return 1 if self.shared else self.size
+
+    def __repr__(self):
+        kind = "log" if self.log else "identity"
+        state = "held" if not self.free else ("shared" if self.shared else "free")
+        return f"Block({self.name!r}, shape={self.shape}, {kind}, {state})"
+
+
+class Packing:
+    """An ordered list of :class:`Block` s and the one vector theta they pack into.
+
+    Parameters
+    ----------
+    blocks : sequence of Block
+        In the order theta holds them; names must be unique.
+    """
+
+    def __init__(self, blocks):
+        self.blocks = list(blocks)
+        names = [b.name for b in self.blocks]
+        if len(set(names)) != len(names):
+            raise ValueError(f"block names must be unique; got {names}")
+        self.slices = {}
+        i = 0
+        for b in self.blocks:
+            self.slices[b.name] = slice(i, i + b.n_packed)
+            i += b.n_packed
+        self.size = i
+
+    def __getitem__(self, name):
+        for b in self.blocks:
+            if b.name == name:
+                return b
+        raise KeyError(name)
+
+    def pack(self, values):
+        """theta (size,) from ``values`` {name: array of the block's shape} in the vector's
+        coordinates (logs for log blocks); held blocks are left out, a shared block packs its
+        first value."""
+        parts = []
+        for b in self.blocks:
+            if not b.free:
+                continue
+            v = np.ravel(values[b.name])
+            parts.append(v[:1] if b.shared else v)
+        return np.concatenate(parts) if parts else np.empty(0)
+
+    def unpack(self, theta):
+        """{name: array of the block's shape} in the vector's coordinates (new arrays)."""
+        theta = np.asarray(theta, dtype=np.float64)
+        if theta.shape != (self.size,):
+            raise ValueError(f"theta must have shape ({self.size},); got {theta.shape}")
+        out = {}
+        for b in self.blocks:
+            if not b.free:
+                out[b.name] = b.value.copy()
+            elif b.shared:
+                out[b.name] = np.full(b.shape, theta[self.slices[b.name]][0])
+            else:
+                out[b.name] = theta[self.slices[b.name]].reshape(b.shape).copy()
+        return out
+
+    def natural(self, theta):
+        """:meth:`unpack` with log blocks mapped back to their positive values (exp)."""
+        out = self.unpack(theta)
+        for b in self.blocks:
+            if b.log and not b.free and b.natural_value is not None:
+                out[b.name] = b.natural_value.copy()
+            elif b.log:
+                out[b.name] = np.exp(out[b.name])
+        return out
+
+    def gradient(self, grads, natural):
+        """d value / d theta from the derivatives by the natural values (the chain rule).
+
+        Parameters
+        ----------
+        grads : dict {name: array of the block's shape}
+            d value / d p for every free block (by the value itself for identity blocks).
+        natural : dict {name: array of the block's shape}
+            The natural values p (:meth:`natural`), for the log blocks' factor p.
+
+        Returns
+        -------
+        ndarray of shape (size,)
+            p · d/dp on log blocks, d/dp elsewhere; summed over a shared block.
+        """
+        parts = []
+        for b in self.blocks:
+            if not b.free:
+                continue
+            g = np.ravel(np.asarray(grads[b.name], dtype=np.float64))
+            if b.log:
+                g = g * np.ravel(natural[b.name])
+            parts.append(np.array([np.sum(g)]) if b.shared else g)
+        return np.concatenate(parts) if parts else np.empty(0)
+
+    def bounds(self):
+        """Bounds (size, 2) of theta, ±inf where unbounded (a shared block: its first row)."""
+        rows = []
+        for b in self.blocks:
+            if not b.free:
+                continue
+            n = b.n_packed
+            rows.append(np.column_stack([b.lo[:n], b.hi[:n]]))
+        return np.vstack(rows) if rows else np.empty((0, 2))
+
+    def clip(self, theta):
+        """theta clipped into :meth:`bounds` (a new array)."""
+        b = self.bounds()
+        return np.clip(np.asarray(theta, dtype=np.float64), b[:, 0], b[:, 1])
+
+    def names(self):
+        """One label per entry of theta: the block's name, indexed when it has several."""
+        out = []
+        for b in self.blocks:
+            n = b.n_packed
+            out += [b.name] if n == 1 else [f"{b.name}[{j}]" for j in range(n)]
+        return out
+
+
+def kernel_log_bounds(spec, n_features):
+    """Free mask and log bounds of a kernel's ``[log s2, log l (1 value, or D with ARD)]``.
+
+    Parameters
+    ----------
+    spec : sparsegp.kernels.StationarySpec
+    n_features : int
+
+    Returns
+    -------
+    free : ndarray of shape (n,), bool
+        True where the kernel does not hold the parameter fixed; n = 1 + (D if ARD else 1).
+    bounds : ndarray of shape (n, 2)
+        Rows (low, high) of log bounds; ±inf where unbounded or fixed (take ``bounds[free]``
+        for the entries a packed theta holds). ``spec.lengthscale_bounds`` may be one pair or
+        one row per feature.
+    """
+    n_ls = n_features if spec.ard else 1
+    free = np.array([spec.free_variance] + [spec.free_lengthscale] * n_ls, dtype=bool)
+    # one (low, high) pair for every length-scale, or one row per feature when the spec is in
+    # model units (sparsegp._scaling.InputScaling.spec_to_model)
+    pairs = np.asarray(spec.lengthscale_bounds, dtype=np.float64).reshape(-1, 2)
+    rows = pairs[np.minimum(np.arange(n_ls), pairs.shape[0] - 1)]
+    bounds = np.vstack([np.reshape(np.asarray(spec.variance_bounds, dtype=np.float64), (1, 2)),
+                        rows])
+    return free, bounds
+
+
+def kernel_blocks(spec, n_features, prefix=""):
+    """The kernel's two blocks, ``log_variance`` (1,) and ``log_lengthscale`` (D,), from
+    its spec: log coordinates, the kernel's log bounds, held where the kernel says "fixed"
+    (at its values), and the length-scale shared unless the kernel is ARD.
+
+    Parameters
+    ----------
+    spec : sparsegp.kernels.StationarySpec
+    n_features : int
+    prefix : str
+        Prepended to the block names (per-class stacks).
+
+    Returns
+    -------
+    list of Block
+    """
+    _, lims = kernel_log_bounds(spec, n_features)
+    D = int(n_features)
+    ls_rows = lims[1:] if spec.ard else np.broadcast_to(lims[1], (D, 2))
+    return [Block(prefix + "log_variance", 1, log=True, bounds=lims[:1],
+                  free=spec.free_variance, value=math.log(spec.variance),
+                  natural_value=spec.variance),
+            Block(prefix + "log_lengthscale", D, log=True, bounds=ls_rows,
+                  free=spec.free_lengthscale, shared=not spec.ard,
+                  value=np.log(np.asarray(spec.lengthscale, dtype=np.float64)),
+                  natural_value=spec.lengthscale)]
