@@ -27,7 +27,7 @@ def _problem(seed, N, C, M, D, noise=None):
 
 def _converged(X, y, var, noi, ls, Z, method="ep", nik=True, jitter=1e-10, tol=1e-12):
     C, M, D = Z.shape
-    hyp = mce.Hyper(np.log(var), np.log(noi), np.log(ls), Z)
+    hyp = mck.ClassParams(np.log(var), np.log(noi), np.log(ls), Z)
     st = mce.EPState(method, X.shape[0], C, M, mcl.class_counts_factors(y, C))
     mce.converge_ep(X, y, hyp, st, nik, jitter, tol=tol)
     return hyp, st
@@ -195,7 +195,7 @@ def _fd_check(nik, coords=None):
         for s in (1, -1):
             t = theta.copy()
             t[j] += s * h
-            hp = mce.Hyper.from_vector(t, C, M, D)
+            hp = mck.ClassParams.unpack(t, C, M, D)
             s2 = st.copy()
             mce.converge_ep(X, y, hp, s2, nik, jitter, damping=1.0, tol=1e-13)
             vals.append(mce.batch_evidence(X, y, hp, s2, nik, jitter, compute_grad=False)[0])
@@ -361,7 +361,7 @@ def test_minibatch_in_place_site_totals_equal_recomputation():
     several minibatches (with hyper-parameter steps between them) they must equal the totals
     rebuilt from the stored sites and directions."""
     X, y, var, noi, ls, Z = _problem(12, 20, 3, 3, 2)
-    hyp = mce.Hyper(np.log(var), np.log(noi), np.log(ls), Z)
+    hyp = mck.ClassParams(np.log(var), np.log(noi), np.log(ls), Z)
     st = mce.EPState("ep", 20, 3, 3, mcl.class_counts_factors(y, 3))
     rng = np.random.default_rng(0)
     for step in range(6):
@@ -370,7 +370,7 @@ def test_minibatch_in_place_site_totals_equal_recomputation():
         data = mce.data_terms(X[idx], hyp, prior)
         _, grad, _ = mce.minibatch_update(X[idx], y[idx], idx, hyp, st, prior, data, 20 / 7,
                                           True, 1e-10)
-        hyp = mce.Hyper.from_vector(hyp.pack() + 1e-3 * np.sign(grad), 3, 3, 2)
+        hyp = mck.ClassParams.unpack(hyp.pack() + 1e-3 * np.sign(grad), 3, 3, 2)
     w_tau, w_eta = mce.site_totals(None, y, 3, *st.sites)
     T, h = mce.u_space(st.Vo, w_tau, w_eta)
     assert np.allclose(st.T, T, atol=1e-12)

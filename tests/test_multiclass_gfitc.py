@@ -17,11 +17,11 @@ from sparsegp._config import MC_GFITC_TOL
 from sparsegp.kernels import SquaredExponential
 from sparsegp.metrics import mean_nlp
 from sparsegp._numba.multiclass_gfitc import gfitc_parallel_update
+from sparsegp.classification.multiclass.kernel import ClassParams
 from sparsegp.classification.multiclass.gfitc_ep import (
     _GFITCState, _Sites, _update_sites, gfitc_gradient, gfitc_log_evidence,
     gfitc_marginals, gfitc_posterior, gfitc_run_ep, gfitc_run_ep_parallel,
 )
-from sparsegp.classification.multiclass.kernel import BoxHyper
 
 JITTER = 1e-10
 
@@ -31,7 +31,7 @@ def _problem(seed, N=12, D=2, C=3, M=4):
     X = rng.normal(size=(N, D))
     y = np.arange(N) % C
     rng.shuffle(y)
-    hyp = BoxHyper(np.log(rng.uniform(0.6, 1.6, C)), np.log(rng.uniform(0.1, 0.6, C)),
+    hyp = ClassParams(np.log(rng.uniform(0.6, 1.6, C)), np.log(rng.uniform(0.1, 0.6, C)),
                  np.log(rng.uniform(0.6, 2.0, (C, D))), rng.normal(size=(C, M, D)))
     return X, y.astype(np.int64), hyp
 
@@ -263,7 +263,7 @@ def test_gradient_matches_finite_differences(nik):
         for sgn in (1.0, -1.0):
             t2 = theta.copy()
             t2[j] += sgn * h
-            h2 = BoxHyper.unpack(t2, C, M, D)
+            h2 = ClassParams.unpack(t2, C, M, D)
             st2, s2 = _converged(X, y, h2, nik, tol=1e-13, sites=sites.copy())
             vals.append(gfitc_log_evidence(y, st2, s2))
         fd[j] = (vals[0] - vals[1]) / (2 * h)
@@ -280,7 +280,7 @@ def test_two_classes_z_equals_x_is_full_gp_ep():
     X = rng.uniform(-2, 2, size=(N, D))
     y = np.array([0, 1] * 5, dtype=np.int64)
     var, noise, ls = np.array([1.2, 0.8]), np.array([0.3, 0.2]), np.array([[1.0, 0.7], [0.6, 1.3]])
-    hyp = BoxHyper(np.log(var), np.log(noise), np.log(ls), np.stack([X, X]))
+    hyp = ClassParams(np.log(var), np.log(noise), np.log(ls), np.stack([X, X]))
     state, sites = _converged(X, y, hyp, nik=False)
     lz = gfitc_log_evidence(y, state, sites)
     K = np.array([se_dense(X, X, var[c], ls[c]) + noise[c] * np.eye(N) for c in range(C)])
@@ -297,7 +297,7 @@ def test_two_classes_zero_amplitude_is_binary_probit_ep():
     X = rng.normal(size=(N, D))
     y = (X[:, 0] + 0.3 * rng.normal(size=N) > 0).astype(np.int64)
     Z = rng.normal(size=(M, D))
-    hyp = BoxHyper(np.array([np.log(1.5), -np.inf]), np.log([0.2, 1.0]),
+    hyp = ClassParams(np.array([np.log(1.5), -np.inf]), np.log([0.2, 1.0]),
                  np.log([[0.9, 1.4], [1.0, 1.0]]), np.stack([Z, Z]))
     with np.errstate(divide="ignore"):
         state, sites = _converged(X, y, hyp, nik=True)
@@ -318,7 +318,7 @@ def test_label_permutation_symmetry():
     lz = gfitc_log_evidence(y, state, sites)
     perm = np.array([2, 0, 1])  # new class j is old class perm[j]
     inv = np.argsort(perm)
-    hyp2 = BoxHyper(hyp.log_variance[perm], hyp.log_noise[perm], hyp.log_lengthscale[perm],
+    hyp2 = ClassParams(hyp.log_variance[perm], hyp.log_noise[perm], hyp.log_lengthscale[perm],
                   hyp.Z[perm])
     y2 = inv[y]
     state2, sites2 = _converged(X, y2, hyp2, True)

@@ -45,7 +45,7 @@ def _problem(seed, N, C, M, D):
 
 def _converged(X, y, var, noi, ls, Z, family, method="ep", tol=1e-13):
     C, M, D = Z.shape
-    hyp = mce.Hyper(np.log(var), np.log(noi), np.log(ls), Z, family)
+    hyp = mck.ClassParams(np.log(var), np.log(noi), np.log(ls), Z, family)
     st = mce.EPState(method, X.shape[0], C, M, mcl.class_counts_factors(y, C))
     mce.converge_ep(X, y, hyp, st, True, 1e-10, tol=tol)
     return hyp, st
@@ -80,7 +80,7 @@ def test_ep_gradient_matches_finite_differences_for_every_family(family):
         for s in (1, -1):
             t = theta.copy()
             t[j] += s * h
-            hp = mce.Hyper.from_vector(t, C, M, D, family)
+            hp = mck.ClassParams.unpack(t, C, M, D, family)
             s2 = st.copy()
             mce.converge_ep(X, y, hp, s2, True, 1e-10, damping=1.0, tol=1e-13)
             vals.append(mce.batch_evidence(X, y, hp, s2, True, 1e-10, compute_grad=False)[0])
@@ -260,21 +260,21 @@ def test_unsupported_kernels_are_value_errors():
 
 
 # ------------------------------------------------------------------------------------------
-# the baselines: VI (SVGP) and GFITC share BoxHyper and ClassKernel
+# the baselines: VI (SVGP) and GFITC share ClassKernel (and ClassParams with EP)
 # ------------------------------------------------------------------------------------------
 def _baseline_problem(seed, family, N=8, D=2, C=3, M=2):
-    from sparsegp.classification.multiclass.kernel import BoxHyper
+    from sparsegp.classification.multiclass.kernel import ClassParams
     rng = np.random.default_rng(seed)
     X = rng.normal(size=(N, D))
     y = rng.permutation(np.arange(N) % C).astype(np.int64)
-    hyp = BoxHyper(np.log(rng.uniform(0.6, 1.6, C)), np.log(rng.uniform(0.1, 0.6, C)),
+    hyp = ClassParams(np.log(rng.uniform(0.6, 1.6, C)), np.log(rng.uniform(0.1, 0.6, C)),
                  np.log(rng.uniform(0.6, 2.0, (C, D))), rng.normal(size=(C, M, D)), family)
     return X, y, hyp
 
 
 @pytest.mark.parametrize("family", FAMILIES)
 def test_svgp_elbo_gradient_matches_finite_differences_for_every_family(family):
-    from sparsegp.classification.multiclass.kernel import BoxHyper
+    from sparsegp.classification.multiclass.kernel import ClassParams
     from sparsegp.classification.multiclass._svgp import _Variational, gauss_hermite, svgp_elbo
     X, y, hyp = _baseline_problem(1, family, N=9, M=3)
     C, M, D = hyp.Z.shape
@@ -294,7 +294,7 @@ def test_svgp_elbo_gradient_matches_finite_differences_for_every_family(family):
         for sgn in (1.0, -1.0):
             v = vec.copy()
             v[j] += sgn * h
-            vals.append(svgp_elbo(X, y, BoxHyper.unpack(v[:nh], C, M, D, family),
+            vals.append(svgp_elbo(X, y, ClassParams.unpack(v[:nh], C, M, D, family),
                                   _Variational.unpack(v[nh:], C, M), 1e-3, 1e-10, True, x, w,
                                   with_grad=False)[0])
         fd[j] = (vals[0] - vals[1]) / (2 * h)
@@ -304,10 +304,10 @@ def test_svgp_elbo_gradient_matches_finite_differences_for_every_family(family):
 
 @pytest.mark.parametrize("family", FAMILIES)
 def test_gfitc_evidence_gradient_matches_finite_differences_for_every_family(family):
+    from sparsegp.classification.multiclass.kernel import ClassParams
     from sparsegp.classification.multiclass.gfitc_ep import (
         _GFITCState, _Sites, gfitc_gradient, gfitc_log_evidence, gfitc_run_ep,
     )
-    from sparsegp.classification.multiclass.kernel import BoxHyper
 
     def converged(hyp, sites):
         state = _GFITCState(X, hyp, 1e-10, True)
@@ -327,7 +327,7 @@ def test_gfitc_evidence_gradient_matches_finite_differences_for_every_family(fam
         for sgn in (1.0, -1.0):
             t2 = theta.copy()
             t2[j] += sgn * h
-            st2, s2 = converged(BoxHyper.unpack(t2, C, M, D, family), sites.copy())
+            st2, s2 = converged(ClassParams.unpack(t2, C, M, D, family), sites.copy())
             vals.append(gfitc_log_evidence(y, st2, s2))
         fd[j] = (vals[0] - vals[1]) / (2 * h)
     err = np.abs(g - fd) / np.maximum(np.abs(fd), 1e-2)
@@ -371,7 +371,7 @@ def test_svgp_minibatch_with_fixed_variance():
 
 @pytest.mark.parametrize("method", ["ep", "sep"])
 def test_dask_fit_with_a_matern_kernel_equals_the_in_memory_fit(method):
-    """The workers evaluate the kernel from the Hyper they receive, family included."""
+    """The workers evaluate the kernel from the ClassParams they receive, family included."""
     da = pytest.importorskip("dask.array")
     distributed = pytest.importorskip("distributed")
     X, y = _data(n=200, seed=6)
@@ -396,7 +396,7 @@ def _coincident_hyper(C=2, M=4, D=2):
     """Noise-free K_c of M coincident inducing inputs per class: rank one at jitter 0."""
     rng = np.random.default_rng(5)
     Z = np.repeat(rng.normal(size=(C, 1, D)), M, axis=1)
-    return mce.Hyper(np.log([1.3, 0.7][:C]), np.log([0.2, 0.4][:C]), np.zeros((C, D)), Z)
+    return mck.ClassParams(np.log([1.3, 0.7][:C]), np.log([0.2, 0.4][:C]), np.zeros((C, D)), Z)
 
 
 def test_chol_kuu_leaves_a_factorable_k_alone():
@@ -418,9 +418,8 @@ def test_prior_and_class_kernel_factor_a_singular_k_with_the_jitter_added_to_k()
     hyp = _coincident_hyper()
     C, M, _ = hyp.shape
     prior = mce.Prior(hyp, False, 0.0)
-    box = mck.BoxHyper(hyp.log_variance, hyp.log_noise, hyp.log_lengthscale, hyp.Z)
     for c in range(C):
-        kc = mck.ClassKernel(None, box, c, 0.0, False)
+        kc = mck.ClassKernel(None, hyp, c, 0.0, False)
         with pytest.raises(np.linalg.LinAlgError):
             np.linalg.cholesky(prior.K_se[c])
         for K_c, L in ((prior.K[c], prior.L[c]), (kc.K, kc.LK)):

@@ -5,6 +5,7 @@ import pytest
 
 from sparsegp.classification import MultiClassEPClassifier
 from sparsegp.classification.multiclass import engine as mce
+from sparsegp.classification.multiclass import kernel as mck
 from sparsegp.classification.multiclass import likelihood as mcl
 
 
@@ -13,7 +14,7 @@ def _problem(seed=0, N=40, C=3, M=5, D=2):
     X = rng.normal(size=(N, D))
     y = rng.permutation(np.arange(N) % C)
     Z = X[rng.choice(N, M, replace=False)][None].repeat(C, 0) + 0.1 * rng.normal(size=(C, M, D))
-    hyp = mce.Hyper(np.log(rng.uniform(0.8, 1.5, C)), np.log(rng.uniform(0.1, 0.4, C)),
+    hyp = mck.ClassParams(np.log(rng.uniform(0.8, 1.5, C)), np.log(rng.uniform(0.1, 0.4, C)),
                     np.log(rng.uniform(0.7, 1.3, (C, D))), Z)
     state = mce.EPState("ep", N, C, M, mcl.class_counts_factors(y, C))
     return X, y, hyp, state
@@ -75,7 +76,7 @@ def test_outer_schedule_runs_ep_to_convergence_before_its_first_step():
     assert est.log_evidence_ != pytest.approx(ref.log_evidence_, abs=1e-2)  # inner: one sweep
     C, M, D = 3, 6, 2
     scaled = est._scaling.transform(X)
-    hyp = mce.Hyper(np.log(est.variance_), np.log(est.noise_), np.log(est._ls), est._Z)
+    hyp = mck.ClassParams(np.log(est.variance_), np.log(est.noise_), np.log(est._ls), est._Z)
     state = mce.EPState("ep", X.shape[0], C, M, mcl.class_counts_factors(y, C))
     mce.converge_ep(scaled, y, hyp, state, True, est.jitter, damping=0.5, tol=1e-10)
     log_z, _, _ = mce.batch_evidence(scaled, y, hyp, state, True, est.jitter)

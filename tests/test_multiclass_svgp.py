@@ -8,7 +8,7 @@ from reference.dense_multiclass_baselines import log_marginal_mc, svgp_elbo_dens
 from sparsegp import MultiClassSVGPClassifier
 from sparsegp.kernels import SquaredExponential
 from sparsegp.metrics import mean_nlp
-from sparsegp.classification.multiclass.kernel import BoxHyper
+from sparsegp.classification.multiclass.kernel import ClassParams
 from sparsegp.classification.multiclass._svgp import _Variational, gauss_hermite, svgp_elbo
 
 EPS = 1e-3
@@ -19,7 +19,7 @@ def _problem(seed, N=9, D=2, C=3, M=3):
     rng = np.random.default_rng(seed)
     X = rng.normal(size=(N, D))
     y = (np.arange(N) % C).astype(np.int64)
-    hyp = BoxHyper(np.log(rng.uniform(0.6, 1.6, C)), np.log(rng.uniform(0.1, 0.6, C)),
+    hyp = ClassParams(np.log(rng.uniform(0.6, 1.6, C)), np.log(rng.uniform(0.1, 0.6, C)),
                  np.log(rng.uniform(0.6, 2.0, (C, D))), rng.normal(size=(C, M, D)))
     L = np.tril(rng.normal(size=(C, M, M)) * 0.3)
     L[:, np.arange(M), np.arange(M)] = rng.uniform(0.3, 1.0, (C, M))
@@ -57,7 +57,7 @@ def test_gradient_matches_finite_differences(nik):
         for sgn in (1.0, -1.0):
             v = vec.copy()
             v[j] += sgn * h
-            vals.append(svgp_elbo(X, y, BoxHyper.unpack(v[:nh], C, M, D),
+            vals.append(svgp_elbo(X, y, ClassParams.unpack(v[:nh], C, M, D),
                                   _Variational.unpack(v[nh:], C, M), EPS, JITTER, nik, x, w,
                                   with_grad=False)[0])
         fd[j] = (vals[0] - vals[1]) / (2 * h)

@@ -4,7 +4,8 @@ Three estimators over shared pieces; the modules without an underscore are the e
 public interface, used by the estimators, by :mod:`sparsegp.distributed` and by the tests:
 
 ``kernel``      per-class covariances K_c, K_fu, kappa_c, their gradients, packing of the
-                hyper-parameters, triangular solves; the baselines' BoxHyper and ClassKernel
+                hyper-parameters (ClassParams, the one parameter vector of all three),
+                triangular solves; the baselines' ClassKernel
 ``likelihood``  the exact likelihood's factor counts and predictive class probabilities
 ``rows``        training data: the labels' check, row-sliceable inputs, minibatches
 ``engine``      EP/SEP with the pairwise-probit factors kept in u-space: prior, Gaussians,

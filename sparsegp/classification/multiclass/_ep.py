@@ -16,7 +16,7 @@ from ..._validation import check_int, check_option, check_positive, check_tol
 from ..._config import MC_OUTER_EP_MAX_SWEEPS, MC_OUTER_EP_TOL
 from . import engine as _eng
 from ._base import DEPRECATED, MultiClassGPClassifier, fill_shared_docs
-from .kernel import DEFAULT_JITTER, kernel_kfu, tri_solve
+from .kernel import DEFAULT_JITTER, ClassParams, kernel_kfu, tri_solve
 from .likelihood import class_counts_factors, class_probabilities
 
 __all__ = ["MultiClassEPClassifier"]
@@ -257,8 +257,8 @@ class MultiClassEPClassifier(MultiClassGPClassifier):
         rng = self._check_random_state()
         var, noise, ls, Z = self._initial_parameters(X, y_idx, C, rng)
         family, isotropic, log_bounds, frozen = self._kernel_settings(C, Z.shape[1], D)
-        hyp = _eng.Hyper(np.log(var), np.log(noise), np.log(ls), Z, family, isotropic,
-                         log_bounds)
+        hyp = ClassParams(np.log(var), np.log(noise), np.log(ls), Z, family, isotropic,
+                          log_bounds)
         self.classes_ = classes
         self._n_train = int(y_idx.shape[0])       # the rows the evidence sums over
         n_factors = class_counts_factors(y_idx, C)
@@ -272,7 +272,7 @@ class MultiClassEPClassifier(MultiClassGPClassifier):
         mask[frozen] = 0.0        # "fixed" bounds of the kernel and the noise
         return hyp, n_factors, mask, rng
 
-    def _fit_batch(self, rows, hyp, n_factors, max_iter, damping, lr, mask, verbose):
+    def _fit_batch(self, rows, hyp0, n_factors, max_iter, damping, lr, mask, verbose):
         """Batch training over ``rows`` (:class:`.engine.LocalRows` or
         :class:`sparsegp.distributed.DaskRows`).
 
@@ -281,16 +281,17 @@ class MultiClassEPClassifier(MultiClassGPClassifier):
         stepping loop; a failed iteration (improper cavity, non-PD matrix) is retried from
         the previous state with halved damping and rates, as in the R code.
         """
-        C, M, D = hyp.shape
+        C, M, D = hyp0.shape
         nik, jitter = self._nik
-        stepper = SignAdaptiveStep(hyp.pack().size, lr, pooled=self._pooled_rates(hyp))
+        stepper = SignAdaptiveStep(hyp0.pack().size, lr, pooled=self._pooled_rates(hyp0))
         ep = {"state": rows.new_state(self.method, C, M, n_factors), "saved": None,
               "damping": damping}
         t0 = time.perf_counter()
 
         training = self.training
 
-        def evaluate(hyp, _batch):
+        def evaluate(theta, _batch):
+            hyp = hyp0.like(theta)
             # the refinement changes a copy: the state an earlier iteration stored stays as
             # it was (log_marginal_likelihood holds those sites fixed)
             ep["saved"] = ep["state"]
@@ -305,11 +306,11 @@ class MultiClassEPClassifier(MultiClassGPClassifier):
                 log_z, grad, q = rows.evidence(hyp, prior, ep["state"], exact=True)
             else:
                 log_z, grad, q = rows.evidence(hyp, prior, ep["state"])
-            return log_z, grad, (prior, q)
+            return log_z, grad, (hyp, prior, q)
 
-        def on_success(n_iter, hyp, log_z, info, history):
+        def on_success(n_iter, _theta, log_z, info, history):
             self._ep_state = ep["state"]
-            self._store(hyp, *info, log_z, history, n_iter)
+            self._store(*info, log_z, history, n_iter)
             it = n_iter - 1
             if verbose and (it % verbose == 0 or it == max_iter - 1):
                 print(f"[{self.method}] iter {it:4d}  log Z_EP {log_z: .6f}  "
@@ -322,13 +323,15 @@ class MultiClassEPClassifier(MultiClassGPClassifier):
             ep["state"] = ep["saved"]
             ep["damping"] *= 0.5
 
-        def advance(hyp, grad):
+        def advance(theta, grad):
             ep["damping"] *= 0.99          # the annealing of notes §2.6
-            return hyp.advance(stepper, grad, mask)
+            # an isotropic kernel's length-scales move together; ascend clips to the bounds
+            return stepper.step(theta, hyp0.tied(grad), mask)
 
-        res = ascend(evaluate, hyp, stepper, max_iter, advance=advance, on_success=on_success,
-                     on_failure=on_failure, label=f"MultiClassEPClassifier ({self.method})",
-                     tol=stopping_gain(self._tol, self._n_train))
+        res = ascend(evaluate, hyp0.pack(), stepper, max_iter, advance=advance,
+                     on_success=on_success, on_failure=on_failure,
+                     label=f"MultiClassEPClassifier ({self.method})",
+                     tol=stopping_gain(self._tol, self._n_train), bounds=hyp0.bounds())
         self.converged_ = bool(res.converged)
 
     @staticmethod
@@ -351,20 +354,21 @@ class MultiClassEPClassifier(MultiClassGPClassifier):
         C = hyp.log_variance.size
         return slice(2 * C, 2 * C + hyp.log_lengthscale.size)
 
-    def _fit_minibatch(self, rows, hyp, n_factors, max_iter, batch_size, lr, mask, verbose,
+    def _fit_minibatch(self, rows, hyp0, n_factors, max_iter, batch_size, lr, mask, verbose,
                        rng):
         """ADAM on minibatch estimates (notes §5.2) through the training driver; ``rows``
         draws the minibatches and refines their factors."""
-        C, M, D = hyp.shape
+        C, M, D = hyp0.shape
         nik, jitter = self._nik
         state = rows.new_state(self.method, C, M, n_factors)
-        adam = Adam(hyp.pack().size, lr)
+        adam = Adam(hyp0.pack().size, lr)
         epochs = [0]
         t0 = time.perf_counter()
 
         saved = [None]
 
-        def evaluate(hyp, batch):
+        def evaluate(theta, batch):
+            hyp = hyp0.like(theta)
             # a step changes the sites before its evidence is known: keep what it may change,
             # so that a failed step (a non-PD posterior, a non-finite log Z) leaves the state
             # as it was; the rows of a local minibatch are its indices, Dask's sites are tied
@@ -376,8 +380,9 @@ class MultiClassEPClassifier(MultiClassGPClassifier):
         def on_failure(_n_failed):
             state.restore(saved[0])
 
-        def on_step(step, hyp, log_z, _info, history):
+        def on_step(step, theta, log_z, _info, history):
             if self.callback is not None:
+                hyp = hyp0.like(theta)
                 prior_new = _eng.Prior(hyp, nik, jitter)
                 self._store(hyp, prior_new, _eng.Gaussian(prior_new.L, state.T, state.h),
                             log_z, history, epochs[0] + 1)
@@ -390,19 +395,21 @@ class MultiClassEPClassifier(MultiClassGPClassifier):
                 print(f"[{self.method} minibatch] epoch {epoch:4d}  mean log Z_EP "
                       f"{history[-1]: .4f}  {time.perf_counter() - t0:.1f}s")
 
-        res = ascend(evaluate, hyp, adam, max_iter,
-                     advance=lambda hyp, grad: hyp.advance(adam, grad, mask),
+        res = ascend(evaluate, hyp0.pack(), adam, max_iter,
+                     advance=lambda theta, grad: adam.step(theta, hyp0.tied(grad), mask),
                      batches=lambda: rows.minibatches(batch_size, rng),
                      on_success=on_step, on_epoch=on_epoch, on_failure=on_failure,
-                     label=f"MultiClassEPClassifier ({self.method}, minibatch{rows.where})")
-        prior = _eng.Prior(res.theta, nik, jitter)
-        self._store(res.theta, prior, _eng.Gaussian(prior.L, state.T, state.h),
+                     label=f"MultiClassEPClassifier ({self.method}, minibatch{rows.where})",
+                     bounds=hyp0.bounds())
+        hyp = hyp0.like(res.theta)
+        prior = _eng.Prior(hyp, nik, jitter)
+        self._store(hyp, prior, _eng.Gaussian(prior.L, state.T, state.h),
                     res.history[-1], res.history, max_iter)
         self._ep_state = state
         # the objective of the fit over all rows (the history holds minibatch estimates),
         # read a minibatch at a time as the training read them
         self.log_marginal_likelihood_value_ = float(
-            rows.fitted_evidence(res.theta, prior, state, batch_size))
+            rows.fitted_evidence(hyp, prior, state, batch_size))
         self.converged_ = False                 # a budget of epochs, not a stopping rule
 
     def _store(self, hyp, prior, q, log_z, history, n_iter):

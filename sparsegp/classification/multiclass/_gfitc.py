@@ -206,8 +206,8 @@ class MultiClassGFITCClassifier(MultiClassGPClassifier):
         var, noise, ls, Z = self._initial_parameters(X, y_idx, C, rng)
         M = Z.shape[1]
         family, isotropic, log_bounds, frozen = self._kernel_settings(C, M, D)
-        hyp0 = _k.BoxHyper(np.log(var), np.log(noise), np.log(ls), Z, family, isotropic,
-                           log_bounds)
+        hyp0 = _k.ClassParams(np.log(var), np.log(noise), np.log(ls), Z, family, isotropic,
+                              log_bounds, mean_lengthscale=True)
         schedule = self.ep_schedule
         if schedule == "auto":
             schedule = "sequential" if N * C * M * M <= _AUTO_SEQUENTIAL_WORK else "parallel"
@@ -237,17 +237,14 @@ class MultiClassGFITCClassifier(MultiClassGPClassifier):
             # a cold restart when they fail); the driver answers repeated points from memory
             full = full0.copy()
             full[free] = theta
-            hyp = _k.BoxHyper.unpack(full, C, M, D, *hyp0.settings())
+            hyp = hyp0.like(full)
             lz, parts, state, sites, ok, n_sweeps = _ep_evidence(
                 X, y_idx, hyp, warm["sites"], jitter, nik, runner, ep_tol, ep_max)
             sweeps.append(n_sweeps)
             if not np.isfinite(lz):
                 return lz, np.zeros(theta.size), None      # the driver's failure policy
-            grad = gfitc_gradient(X, y_idx, hyp, state, sites, parts).pack()
-            if hyp.isotropic:
-                # the point depends on each class's mean log length-scale (_k.BoxHyper)
-                grad = _k.tie_lengthscales(grad, C, D)
-            grad = grad[free]
+            # the point depends on each class's mean log length-scale (_k.ClassParams)
+            grad = hyp.tied(gfitc_gradient(X, y_idx, hyp, state, sites, parts).pack())[free]
             if np.all(np.isfinite(grad)):
                 warm["sites"] = sites
             return lz, grad, (hyp, state, sites, ok, lz)
@@ -286,7 +283,8 @@ class MultiClassGFITCClassifier(MultiClassGPClassifier):
             # fits on ordinary data reach (breast cancer: theta[0] at 10), and the driver's
             # message names coordinates by index and advises n_restarts, which this
             # estimator does not have
-            res = maximize(evaluate, theta0, method=optimizer, bounds=hyp0.bounds()[free],
+            res = maximize(evaluate, theta0, method=optimizer,
+                           bounds=hyp0.bounds(_k.LBFGS_BOX)[free],
                            max_iter=max_iter, initial=first, callback=on_iteration,
                            progress=bool(verbose), label="MultiClassGFITC",
                            value_name="log Z_EP", tol=stopping_gain(tol, N),
@@ -365,8 +363,7 @@ rows, which a fit keeps."""
     def _log_marginal_likelihood(self, theta, eval_gradient):
         X, y = self._rows_for_lml()
         C, M, D = self._hyp.Z.shape
-        hyp = _k.BoxHyper.unpack(self._hyper_at(theta, self._hyp.Z), C, M, D,
-                            *self._hyp.settings())
+        hyp = self._hyp.like(self._hyper_at(theta, self._hyp.Z))
         jitter, nik, runner, tol, max_sweeps = self._ep_problem
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", ConvergenceWarning)

@@ -25,7 +25,8 @@ import numpy as np
 import scipy.linalg as sla
 
 from ..._numba import multiclass_gfitc as _nb
-from ..._optimize import Adam, ascend, maximize, stopping_gain, unbounded
+from ..._optimize import Adam, ascend, maximize, stopping_gain
+from ..._params import unbounded
 from ..._validation import check_int, check_positive, check_tol, plain
 from ...metrics import _as_labels, class_indices
 from . import kernel as _k
@@ -113,7 +114,7 @@ def svgp_elbo(X, y, hyp, q, eps, jitter, noise_in_kuu, nodes, weights, scale=1.0
     X : ndarray of shape (B, D)
         The rows of the (mini)batch.
     y : ndarray of shape (B,), int64 class indices.
-    hyp : _k.BoxHyper
+    hyp : _k.ClassParams
     q : _Variational
     eps : float
         Robust-max error probability.
@@ -126,7 +127,7 @@ def svgp_elbo(X, y, hyp, q, eps, jitter, noise_in_kuu, nodes, weights, scale=1.0
     Returns
     -------
     elbo : float
-    grad_hyp : _k.BoxHyper or None
+    grad_hyp : _k.ClassParams or None
         d ELBO / d(log sigma, log sigma0, log l, Z).
     grad_q : _Variational or None
         d ELBO / d(m, L) (lower-triangular L entries).
@@ -156,7 +157,7 @@ def svgp_elbo(X, y, hyp, q, eps, jitter, noise_in_kuu, nodes, weights, scale=1.0
         return elbo, None, None
     g_mu = (scale * b0) * dmu
     g_s = (scale * b0) * ds2
-    grad_hyp = _k.BoxHyper.zeros(C, M, D)
+    grad_hyp = _k.ClassParams.zeros(C, M, D)
     grad_q = _Variational(np.zeros((C, M)), np.zeros((C, M, M)))
     I = np.eye(M)
     for c in range(C):
@@ -301,8 +302,9 @@ class MultiClassSVGPClassifier(MultiClassGPClassifier):
         var, noise, ls, Z = self._initial_parameters(X, y_idx, C, rng)
         M = Z.shape[1]
         family, isotropic, log_bounds, frozen = self._kernel_settings(C, M, D)
-        self._hyp_settings = (family, isotropic, log_bounds)
-        hyp = _k.BoxHyper(np.log(var), np.log(noise), np.log(ls), Z, *self._hyp_settings)
+        # GFITC's settings: the mean log length-scale of an isotropic class (_k.ClassParams)
+        self._hyp_settings = (family, isotropic, log_bounds, True)
+        hyp = _k.ClassParams(np.log(var), np.log(noise), np.log(ls), Z, *self._hyp_settings)
         self.classes_ = classes
         self._nik = (bool(self.noise_in_kuu), jitter)
         self._gh = gauss_hermite(n_quad)
@@ -327,7 +329,7 @@ class MultiClassSVGPClassifier(MultiClassGPClassifier):
     def _split(self, vec, shape):
         C, M, D = shape
         nh = 2 * C + C * D + C * M * D
-        hyp = _k.BoxHyper.unpack(vec[:nh], C, M, D, *self._hyp_settings)
+        hyp = _k.ClassParams.unpack(vec[:nh], C, M, D, *self._hyp_settings)
         return hyp, _Variational.unpack(vec[nh:], C, M)
 
     def _objective(self, vec, Xb, yb, shape, scale):
@@ -338,10 +340,8 @@ class MultiClassSVGPClassifier(MultiClassGPClassifier):
                                      scale=scale)
         except (np.linalg.LinAlgError, sla.LinAlgError):
             return -np.inf, None
-        grad = np.concatenate([gh.pack(), gq.pack()])
-        if hyp.isotropic:
-            # the point depends on each class's mean log length-scale only (see _k.BoxHyper)
-            grad = _k.tie_lengthscales(grad, shape[0], shape[2])
+        # the point depends on each class's mean log length-scale only (see _k.ClassParams)
+        grad = hyp.tied(np.concatenate([gh.pack(), gq.pack()]))
         if not (np.isfinite(elbo) and np.all(np.isfinite(grad))):
             return -np.inf, None
         return elbo, grad
@@ -383,7 +383,7 @@ class MultiClassSVGPClassifier(MultiClassGPClassifier):
 
         if max_iter > 0:
             C, M, D = shape
-            bounds = np.vstack([self._split(vec0, shape)[0].bounds(),
+            bounds = np.vstack([self._split(vec0, shape)[0].bounds(_k.LBFGS_BOX),
                                 unbounded(_Variational.size(C, M))])[free]
             # without tol, max_iter is a budget (the paper's experiments), not a cap
             res = maximize(evaluate, theta0, method="lbfgs", bounds=bounds, max_iter=max_iter,
@@ -396,7 +396,9 @@ class MultiClassSVGPClassifier(MultiClassGPClassifier):
         """ADAM on minibatch ELBO estimates through the training driver's stepping loop."""
         N = y.shape[0]
         adam = Adam(int(free.sum()), lr)
-        log_bounds = self._hyp_settings[2]
+        # the kernel's and the noise's log bounds, without the L-BFGS-B box (never applied here)
+        bounds = np.vstack([self._split(vec0, shape)[0].bounds(),
+                            unbounded(_Variational.size(shape[0], shape[1]))])
         self.n_iter_ = 0
         t0 = time.perf_counter()
 
@@ -411,10 +413,6 @@ class MultiClassSVGPClassifier(MultiClassGPClassifier):
         def advance(vec, grad):
             out = vec.copy()
             out[free] = adam.step(vec[free], grad[free])
-            if log_bounds is not None:
-                # a kernel's log bounds (the default covariance has none here)
-                lo, hi = log_bounds
-                out[:lo.size] = np.clip(out[:lo.size], lo, hi)
             return out
 
         def on_step(step, vec, elbo, _info, history):
@@ -430,7 +428,8 @@ class MultiClassSVGPClassifier(MultiClassGPClassifier):
 
         res = ascend(evaluate, vec0.copy(), adam, max_iter, advance=advance,
                      batches=lambda: iter_minibatches(N, batch_size, rng),
-                     on_success=on_step, on_epoch=on_epoch, label="MultiClassSVGP")
+                     on_success=on_step, on_epoch=on_epoch, label="MultiClassSVGP",
+                     bounds=bounds)
         self.n_iter_ = res.n_iter
         self._store(res.theta, shape, self._full_elbo(X, y, res.theta, shape, batch_size)[0],
                     res.history)
@@ -439,7 +438,7 @@ class MultiClassSVGPClassifier(MultiClassGPClassifier):
         """ELBO on all rows, streamed one block at a time (the KL counted once).
 
         With ``with_grad`` also its gradient with respect to the hyper-parameters and Z,
-        packed as :meth:`_k.BoxHyper.pack` (q(u) held fixed); otherwise None in its place.
+        packed as :meth:`_k.ClassParams.pack` (q(u) held fixed); otherwise None in its place.
         """
         hyp, q = self._split(vec, shape)
         nik, jitter = self._nik

@@ -20,7 +20,8 @@ the stable form S_c = L (I + L^T T_c L)^{-1} L^T with K_c = L L^T.
 
 Interface, by layer:
 
-* state: :class:`Hyper` (hyper-parameters and Z), :class:`Prior` (K_c and its factors),
+* state: :class:`.kernel.ClassParams` (hyper-parameters and Z, the one parameter vector),
+  :class:`Prior` (K_c and its factors),
   :class:`Gaussian` (q(u_c) or a cavity), :class:`EPState` (the sites), :class:`EPFailure`;
 * rows (sums over rows, so a data set's chunks can be taken apart and added):
   :func:`data_terms`, :func:`factor_pass`, :func:`sep_row_totals`, :func:`ep_row_refine`,
@@ -84,76 +85,6 @@ def _matmul_tn(A, B):
 # --------------------------------------------------------------------------------------------
 # Hyper-parameters and prior / data quantities
 # --------------------------------------------------------------------------------------------
-class Hyper:
-    """Per-class hyper-parameters in the optimiser's coordinates, and their covariance family.
-
-    Parameters
-    ----------
-    log_variance, log_noise : array-like of shape (C,)
-    log_lengthscale : array-like of shape (C, D)
-    Z : array-like of shape (C, M, D)
-    family : int, default=SE
-        Stationary family code of :mod:`sparsegp._numba.covfuncs`; every kernel evaluation
-        and gradient made from this object uses it (so do Dask workers, which receive it).
-    isotropic : bool, default=False
-        Each class's D length-scales are one parameter: :meth:`advance` moves them together.
-    log_bounds : tuple of two ndarrays, optional
-        (lo, hi) of the packed vector, applied by :meth:`advance`; None: unbounded.
-
-    Notes
-    -----
-    ``pack``/``from_vector`` map to and from one vector (see
-    :func:`.kernel.pack_params`); :meth:`like` keeps the settings.
-    """
-
-    def __init__(self, log_variance, log_noise, log_lengthscale, Z, family=_cf.SE,
-                 isotropic=False, log_bounds=None):
-        self.log_variance = np.array(log_variance, dtype=np.float64)
-        self.log_noise = np.array(log_noise, dtype=np.float64)
-        self.log_lengthscale = np.array(log_lengthscale, dtype=np.float64)
-        self.Z = np.ascontiguousarray(Z, dtype=np.float64)
-        self.family = int(family)
-        self.isotropic = bool(isotropic)
-        self.log_bounds = log_bounds
-
-    @property
-    def shape(self):
-        """(C, M, D)."""
-        return self.Z.shape
-
-    def pack(self):
-        return _k.pack_params(self.log_variance, self.log_noise, self.log_lengthscale, self.Z)
-
-    @classmethod
-    def from_vector(cls, theta, C, M, D, family=_cf.SE, isotropic=False, log_bounds=None):
-        return cls(*_k.unpack_params(theta, C, M, D), family, isotropic, log_bounds)
-
-    def like(self, theta):
-        """A Hyper at packed values ``theta`` with this one's family, tying and bounds."""
-        return Hyper.from_vector(theta, *self.shape, self.family, self.isotropic,
-                                 self.log_bounds)
-
-    def copy(self):
-        return Hyper(self.log_variance, self.log_noise, self.log_lengthscale, self.Z,
-                     self.family, self.isotropic, self.log_bounds)
-
-    def advance(self, optimiser, grad, scale):
-        """One ascent step of ``optimiser`` on ``grad`` in the coordinates theta / scale
-        (scale 0: held), as :meth:`sparsegp._optimize.Adam.step` takes it.
-
-        An isotropic kernel's length-scales get the tied gradient
-        (:func:`.kernel.tie_lengthscales`), and the kernel's log bounds clip the
-        result; neither applies to the default covariance, whose steps are unchanged.
-        """
-        C, M, D = self.shape
-        if self.isotropic:
-            grad = _k.tie_lengthscales(grad, C, D)
-        theta = optimiser.step(self.pack(), grad, scale)
-        if self.log_bounds is not None:
-            theta = np.clip(theta, *self.log_bounds)
-        return self.like(theta)
-
-
 class Prior:
     """K_c, its Cholesky factor and inverse for every class (notes §1.1).
 
@@ -317,7 +248,7 @@ def _row_gradient(X, hyp, prior, Kfu, V, res, scale, noise_in_kuu):
     Returns
     -------
     grad : ndarray
-        Packed like :meth:`Hyper.pack`.
+        Packed like :meth:`.kernel.ClassParams.pack`.
     GVtV : ndarray of shape (C, M, M)
     """
     C, M, D = hyp.shape
@@ -354,7 +285,7 @@ def _prior_gradient(hyp, prior, q, GVtV, noise_in_kuu, W_extra=None):
 
 def _kuu_gradient(hyp, prior, W_uu, noise_in_kuu):
     """Gradient of sum_c <W_uu[c], K_c> (W_uu (C, M, M) symmetric), packed like
-    :meth:`Hyper.pack`."""
+    :meth:`.kernel.ClassParams.pack`."""
     C, M, D = hyp.shape
     g_lv = np.empty(C)
     g_ln = np.empty(C)
@@ -594,7 +525,7 @@ def batch_evidence(X, y, hyp, state, noise_in_kuu, jitter, compute_grad=True, sc
     -------
     log_z : float
     grad : ndarray or None
-        Packed like :meth:`Hyper.pack`.
+        Packed like :meth:`.kernel.ClassParams.pack`.
     q : Gaussian
         The posterior.
     """
@@ -655,7 +586,7 @@ def fixed_site_evidence(X, y, hyp, state, noise_in_kuu, jitter, compute_grad=Tru
     X : array-like of shape (N, D)
         Model-unit training rows (row-sliceable).
     y : ndarray of shape (N,), int
-    hyp : Hyper
+    hyp : .kernel.ClassParams
     state : EPState
         EP with per-row ``sites`` and ``Vo``, or SEP.
     noise_in_kuu : bool
@@ -668,7 +599,7 @@ def fixed_site_evidence(X, y, hyp, state, noise_in_kuu, jitter, compute_grad=Tru
     -------
     log_z : float
     grad : ndarray or None
-        Packed like :meth:`Hyper.pack`.
+        Packed like :meth:`.kernel.ClassParams.pack`.
     """
     C, M, _ = hyp.shape
     ep = state.method == "ep"
@@ -792,7 +723,7 @@ def minibatch_update(Xb, yb, idx, hyp, state, prior, data, scale, noise_in_kuu, 
     yb : ndarray of shape (B,), int
     idx : ndarray of shape (B,), int
         The rows' indices in the training set (EP's per-row sites).
-    hyp : Hyper
+    hyp : .kernel.ClassParams
     state : EPState
     prior : Prior
         At ``hyp``.
@@ -808,7 +739,7 @@ def minibatch_update(Xb, yb, idx, hyp, state, prior, data, scale, noise_in_kuu, 
     log_z : float
         The minibatch estimate of log Z_EP.
     grad : ndarray
-        Packed like :meth:`Hyper.pack`.
+        Packed like :meth:`.kernel.ClassParams.pack`.
     q : Gaussian
         The posterior after the update.
     """

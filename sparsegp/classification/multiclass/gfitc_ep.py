@@ -309,13 +309,13 @@ def gfitc_gradient(X, y, hyp, state, sites, parts=None):
     rows per class.
 
     ``parts`` is the posterior returned by ``gfitc_log_evidence(..., return_parts=True)``.
-    Returns a :class:`_k.BoxHyper` holding the gradient.
+    Returns a :class:`_k.ClassParams` holding the gradient.
     """
     if parts is None:
         _, parts = gfitc_log_evidence(y, state, sites, return_parts=True)
     tau_bar, nu_bar, mu, _, pieces = parts
     C, M, D = hyp.Z.shape
-    grad = _k.BoxHyper.zeros(C, M, D)
+    grad = _k.ClassParams.zeros(C, M, D)
 
     def one(c):
         s, q, UB, _ = pieces[c]

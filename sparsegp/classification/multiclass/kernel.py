@@ -15,23 +15,26 @@ with g(q) = exp(-q/2) for SE and the Matérn forms of :mod:`sparsegp._numba.covf
 inducing values, under which Z_c = X removes the FITC error (notes §1.1, §8 item 7).
 
 Parameters are handled in log space for sigma, sigma0 and l; Z is unconstrained. The packed
-vector used by the optimisers is :func:`pack_params` / :func:`unpack_params`. Also here: the
+vector used by the optimisers is :class:`ClassParams` (:func:`pack_params` /
+:func:`unpack_params`, the packing of :mod:`sparsegp._params`). Also here: the
 triangular solve, and :func:`chol_kuu`, which the three engines factor K_c with (the
 library's one jitter ladder, :func:`sparsegp._linalg.cholesky_jitter`).
 """
+import functools
+
 import numpy as np
 from scipy.linalg import blas as _blas
 
 from ... import kernels as _kernels
 from ..._linalg import cholesky_jitter
-from ..._optimize import unbounded
+from ..._params import Block, Packing, log_box
 from ..._numba import covfuncs as _cf
 from ..._config import MC_GEMM_MIN_D as GEMM_MIN_D, MC_SMALL_KERNEL as _SMALL_KERNEL
 
 #: Default absolute jitter on K_c's diagonal (the R code's 1e-10 nugget).
 DEFAULT_JITTER = 1e-10
-#: The baselines' box on every log hyper-parameter, [-LOG_BOX, LOG_BOX] (notes §7.2, R code)
-LOG_BOX = 10.0
+#: The box of the baselines' L-BFGS-B searches (GFITC, batch VI), named in sparsegp._params
+LBFGS_BOX = "multiclass_lbfgs"
 
 
 # --------------------------------------------------------------------------------------------
@@ -208,23 +211,25 @@ def kernel_grads(X, Z, variance, lengthscale, noise, K_se, Kfu, W_uu, W_fu, w_ka
     return g_var, g_noise, g_ls * lengthscale, g_Z
 
 
+@functools.lru_cache(maxsize=32)
+def _layout(C, M, D):
+    """The unbounded :class:`sparsegp._params.Packing` of C classes (shared, never changed)."""
+    return Packing([Block("log_variance", C, log=True), Block("log_noise", C, log=True),
+                    Block("log_lengthscale", (C, D), log=True), Block("Z", (C, M, D))])
+
+
 def pack_params(log_variance, log_noise, log_lengthscale, Z):
-    """Concatenate (C,), (C,), (C, D), (C, M, D) arrays into one vector."""
-    return np.concatenate([np.ravel(log_variance), np.ravel(log_noise),
-                           np.ravel(log_lengthscale), np.ravel(Z)])
+    """One vector from (C,), (C,), (C, D), (C, M, D) arrays, in that order (a
+    :class:`ClassParams`' packing)."""
+    C, M, D = np.shape(Z)
+    return _layout(C, M, D).pack({"log_variance": log_variance, "log_noise": log_noise,
+                                  "log_lengthscale": log_lengthscale, "Z": Z})
 
 
 def unpack_params(theta, C, M, D):
     """Inverse of :func:`pack_params`: returns (log_variance, log_noise, log_lengthscale, Z)."""
-    theta = np.asarray(theta, dtype=np.float64)
-    i = 0
-    lv = theta[i:i + C].copy(); i += C
-    ln = theta[i:i + C].copy(); i += C
-    ll = theta[i:i + C * D].reshape(C, D).copy(); i += C * D
-    Z = theta[i:i + C * M * D].reshape(C, M, D).copy(); i += C * M * D
-    if i != theta.size:
-        raise ValueError(f"parameter vector has length {theta.size}; expected {i}")
-    return lv, ln, ll, Z
+    v = _layout(C, M, D).unpack(theta)
+    return v["log_variance"], v["log_noise"], v["log_lengthscale"], v["Z"]
 
 
 def tie_lengthscales(grad, C, D):
@@ -291,9 +296,9 @@ def tri_solve(L, B, trans=False):
 # --------------------------------------------------------------------------------------------
 # the baselines' hyper-parameters and per-class covariance blocks (GFITC and VI)
 # --------------------------------------------------------------------------------------------
-class BoxHyper:
-    """The baselines' per-class stationary (SE-ARD by default) hyper-parameters in log space
-    plus inducing inputs, searched inside the box :data:`LOG_BOX` (:meth:`bounds`).
+class ClassParams:
+    """The per-class stack of hyper-parameters in log space and inducing inputs: the one
+    parameter vector of the three multi-class models (EP/SEP, GFITC and VI).
 
     Attributes
     ----------
@@ -301,61 +306,99 @@ class BoxHyper:
     log_noise : ndarray of shape (C,)          log additive latent noise variance sigma0_c
     log_lengthscale : ndarray of shape (C, D)  log length-scales l_cd (not squared)
     Z : ndarray of shape (C, M, D)             inducing inputs
-    family : int                               stationary family code (covfuncs), SE default
+    family : int                               stationary family code (covfuncs), SE default;
+                                               every kernel evaluation and gradient made from
+                                               this object uses it (so do Dask workers)
     isotropic : bool                           each class's D length-scales are one parameter
     log_bounds : tuple of two ndarrays or None (lo, hi) of the packed vector from a kernel
+    mean_lengthscale : bool                    store each class's mean log length-scale when
+                                               isotropic (the L-BFGS-B searches of GFITC and VI)
 
     Notes
     -----
-    With ``isotropic`` each class's log length-scales are replaced by their mean on
-    construction: an optimiser's point is then a function of the shared value alone, whose
-    gradient is :func:`.kernel.tie_lengthscales` of the per-feature one.
+    The vector is :func:`pack_params`' (the packing of :mod:`sparsegp._params`, every block
+    stored whole). An isotropic class's D log length-scales are one parameter stored D times;
+    the searches give them the projected gradient :func:`tie_lengthscales`, so that they move
+    together. With ``mean_lengthscale`` they are, besides, replaced by their mean on
+    construction, so that a point of GFITC's and VI's search is a function of the shared value
+    alone (as the baselines always did); EP's stepping loop never averaged, and does not.
     """
 
     def __init__(self, log_variance, log_noise, log_lengthscale, Z, family=_cf.SE,
-                 isotropic=False, log_bounds=None):
+                 isotropic=False, log_bounds=None, mean_lengthscale=False):
         self.log_variance = np.array(log_variance, dtype=np.float64)
         self.log_noise = np.array(log_noise, dtype=np.float64)
         self.log_lengthscale = np.array(log_lengthscale, dtype=np.float64)
-        self.Z = np.ascontiguousarray(Z, dtype=np.float64).copy()
+        self.Z = np.array(Z, dtype=np.float64, order="C")
         self.family = int(family)
         self.isotropic = bool(isotropic)
         self.log_bounds = log_bounds
-        if self.isotropic:
+        self.mean_lengthscale = bool(mean_lengthscale)
+        if self.isotropic and self.mean_lengthscale:
             self.log_lengthscale[:] = self.log_lengthscale.mean(axis=1, keepdims=True)
 
+    @property
+    def shape(self):
+        """(C, M, D)."""
+        return self.Z.shape
+
     def settings(self):
-        """``(family, isotropic, log_bounds)``, to build another BoxHyper of the same kind."""
-        return self.family, self.isotropic, self.log_bounds
+        """``(family, isotropic, log_bounds, mean_lengthscale)``: what :meth:`like` keeps."""
+        return self.family, self.isotropic, self.log_bounds, self.mean_lengthscale
 
     def pack(self):
         return pack_params(self.log_variance, self.log_noise, self.log_lengthscale, self.Z)
 
     @classmethod
-    def unpack(cls, theta, C, M, D, family=_cf.SE, isotropic=False, log_bounds=None):
-        return cls(*unpack_params(theta, C, M, D), family, isotropic, log_bounds)
+    def unpack(cls, theta, C, M, D, *settings):
+        """The ClassParams at packed values ``theta`` with ``settings`` (:meth:`settings`)."""
+        return cls(*unpack_params(theta, C, M, D), *settings)
+
+    def like(self, theta):
+        """A ClassParams at packed values ``theta`` with this one's settings."""
+        return ClassParams.unpack(theta, *self.shape, *self.settings())
 
     @classmethod
     def zeros(cls, C, M, D):
+        """All zeros: a holder for a gradient packed the same way."""
         return cls(np.zeros(C), np.zeros(C), np.zeros((C, D)), np.zeros((C, M, D)))
 
-    def bounds(self):
-        """Bounds (n, 2) of the packed vector for the training driver: the box [-10, 10] on
-        the log parameters, narrowed to a kernel's log bounds when there is one; Z unbounded."""
-        C, M, D = self.Z.shape
+    def packing(self, box=None):
+        """The :class:`sparsegp._params.Packing` of this vector with its bounds: the kernel's
+        and the noise's log bounds (``log_bounds``), narrowed to the named ``box`` of
+        :data:`sparsegp._params.BOX_OVERRIDES` on every log parameter when one is given; Z
+        unbounded."""
+        C, M, D = self.shape
         n_log = 2 * C + C * D
-        out = np.vstack([np.tile([-LOG_BOX, LOG_BOX], (n_log, 1)), unbounded(C * M * D)])
-        if self.log_bounds is not None:
-            lo, hi = self.log_bounds
-            out[:n_log, 0] = np.clip(np.asarray(lo[:n_log], dtype=np.float64), -LOG_BOX,
-                                     LOG_BOX)
-            out[:n_log, 1] = np.clip(np.asarray(hi[:n_log], dtype=np.float64), -LOG_BOX,
-                                     LOG_BOX)
-        return out
+        if self.log_bounds is None:
+            lo, hi = np.full(n_log, -np.inf), np.full(n_log, np.inf)
+        else:
+            lo = np.asarray(self.log_bounds[0][:n_log], dtype=np.float64)
+            hi = np.asarray(self.log_bounds[1][:n_log], dtype=np.float64)
+        if box is not None:
+            b_lo, b_hi = log_box(box)
+            lo, hi = np.clip(lo, b_lo, b_hi), np.clip(hi, b_lo, b_hi)
+        rows = np.column_stack([lo, hi])
+        return Packing([Block("log_variance", C, log=True, bounds=rows[:C]),
+                        Block("log_noise", C, log=True, bounds=rows[C:2 * C]),
+                        Block("log_lengthscale", (C, D), log=True, bounds=rows[2 * C:]),
+                        Block("Z", (C, M, D))])
+
+    def bounds(self, box=None):
+        """Bounds (n, 2) of the packed vector for the training driver (:meth:`packing`)."""
+        return self.packing(box).bounds()
+
+    def tied(self, grad):
+        """``grad`` of the packed vector with an isotropic kernel's length-scales tied
+        (:func:`tie_lengthscales`); ``grad`` itself otherwise."""
+        if not self.isotropic:
+            return grad
+        C, _, D = self.shape
+        return tie_lengthscales(grad, C, D)
 
     def copy(self):
-        return BoxHyper(self.log_variance, self.log_noise, self.log_lengthscale, self.Z,
-                      *self.settings())
+        return ClassParams(self.log_variance, self.log_noise, self.log_lengthscale, self.Z,
+                           *self.settings())
 
 
 class ClassKernel:
