@@ -13,10 +13,11 @@ over a packed vector theta whose kernel entries are logs, as a kernel's ``theta`
 
 Bounds
     An (n, 2) array of lower/upper bounds on theta, ±inf where a coordinate is unbounded,
-    from the parameter vector's packing (:mod:`sparsegp._params`). ``L-BFGS-B`` keeps to them. ``CG`` has no constraints, so the objective
-    is evaluated at the point clipped into the box (flat outside it: zero gradient in a
-    clipped coordinate) and the result is clipped: the same search inside the box, and never
-    an answer outside it. :func:`ascend` clips every step's point into them.
+    from the parameter vector's packing (:mod:`sparsegp._params`). ``L-BFGS-B`` keeps to
+    them. ``CG`` has no constraints, so the objective is evaluated at the point clipped into
+    the box (flat outside it: zero gradient in a clipped coordinate) and the result is
+    clipped: the same search inside the box, and never an answer outside it.
+    :func:`ascend` clips every step's point into them.
 
 Restarts
     Start 0 is theta0; every further start draws the coordinates in ``restart_mask``

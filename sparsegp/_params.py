@@ -10,7 +10,8 @@ all of these (the multi-class models).
 
 The packing gives, for every estimator alike:
 
-* :meth:`Packing.pack` / :meth:`Packing.unpack`: values by name to theta and back; a held
+* :meth:`Packing.pack` / :meth:`Packing.unpack` (and :meth:`Packing.pack_natural` /
+  :meth:`Packing.natural` from and to positive values): values by name to theta and back; a held
   block keeps its given value and takes no entry of theta; a *shared* block (an isotropic
   kernel's one length-scale standing for D) takes one entry, repeated on unpacking;
 * :meth:`Packing.gradient`: the chain rule from the derivatives by the natural values to
@@ -101,16 +102,22 @@ class Block:
     natural_value : array-like, optional
         A held log block's positive values as given, returned by :meth:`Packing.natural`
         as they are (exp of their log may differ in the last bit).
+    libm : bool, default=False
+        A log block whose logs and exps are the C library's (``math.log``, ``math.exp``),
+        one value at a time, rather than NumPy's: the two differ in the last bit for about
+        one value in twenty, and the regressor's committed fits took its scalars (s², σ²)
+        that way.
     """
 
     def __init__(self, name, shape, log=False, bounds=None, free=True, shared=False,
-                 value=None, natural_value=None):
+                 value=None, natural_value=None, libm=False):
         self.name = str(name)
         self.shape = (int(shape),) if np.ndim(shape) == 0 else tuple(int(s) for s in shape)
         self.size = int(np.prod(self.shape, dtype=np.int64))
         self.log = bool(log)
         self.free = bool(free)
         self.shared = bool(shared)
+        self.libm = bool(libm)
         rows = unbounded(self.size) if bounds is None else np.array(
             np.broadcast_to(np.asarray(bounds, dtype=np.float64).reshape(-1, 2),
                             (self.size, 2)))
@@ -174,6 +181,20 @@ class Packing:
             parts.append(v[:1] if b.shared else v)
         return np.concatenate(parts) if parts else np.empty(0)
 
+    def pack_natural(self, values):
+        """theta from natural values {name: array} (log blocks take the log here)."""
+        parts = []
+        for b in self.blocks:
+            if not b.free:
+                continue
+            v = np.ravel(np.asarray(values[b.name], dtype=np.float64))
+            if b.shared:
+                v = v[:1]
+            if b.log:
+                v = np.array([math.log(x) for x in v]) if b.libm else np.log(v)
+            parts.append(v)
+        return np.concatenate(parts) if parts else np.empty(0)
+
     def unpack(self, theta):
         """{name: array of the block's shape} in the vector's coordinates (new arrays)."""
         theta = np.asarray(theta, dtype=np.float64)
@@ -195,11 +216,14 @@ class Packing:
         for b in self.blocks:
             if b.log and not b.free and b.natural_value is not None:
                 out[b.name] = b.natural_value.copy()
+            elif b.log and b.libm:
+                out[b.name] = np.array([math.exp(x) for x in out[b.name].ravel()]
+                                       ).reshape(b.shape)
             elif b.log:
                 out[b.name] = np.exp(out[b.name])
         return out
 
-    def gradient(self, grads, natural):
+    def gradient(self, grads, natural, scale_then_sum=False):
         """d value / d theta from the derivatives by the natural values (the chain rule).
 
         Parameters
@@ -208,6 +232,10 @@ class Packing:
             d value / d p for every free block (by the value itself for identity blocks).
         natural : dict {name: array of the block's shape}
             The natural values p (:meth:`natural`), for the log blocks' factor p.
+        scale_then_sum : bool, default=False
+            For a shared log block: sum_d (p_d · d/dp_d), the regressor's order of the same
+            sum, instead of p · sum_d d/dp_d. The two agree to round-off; each estimator
+            keeps the order its committed fits were made with.
 
         Returns
         -------
@@ -219,8 +247,13 @@ class Packing:
             if not b.free:
                 continue
             g = np.ravel(np.asarray(grads[b.name], dtype=np.float64))
+            p = np.ravel(natural[b.name]) if b.log else None
+            if b.shared and b.log and not scale_then_sum:
+                # one parameter p standing for every entry: d/dlog p = p · sum_d d/dp_d
+                parts.append(np.array([np.sum(g) * p[0]]))
+                continue
             if b.log:
-                g = g * np.ravel(natural[b.name])
+                g = g * p
             parts.append(np.array([np.sum(g)]) if b.shared else g)
         return np.concatenate(parts) if parts else np.empty(0)
 
@@ -276,7 +309,7 @@ def kernel_log_bounds(spec, n_features):
     return free, bounds
 
 
-def kernel_blocks(spec, n_features, prefix=""):
+def kernel_blocks(spec, n_features, prefix="", libm=False):
     """The kernel's two blocks, ``log_variance`` (1,) and ``log_lengthscale`` (D,), from
     its spec: log coordinates, the kernel's log bounds, held where the kernel says "fixed"
     (at its values), and the length-scale shared unless the kernel is ARD.
@@ -287,6 +320,8 @@ def kernel_blocks(spec, n_features, prefix=""):
     n_features : int
     prefix : str
         Prepended to the block names (per-class stacks).
+    libm : bool
+        The variance's log and exp by the C library (:class:`Block`).
 
     Returns
     -------
@@ -297,7 +332,7 @@ def kernel_blocks(spec, n_features, prefix=""):
     ls_rows = lims[1:] if spec.ard else np.broadcast_to(lims[1], (D, 2))
     return [Block(prefix + "log_variance", 1, log=True, bounds=lims[:1],
                   free=spec.free_variance, value=math.log(spec.variance),
-                  natural_value=spec.variance),
+                  natural_value=spec.variance, libm=libm),
             Block(prefix + "log_lengthscale", D, log=True, bounds=ls_rows,
                   free=spec.free_lengthscale, shared=not spec.ard,
                   value=np.log(np.asarray(spec.lengthscale, dtype=np.float64)),

@@ -38,8 +38,9 @@ What lives here, and how a classifier uses it:
 
 Parameter packing (log space for the optimiser): ``theta = [log s2, log l (1 value, or D with
 ARD), bias, *extra]`` where ``extra`` is an optional flat block (GFITC: the inducing inputs
-``Z.ravel()``).  ``pack_theta``, ``unpack_theta`` and ``theta_gradient`` (chain rule from the
-natural-parameter gradient: d/dlog p = p d/dp) convert between the two.  Given a ``spec``, a
+``Z.ravel()``), the packing of :mod:`sparsegp._params` (``theta_packing``).  ``pack_theta``,
+``unpack_theta`` and ``theta_gradient`` (chain rule from the natural-parameter gradient:
+d/dlog p = p d/dp) convert between the two.  Given a ``spec``, a
 hyper-parameter the kernel holds fixed is left out of theta (and its value comes from the
 spec); ``search_box(spec, D, n_extra)`` gives the matching bounds for the training driver
 (:mod:`sparsegp._optimize`) and the entries its restarts re-draw.  The probit bias is a
@@ -66,7 +67,8 @@ from .._validation import (
     check_tol,
     plain,
 )
-from .._optimize import METHODS, kernel_log_bounds, unbounded
+from .._optimize import METHODS
+from .._params import Block, Packing, kernel_blocks
 from .._scaling import scaling_for
 from ..exceptions import ConvergenceWarning, warn
 from ..kernels import StationarySpec, kernel_spec
@@ -76,6 +78,7 @@ from ._frequencies import FLAT_PROBA, JUDGED_SAMPLE, FrequencyCheckMixin, judged
 __all__ = [
     "HyperParams",
     "_BinaryGPClassifierMixin",
+    "theta_packing",
     "pack_theta",
     "unpack_theta",
     "theta_gradient",
@@ -117,8 +120,37 @@ class HyperParams:
 # parameter packing
 
 
+def theta_packing(n_features, ard, spec=None, n_extra=0):
+    """The :class:`sparsegp._params.Packing` of ``[log s2, log l (1 or D), bias, *extra]``.
+
+    Parameters
+    ----------
+    n_features : int
+    ard : bool
+        One length-scale per feature; otherwise one shared by all (without a spec).
+    spec : StationarySpec, optional
+        The kernel's blocks (:func:`sparsegp._params.kernel_blocks`: its log bounds, and its
+        "fixed" parameters held at its values, left out of theta). Default: both free,
+        unbounded.
+    n_extra : int
+        Size of the unconstrained block after the bias (GFITC: the inducing inputs).
+
+    Returns
+    -------
+    Packing
+        Blocks ``log_variance``, ``log_lengthscale``, ``bias`` (unbounded: a likelihood
+        parameter, not the kernel's) and ``extra``.
+    """
+    if spec is None:
+        kernel = [Block("log_variance", 1, log=True),
+                  Block("log_lengthscale", n_features, log=True, shared=not ard)]
+    else:
+        kernel = kernel_blocks(spec, n_features)
+    return Packing(kernel + [Block("bias", 1), Block("extra", int(n_extra))])
+
+
 def pack_theta(variance, lengthscale, bias, ard, extra=None, spec=None):
-    """Log-space parameter vector ``[log s2, log l..., bias, *extra]``.
+    """Log-space parameter vector ``[log s2, log l..., bias, *extra]`` (:func:`theta_packing`).
 
     Parameters
     ----------
@@ -138,17 +170,11 @@ def pack_theta(variance, lengthscale, bias, ard, extra=None, spec=None):
     theta : ndarray of shape (n_log + 1 + extra.size,)
         ``n_log`` = the spec's free log parameters (1 + (D if ard else 1) without a spec).
     """
-    free_var, free_ls = _free_masks(spec)
     ls = np.atleast_1d(np.asarray(lengthscale, dtype=np.float64))
-    parts = []
-    if free_var:
-        parts.append([np.log(variance)])
-    if free_ls:
-        parts.append(np.log(ls) if ard else np.log(ls[:1]))
-    parts.append([bias])
-    if extra is not None:
-        parts.append(np.asarray(extra, dtype=np.float64).ravel())
-    return np.concatenate(parts).astype(np.float64)
+    extra = np.empty(0) if extra is None else np.asarray(extra, dtype=np.float64).ravel()
+    packing = theta_packing(_n_features(spec, ls), ard, spec, extra.size)
+    return packing.pack_natural({"log_variance": variance, "log_lengthscale": ls,
+                                 "bias": bias, "extra": extra}).astype(np.float64)
 
 
 def unpack_theta(theta, n_features, ard, spec=None):
@@ -171,24 +197,12 @@ def unpack_theta(theta, n_features, ard, spec=None):
     extra : ndarray
         The remaining (flat) entries, possibly empty; reshape it yourself.
     """
-    free_var, free_ls = _free_masks(spec)
     theta = np.asarray(theta, dtype=np.float64)
-    i = 0
-    if free_var:
-        variance = float(np.exp(theta[0]))
-        i = 1
-    else:
-        variance = float(spec.variance)
-    if free_ls:
-        n_ls = n_features if ard else 1
-        ls = np.exp(theta[i:i + n_ls])
-        lengthscale = ls.copy() if ard else np.full(n_features, ls[0])
-        i += n_ls
-    else:
-        lengthscale = np.array(spec.lengthscale, dtype=np.float64)
-    bias = float(theta[i])
-    extra = theta[i + 1:].copy()
-    return variance, lengthscale, bias, extra
+    n_kernel = theta_packing(n_features, ard, spec).size - 1
+    packing = theta_packing(n_features, ard, spec, theta.size - n_kernel - 1)
+    v = packing.natural(theta)
+    return (float(v["log_variance"][0]), v["log_lengthscale"], float(v["bias"][0]),
+            v["extra"])
 
 
 def theta_gradient(g_variance, g_lengthscale, g_bias, variance, lengthscale, ard, g_extra=None,
@@ -199,21 +213,20 @@ def theta_gradient(g_variance, g_lengthscale, g_bias, variance, lengthscale, ard
     whose single l is shared by every dimension); log parameters get p * d/dp.  With ``spec``,
     the entries of fixed hyper-parameters are left out, as in :func:`pack_theta`.
     """
-    free_var, free_ls = _free_masks(spec)
-    g_ls = np.asarray(g_lengthscale, dtype=np.float64)
-    ls = np.asarray(lengthscale, dtype=np.float64)
-    parts = []
-    if free_var:
-        parts.append([g_variance * variance])
-    if free_ls:
-        if ard:
-            parts.append(g_ls * ls)
-        else:
-            parts.append(np.array([np.sum(g_ls) * ls[0]]))
-    parts.append([g_bias])
-    if g_extra is not None:
-        parts.append(np.asarray(g_extra, dtype=np.float64).ravel())
-    return np.concatenate(parts).astype(np.float64)
+    g_ls = np.atleast_1d(np.asarray(g_lengthscale, dtype=np.float64))
+    ls = np.atleast_1d(np.asarray(lengthscale, dtype=np.float64))
+    g_extra = np.empty(0) if g_extra is None else np.asarray(g_extra, dtype=np.float64).ravel()
+    packing = theta_packing(_n_features(spec, g_ls), ard, spec, g_extra.size)
+    return packing.gradient({"log_variance": [g_variance], "log_lengthscale": g_ls,
+                             "bias": [g_bias], "extra": g_extra},
+                            {"log_variance": [variance], "log_lengthscale": ls}
+                            ).astype(np.float64)
+
+
+def _n_features(spec, lengthscale):
+    """D of the packing: the spec's, else the length of the length-scales given (which an
+    isotropic caller may give as one value: its packing takes one entry either way)."""
+    return np.size(spec.lengthscale) if spec is not None else np.size(lengthscale)
 
 
 def theta_to_model(theta, scaling, spec):
@@ -226,12 +239,10 @@ def theta_to_model(theta, scaling, spec):
     derivative is one.
     """
     out = np.array(theta, dtype=np.float64)
-    if spec is None or spec.free_lengthscale:
-        i = 0 if spec is not None and not spec.free_variance else 1
-        ard = spec is None or spec.ard
-        n = scaling.n_features if ard else 1
-        # an isotropic kernel's unit is one value (a common scale, or model units)
-        out[i:i + n] -= np.log(scaling.lengthscale_unit(ard)[:n])
+    ard = spec is None or spec.ard
+    ls = theta_packing(scaling.n_features, ard, spec).slices["log_lengthscale"]
+    # an isotropic kernel's unit is one value (a common scale, or model units)
+    out[ls] -= np.log(scaling.lengthscale_unit(ard)[:ls.stop - ls.start])
     return out
 
 
@@ -241,17 +252,16 @@ def search_box(spec, n_features, n_extra=0):
     Returns
     -------
     bounds : ndarray of shape (len(theta), 2)
-        The kernel's log bounds on its free parameters (:func:`sparsegp._optimize.
-        kernel_log_bounds`); the bias and the extra block are unbounded.
+        The kernel's log bounds on its free parameters (:func:`theta_packing`); the bias and
+        the extra block are unbounded.
     restart_mask : ndarray of shape (len(theta),), bool
         True on the kernel's log parameters: restarts re-draw those, not the bias (nor the
         extra block, which a caller's ``restart`` hook may re-draw).
     """
-    free, lims = kernel_log_bounds(spec, n_features)
-    n_log = int(free.sum())
-    bounds = np.vstack([lims[free], unbounded(1 + int(n_extra))])
+    packing = theta_packing(n_features, spec.ard, spec, n_extra)
+    bounds = packing.bounds()
     restart_mask = np.zeros(bounds.shape[0], dtype=bool)
-    restart_mask[:n_log] = True
+    restart_mask[:packing.slices["bias"].start] = True
     return bounds, restart_mask
 
 
@@ -261,13 +271,6 @@ def optimizer_advice(optimizer):
     never the one that just stopped."""
     other = "cg" if METHODS[optimizer] == METHODS["lbfgs"] else "lbfgs"
     return f", or try optimizer={other!r}"
-
-
-def _free_masks(spec):
-    """(free variance, free length-scale) of ``spec``; both free without one."""
-    if spec is None:
-        return True, True
-    return bool(spec.free_variance), bool(spec.free_lengthscale)
 
 
 # ----------------------------------------------------------------------------------------------
