@@ -28,15 +28,17 @@ import numpy as np
 
 from .._config import (COARSE_LEVEL_FACTOR, COARSE_MIN_FACTOR, COARSE_ROWS,
                        COARSE_ROWS_PER_UNKNOWN)
-from .._optimize import kernel_log_bounds, maximize, stopping_gain, unbounded
+from .._optimize import maximize, stopping_gain
+from .._params import BOX_OVERRIDES, Block, Packing, kernel_blocks, unbounded
 from ..exceptions import JitterWarning
 from . import _base
 
-#: The box of σ², and of the default kernel's parameters, in model units. Kept as the literal
-#: pair so that the default ``kernel_`` shows it as written: exp(±log 1e6) prints as
-#: (1.0000000000000004e-06, 999999.9999999995). log(1e-6) is exactly -log(1e6), so the log
-#: box the search sees is the same either way.
-DEFAULT_BOX = (1e-6, 1e6)
+#: The box of σ², and of the default kernel's parameters, in model units
+#: (:data:`sparsegp._params.BOX_OVERRIDES`). Kept as the literal pair so that the default
+#: ``kernel_`` shows it as written: exp(±log 1e6) prints as (1.0000000000000004e-06,
+#: 999999.9999999995). log(1e-6) is exactly -log(1e6), so the log box the search sees is the
+#: same either way.
+DEFAULT_BOX = BOX_OVERRIDES["regression"]
 #: log of that box's half-width
 _LOG_BOUND = math.log(DEFAULT_BOX[1])
 
@@ -51,21 +53,25 @@ class _SearchMixin:
     sets ``coarse_rows_`` and clears ``converged_`` when it stops at its cap.
     """
 
+    def _packing(self, n_Z=0):
+        """The :class:`sparsegp._params.Packing` of ``[log s², log ℓ (1 or D), log σ²]`` (the
+        kernel's free entries, with its bounds), then ``n_Z`` inducing-input coordinates.
+
+        The scalars' logs and exps are the C library's (``libm``), as the committed fits'.
+        """
+        return Packing(kernel_blocks(self._spec, self.n_features_in_, libm=True)
+                       + [Block("log_noise_variance", 1, log=True,
+                                bounds=(-_LOG_BOUND, _LOG_BOUND), libm=True),
+                          Block("Z", int(n_Z))])
+
     def _pack(self, s2, ls, sn2):
         """Log-space vector of the free hyper-parameters: [log s², log ℓ (1 or D), log σ²]."""
-        spec = self._spec
-        parts = []
-        if spec.free_variance:
-            parts.append([math.log(s2)])
-        if spec.free_lengthscale:
-            parts.append(np.log(ls if spec.ard else ls[:1]))
-        parts.append([math.log(sn2)])
-        return np.concatenate(parts)
+        return self._packing().pack_natural({"log_variance": s2, "log_lengthscale": ls,
+                                             "log_noise_variance": sn2, "Z": ()})
 
     def _theta_bounds(self):
         """Bounds (n_free, 2) matching :meth:`_pack`: the kernel's, then the noise's."""
-        free, lims = kernel_log_bounds(self._spec, self.n_features_in_)
-        return np.vstack([lims[free], [[-_LOG_BOUND, _LOG_BOUND]]])
+        return self._packing().bounds()
 
     def _theta_names(self):
         """Names of :meth:`_pack`'s entries, for the driver's bound warning.
@@ -88,21 +94,9 @@ class _SearchMixin:
 
         The kernel's fixed values fill what ``theta`` leaves out; ``ls`` is C-contiguous.
         """
-        spec = self._spec
-        i = 0
-        s2 = spec.variance
-        if spec.free_variance:
-            s2 = float(math.exp(theta[0]))
-            i = 1
-        ls = spec.lengthscale
-        if spec.free_lengthscale:
-            n_ls = D if spec.ard else 1
-            ls = np.exp(theta[i:i + n_ls])
-            if not spec.ard:
-                ls = np.full(D, ls[0])
-            i += n_ls
-        sn2 = float(math.exp(theta[i]))
-        return s2, np.ascontiguousarray(ls), sn2
+        v = self._packing().natural(theta)
+        return (float(v["log_variance"][0]), np.ascontiguousarray(v["log_lengthscale"]),
+                float(v["log_noise_variance"][0]))
 
     def _evidence(self, X, y, s2, ls, sn2, Z, jitter, blocks, eval_gradient, warn=True,
                   workspace=None, method=None, fitted_mean=False):
@@ -273,14 +267,10 @@ class _SearchMixin:
         """The gradient by :meth:`_pack`'s vector (by log s², log ℓ, log σ²), then with
         ``move_Z`` by the inducing inputs, raveled (M·D,), from the natural-parameter
         ``grad`` of :meth:`_evidence`."""
-        spec = self._spec
-        gl = grad["lengthscale"] * ls
-        parts = []
-        if spec.free_variance:
-            parts.append([grad["variance"] * s2])
-        if spec.free_lengthscale:
-            parts.append(gl if spec.ard else [np.sum(gl)])
-        parts.append([grad["noise_variance"] * sn2])
-        if move_Z:
-            parts.append(grad["inducing_points"].ravel())
-        return np.concatenate(parts)
+        g_Z = np.ravel(grad["inducing_points"]) if move_Z else np.empty(0)
+        # an isotropic ℓ's entries are scaled, then summed: the order the committed fits used
+        return self._packing(g_Z.size).gradient(
+            {"log_variance": grad["variance"], "log_lengthscale": grad["lengthscale"],
+             "log_noise_variance": grad["noise_variance"], "Z": g_Z},
+            {"log_variance": s2, "log_lengthscale": ls, "log_noise_variance": sn2},
+            scale_then_sum=True)

@@ -497,14 +497,11 @@ value is a density of y in its own units, as ``log_marginal_likelihood_``."""
         D = self.n_features_in_
         # to the model's units: variances relative to var(y), length-scales to theirs
         log_u2 = 2.0 * math.log(self.y_std_)
-        i = 0
-        if self._spec.free_variance:
-            theta[0] -= log_u2
-            i = 1
-        if self._spec.free_lengthscale:
-            n_ls = D if self._spec.ard else 1
-            theta[i:i + n_ls] -= np.log(self._ls_unit[:n_ls])
-        theta[-1] -= log_u2
+        at = self._packing().slices
+        theta[at["log_variance"]] -= log_u2
+        ls = at["log_lengthscale"]
+        theta[ls] -= np.log(self._ls_unit[:ls.stop - ls.start])
+        theta[at["log_noise_variance"]] -= log_u2
         s2, ls, sn2 = self._unpack(theta, D)
         X, y = self._training_rows(), self._y_model
         if self.approximation == "sod":
