@@ -51,10 +51,10 @@ from ._ivm_search import (
     OPTIMIZER_RENAMED,
     VALIDATION_GRID,
     _fit_binary,
-    _from_log_hyper,
+    _hyper_gradient,
     _hyper_log_bounds,
-    _log_hyper,
-    _log_hyper_gradient,
+    _hyper_packing,
+    _hyper_values,
 )
 from ._ivm_select import AUTO_ACTIVE, RANDOMIZED_DEFAULTS, _fit_parallel_rows
 
@@ -463,9 +463,10 @@ class IVMClassifier(_BinaryGPClassifierMixin, ClassifierMixin, SparseGPEstimator
                                                       spec.bias_term.constant_value_bounds)
         return kernel
 
-    def _theta_shift(self):
-        """``theta_`` minus the model-unit vector: the log length-scale units."""
-        return _log_hyper(1.0, self._ls_unit, self._ard, 1.0)[self._free]
+    def _packed(self, s2, ls, vb):
+        """The free entries of ``[log s2, log l.., log v_b]`` (:func:`_hyper_packing`)."""
+        return _hyper_packing(self._spec, self.n_features_in_, s2, ls, vb).pack_natural(
+            {"log_variance": s2, "log_lengthscale": ls, "log_bias_variance": vb})
 
     def _judge_task(self, model, y_pm, label, X_rows=None):
         """The end-of-fit check (:mod:`sparsegp.classification._frequencies`) of one binary
@@ -504,9 +505,8 @@ class IVMClassifier(_BinaryGPClassifierMixin, ClassifierMixin, SparseGPEstimator
         self.kernel_ = [self._user_kernel(mod) for mod in ms]
         self.bias_ = np.array([mod.bias for mod in ms], dtype=np.float64)
         self.n_iter_ = np.array([mod.n_iter for mod in ms], dtype=np.int64)
-        self.theta_ = np.concatenate([_log_hyper(mod.variance, self._user_lengthscale(mod),
-                                                 self._ard, mod.bias_variance)[self._free]
-                                      for mod in ms])
+        self.theta_ = np.concatenate([self._packed(mod.variance, self._user_lengthscale(mod),
+                                                   mod.bias_variance) for mod in ms])
         # one-vs-rest tasks are fitted independently: their objectives add
         self.log_marginal_likelihood_value_ = float(np.sum(self.log_evidence_))
 
@@ -522,26 +522,26 @@ fixed or absent). The active sets and their sites (``active_set_``, ``site_preci
 ``optimizer="lbfgs"`` maximises in each round; its gradient is exact."""
 
     def _log_marginal_likelihood(self, theta, eval_gradient):
-        free, ard, D = self._free, self._ard, self.n_features_in_
-        n_free = int(free.sum())
-        # to model units: a shift of the log length-scales, whose derivative is one
-        theta = theta - np.tile(self._theta_shift(), len(self.models_))
+        D = self.n_features_in_
+        n_free = int(self._free.sum())
+        # to model units: a shift of the log length-scales (theta_ at unit values less the
+        # model-unit vector's), whose derivative is one
+        theta = theta - np.tile(self._packed(1.0, self._ls_unit, 1.0), len(self.models_))
         value, grad = 0.0, np.zeros(theta.size)
         for t, mod in enumerate(self.models_):
             keep = mod.p > 0
             if not keep.any():
                 continue            # no informative site: the task contributes 0
-            full = _log_hyper(mod.variance, mod.lengthscale, ard, mod.bias_variance)
-            full[free] = theta[t * n_free:(t + 1) * n_free]
-            s2, ls, vb = _from_log_hyper(full, ard, D)
+            packing = _hyper_packing(self._spec, D, mod.variance, mod.lengthscale,
+                                     mod.bias_variance)
+            s2, ls, vb, values = _hyper_values(packing, theta[t * n_free:(t + 1) * n_free])
             out = approx_log_likelihood(mod.X_active[keep], mod.p[keep],
                                         mod.m[keep], s2, ls, vb, eval_gradient, mod.family)
             if not eval_gradient:
                 value += float(out)
                 continue
             value += float(out[0])
-            grad[t * n_free:(t + 1) * n_free] = _log_hyper_gradient(*out[1:4], s2, ls, vb,
-                                                                    ard)[free]
+            grad[t * n_free:(t + 1) * n_free] = _hyper_gradient(packing, *out[1:4], values)
         return (value, grad) if eval_gradient else value
 
     # -- prediction ------------------------------------------------------------------------

@@ -25,7 +25,8 @@ import numpy as np
 from scipy import optimize, special
 
 from .._numba import adf as _adf
-from .._optimize import kernel_log_bounds, maximize
+from .._optimize import maximize
+from .._params import BOX_OVERRIDES, Block, Packing, kernel_log_bounds
 from ._frequencies import judged_rows
 from ._ivm_model import _finish, _marginals, _mean_nlp, approx_log_likelihood
 from ._ivm_select import select_active_set
@@ -45,17 +46,14 @@ KERNEL_ITERS = 100
 BIAS_LIMIT = 8.0
 
 #: Guard of ``optimizer="lbfgs"`` for the default SE kernel: l stays within these factors of the
-#: data-scaled length-scale (:func:`data_lengthscale`) and s2 within this range (notes §2.6:
-#: the approximate likelihood's degenerate limits l -> 0 and s2 -> 0 lie outside the box).
-LENGTHSCALE_RANGE = (0.1, 100.0)
-VARIANCE_RANGE = (1e-2, 1e4)
+#: data-scaled length-scale (:func:`data_lengthscale`) and s2 within this range
+#: (:data:`sparsegp._params.BOX_OVERRIDES`, where the reasons are).
+LENGTHSCALE_RANGE = BOX_OVERRIDES["ivm_guard_lengthscale_factor"]
+VARIANCE_RANGE = BOX_OVERRIDES["ivm_guard_variance"]
 
-#: Box of one refit's probit noise variance with ``learn_noise=True`` (relative to the unit
-#: noise the sites were made with). On nearly separable data the approximate likelihood
-#: takes it to the lower end, the noise-free probit, whose predictions Phi(mu / sigma) do not
-#: depend on the latent scale (ringnorm splits 0-2: the same test NLP to 1e-3 with 1e-2, 1e-4
-#: and 1e-6 here).
-NOISE_RANGE = (1e-4, 1e4)
+#: Box of one refit's probit noise variance with ``learn_noise=True``
+#: (:data:`sparsegp._params.BOX_OVERRIDES`).
+NOISE_RANGE = BOX_OVERRIDES["ivm_noise"]
 
 #: Largest s2 + v_b the rescaling of ``learn_noise=True`` may reach over the rounds: the
 #: predictive variance s2 + v_b - |L^-1 S k|^2 keeps ~8 digits there.
@@ -164,28 +162,46 @@ def _fit_binary(X, y, spec, bias_variance, bias, fit_bias, opts, rng, label):
     return model
 
 
-def _log_hyper(variance, lengthscale, ard, bias_variance):
-    """``[log s2, log l (D with ARD, else 1), log v_b]``, the vector the evidence search moves
-    (its free entries); log 0 = -inf for the default v_b = 0, which is never free."""
+def _hyper_packing(spec, D, variance, lengthscale, bias_variance, lims=None,
+                   learn_noise=False):
+    """The :class:`sparsegp._params.Packing` of ``[log s2, log l (D with ARD, else 1),
+    log v_b]``, the vector the evidence search moves, then ``log s_n^2`` with ``learn_noise``.
+
+    Its free entries and bounds are :func:`_hyper_log_bounds`' (``lims`` replaces the
+    bounds, e.g. :func:`_evidence_bounds`); the held entries sit at the logs of the values
+    given (log 0 = -inf for the default v_b = 0, which is never free) and come back through
+    exp, as the search always took them. The noise is boxed by
+    :data:`sparsegp._params.BOX_OVERRIDES` ``["ivm_noise"]``.
+    """
+    free, own = _hyper_log_bounds(spec, D)
+    lims = own if lims is None else lims
     with np.errstate(divide="ignore"):
         log_vb = np.log(bias_variance)
-    return np.concatenate([[np.log(variance)],
-                           np.log(lengthscale) if ard else [np.log(lengthscale[0])], [log_vb]])
+    blocks = [Block("log_variance", 1, log=True, bounds=lims[:1], free=free[0],
+                    value=np.log(variance)),
+              Block("log_lengthscale", D, log=True, bounds=lims[1:-1], free=free[1],
+                    shared=not spec.ard, value=np.log(lengthscale)),
+              Block("log_bias_variance", 1, log=True, bounds=lims[-1:], free=free[-1],
+                    value=log_vb)]
+    if learn_noise:
+        blocks.append(Block("log_noise", 1, log=True, bounds=np.log(NOISE_RANGE)))
+    return Packing(blocks)
 
 
-def _from_log_hyper(theta, ard, D):
-    """Inverse of :func:`_log_hyper`: ``(s2, lengthscale (D,), v_b)``."""
-    s2 = float(np.exp(theta[0]))
-    ls = np.exp(theta[1:-1]) if ard else np.full(D, np.exp(theta[1]))
-    return s2, ls, float(np.exp(theta[-1]))
+def _hyper_values(packing, theta):
+    """``(s2, lengthscale (D,), v_b, values)`` at ``theta`` of :func:`_hyper_packing`."""
+    v = packing.natural(theta)
+    return (float(v["log_variance"][0]), v["log_lengthscale"],
+            float(v["log_bias_variance"][0]), v)
 
 
-def _log_hyper_gradient(g_variance, g_lengthscale, g_bias_variance, variance, lengthscale,
-                        bias_variance, ard):
-    """d/d :func:`_log_hyper`'s vector from d/ds2, the per-dimension d/dl_j (D,) and d/dv_b."""
-    g_log_ls = g_lengthscale * lengthscale if ard else [np.sum(g_lengthscale) * lengthscale[0]]
-    return np.concatenate([[g_variance * variance], g_log_ls,
-                           [g_bias_variance * bias_variance]])
+def _hyper_gradient(packing, g_variance, g_lengthscale, g_bias_variance, values,
+                    g_noise=None):
+    """d/d theta of :func:`_hyper_packing` from d/ds2, the per-dimension d/dl_j (D,), d/dv_b
+    (and d/ds_n^2) at ``values`` (:func:`_hyper_values`)."""
+    return packing.gradient({"log_variance": g_variance, "log_lengthscale": g_lengthscale,
+                             "log_bias_variance": g_bias_variance, "log_noise": g_noise},
+                            values)
 
 
 def _hyper_log_bounds(spec, D):
@@ -246,12 +262,9 @@ def _evidence_search(fitter, X, spec, variance, lengthscale, bias, opts, rng, la
     :func:`_evidence_bounds` keeps every round away from the limits l -> 0 and s2 -> 0.
     """
     D = X.shape[1]
-    ard = spec.ard
     family = spec.family
-    free, _ = _hyper_log_bounds(spec, D)
     lims = _evidence_bounds(spec, D, spec.data_lengthscale)
     learn_noise = opts["learn_noise"]
-    bounds = np.vstack([lims[free], np.log(NOISE_RANGE)]) if learn_noise else lims[free]
     best = None
     n_iter = 0
     for it in range(opts["max_iter"] + 1):
@@ -272,33 +285,29 @@ def _evidence_search(fitter, X, spec, variance, lengthscale, bias, opts, rng, la
             best = best or (score, state, variance, lengthscale.copy(), vb, new_bias, it)
             break
         Xa, pa, ma = X[active[keep]], p[keep], m[keep]
-        full0 = _log_hyper(variance, lengthscale, ard, vb)
+        packing = _hyper_packing(spec, D, variance, lengthscale, vb, lims, learn_noise)
         # noise-free parts of the site variances (>= 0 for the probit, notes §2.1)
         base = np.maximum(1.0 / pa - 1.0, 0.0)
 
-        def evaluate(x, warm, Xa=Xa, pa=pa, ma=ma, base=base, full0=full0):
-            theta = full0.copy()
-            theta[free] = x[:-1] if learn_noise else x
-            s2, ls, vb_ = _from_log_hyper(theta, ard, D)
-            noise = float(np.exp(x[-1])) if learn_noise else 1.0
+        def evaluate(x, warm, Xa=Xa, pa=pa, ma=ma, base=base, packing=packing):
+            s2, ls, vb_, values = _hyper_values(packing, x)
+            noise = float(values["log_noise"][0]) if learn_noise else 1.0
             sites = 1.0 / (base + noise) if learn_noise else pa
             v, gv, gl, gvb, gn = approx_log_likelihood(Xa, sites, ma, s2, ls, vb_, True,
                                                        family)
-            g = _log_hyper_gradient(gv, gl, gvb, s2, ls, vb_, ard)[free]
-            return v, (np.append(g, gn * noise) if learn_noise else g), None
+            return v, _hyper_gradient(packing, gv, gl, gvb, values, gn), None
 
-        theta0 = np.append(full0[free], 0.0) if learn_noise else full0[free]
+        theta0 = packing.pack_natural({"log_variance": variance, "log_lengthscale": lengthscale,
+                                       "log_bias_variance": vb, "log_noise": 1.0})
         # a refit is one round of the alternation: its cap is the toolbox's, not max_iter
-        res = maximize(evaluate, theta0, method="lbfgs", bounds=bounds,
+        res = maximize(evaluate, theta0, method="lbfgs", bounds=packing.bounds(),
                        max_iter=KERNEL_ITERS, progress=opts["verbose"],
                        label=f"{label} kernel", value_name="approx. log likelihood",
                        warn_at_cap=False)
-        theta = full0.copy()
-        theta[free] = res.theta[:-1] if learn_noise else res.theta
-        variance, lengthscale, vb = _from_log_hyper(theta, ard, D)
+        variance, lengthscale, vb, values = _hyper_values(packing, res.theta)
         noise = 1.0
         if learn_noise:
-            noise = _noise_rescale(float(np.exp(res.theta[-1])), variance, vb, lims)
+            noise = _noise_rescale(float(values["log_noise"][0]), variance, vb, lims)
             variance, vb = variance / noise, vb / noise
         fitter.bias_variance = vb
         n_iter = it + 1
