@@ -84,14 +84,12 @@ from scipy import optimize
 
 from ._config import TOL_MIN_ROWS
 from ._numba import optimize as _nbopt
-# the parameter vector's bounds are written there (one module packs every estimator's theta)
-from ._params import kernel_log_bounds, unbounded
 from ._validation import check_random_state, check_tol
 from .exceptions import ConvergenceWarning, warn
 
 __all__ = ["METHODS", "OptimizeResult", "AscentResult", "EvaluationFailure", "maximize",
-           "ascend", "Adam", "SignAdaptiveStep", "kernel_log_bounds", "unbounded",
-           "restart_points", "stopping_gain", "warn_at_bounds"]
+           "ascend", "Adam", "SignAdaptiveStep", "restart_points", "stopping_gain",
+           "warn_at_bounds"]
 
 #: Accepted ``optimizer`` names and the scipy method each maps to.
 METHODS = {"lbfgs": "L-BFGS-B", "l-bfgs-b": "L-BFGS-B", "cg": "CG"}

@@ -40,10 +40,11 @@ __all__ = ["Block", "Packing", "kernel_blocks", "kernel_log_bounds", "unbounded"
 #: overflow and round-off at the extremes.
 DEFAULT_BOX = (1e-5, 1e5)
 
-#: Natural-value box of a default kernel searched without bounds: at log ±690.8 it is wider
-#: than any usable value, so passing a fitted ``kernel_`` back in as ``kernel`` searches the
-#: same way, restarts included (drawn a factor of ten about the start on its sides, as on
-#: infinite ones: :data:`sparsegp._optimize.OPEN_SIDE`).
+#: Natural-value box shown on the default SE kernel of estimators that search it without
+#: bounds (:data:`sparsegp.kernels.UNBOUNDED`): at log ±690.8 it is wider than any usable
+#: value, so passing a fitted ``kernel_`` back in as ``kernel`` searches the same way, restarts
+#: included (drawn a factor of ten about the start on its sides, as on infinite ones:
+#: :data:`sparsegp._optimize.OPEN_SIDE`).
 UNBOUNDED = (1e-300, 1e300)
 
 #: The estimators whose search keeps its own box instead of :data:`DEFAULT_BOX`, and why.
@@ -55,8 +56,11 @@ BOX_OVERRIDES = {
     # SparseGPRegressor: σ² and the default kernel in model units; the noise box is a floor
     # for the factorisations (regression._search), and its restarts are drawn inside it
     "regression": (1e-6, 1e6),
-    # StagewiseGPClassifier: the variance and length-scale of the seed-004 search in
-    # standardised units; its committed figures were made inside this box
+    # StagewiseGPClassifier's default covariance, in model units (standardised inputs). With
+    # the sites fixed, eq. 4 can keep improving along s2 -> inf (the kernel tends to a
+    # polynomial interpolant of the site means): unbounded, the first CG run ended at
+    # s2 ~ e^21 on a 60-point set, predictions lost their digits to s2 - |V|^2, and the next
+    # inner loop's choices, hence the fit, changed under a relative 1e-9 change of X
     "stagewise": (1e-3, 1e3),
     # IVMClassifier's probit noise variance s_n^2 in a refit with learn_noise (relative to the
     # unit noise the sites were made with). On nearly separable data the approximate

@@ -25,13 +25,15 @@ import numba
 import numpy as np
 
 from ._numba import covfuncs as _cf
+from ._params import DEFAULT_BOX, UNBOUNDED
 from ._validation import plain
 
 __all__ = ["Kernel", "SquaredExponential", "Matern", "ConstantKernel", "Sum", "as_kernel",
            "kernel_matrix", "grad_contract", "stationary_spec", "kernel_spec", "UNBOUNDED"]
 
-#: default log-space box of every hyper-parameter, as natural values
-DEFAULT_BOUNDS = (1e-5, 1e5)
+#: default box of every hyper-parameter, as natural values (the one default box,
+#: :data:`sparsegp._params.DEFAULT_BOX`, where its reason is)
+DEFAULT_BOUNDS = DEFAULT_BOX
 _MATERN_CODES = {0.5: _cf.MATERN12, 1.5: _cf.MATERN32, 2.5: _cf.MATERN52}
 
 
@@ -704,13 +706,9 @@ def stationary_spec(kernel, n_features, owner):
     return StationarySpec(k, n_features)
 
 
-#: Natural-value box shown on the default SE kernel of estimators that search it without
-#: bounds: at log ±690.8 it is wider than any usable value, so passing ``kernel_`` back in as
-#: ``kernel`` searches the same way, restarts included (they are drawn a factor of ten about
-#: the start on its sides, as on infinite ones: :data:`sparsegp._optimize.OPEN_SIDE`). With a
-#: start of one's own, ``SquaredExponential(1.0, l0, UNBOUNDED, UNBOUNDED)`` is an isotropic
-#: kernel in the units of X (one common input scale) searched as the default is.
-UNBOUNDED = (1e-300, 1e300)
+# UNBOUNDED (imported above from sparsegp._params, where its reason is): with a start of
+# one's own, ``SquaredExponential(1.0, l0, UNBOUNDED, UNBOUNDED)`` is an isotropic kernel in
+# the units of X (one common input scale) searched as the default is.
 
 
 def kernel_spec(kernel, n_features, owner, default_bounds=None):

@@ -42,7 +42,8 @@ from .._validation import (
 from .._numba import adf as _adf
 from .._numba.covfuncs import SE
 from ..kernels import kernel_matrix, kernel_spec
-from .._optimize import kernel_log_bounds, unbounded, warn_at_bounds
+from .._optimize import warn_at_bounds
+from .._params import BOX_OVERRIDES, kernel_log_bounds, unbounded
 from ._binary import (
     OPTIMIZER_NAMES,
     OPTIMIZER_RENAMED,
@@ -65,11 +66,8 @@ SITE_UPDATES = ("moment", "optimize")
 #: Working-set size used by the validation rule when ``kappa`` is None (notes §3.5).
 VALIDATION_KAPPA = 59
 #: Natural bounds of the default covariance's variance and length-scale, in model units
-#: (standardised inputs). With the sites fixed, eq. 4 can keep improving along s2 -> inf (the
-#: kernel tends to a polynomial interpolant of the site means): unbounded, the first CG run
-#: ended at s2 ~ e^21 on a 60-point set, predictions lost their digits to s2 - |V|^2, and the
-#: next inner loop's choices, hence the fit, changed under a relative 1e-9 change of X.
-DEFAULT_BOUNDS = (1e-3, 1e3)
+#: (:data:`sparsegp._params.BOX_OVERRIDES`, where the reason is).
+DEFAULT_BOUNDS = BOX_OVERRIDES["stagewise"]
 #: What the warning for a kept model on the default box suggests.
 BOUND_ADVICE = ("pass a kernel with wider bounds (the default covariance's box is "
                 f"[{DEFAULT_BOUNDS[0]:g}, {DEFAULT_BOUNDS[1]:g}], the length-scale in standard "
