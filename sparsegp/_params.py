@@ -31,6 +31,7 @@ import math
 import numpy as np
 
 __all__ = ["Block", "Packing", "kernel_blocks", "kernel_log_bounds", "unbounded",
+           "cached_packing", "spec_key",
            "DEFAULT_BOX", "BOX_OVERRIDES", "UNBOUNDED", "log_box"]
 
 #: The default box of every positive hyper-parameter (natural units): a kernel object's bounds
@@ -79,6 +80,34 @@ BOX_OVERRIDES = {
 }
 
 
+# how natural() maps each block back (Packing._plan)
+_HELD, _SCALAR_LIBM, _SHARED, _LOG, _LOG_LIBM, _IDENTITY = range(6)
+
+
+def _case(b):
+    if not b.free:
+        return _HELD
+    if b.shared:
+        return _SHARED
+    if b.log and b.libm:
+        return _SCALAR_LIBM if b.size == 1 else _LOG_LIBM
+    return _LOG if b.log else _IDENTITY
+
+
+def _flat(v):
+    """``v`` as a flat float64 array (a view when it already is one)."""
+    if type(v) is np.ndarray and v.dtype == np.float64:
+        return v.reshape(-1)
+    return np.asarray(v, dtype=np.float64).reshape(-1)
+
+
+def _first(v):
+    """The first value of a number or an array."""
+    if isinstance(v, (float, int, np.floating)):
+        return v
+    return _flat(v)[0]
+
+
 def log_box(name):
     """Log bounds ``(low, high)`` of box ``name`` ("default" or a key of
     :data:`BOX_OVERRIDES`); exact where the box is written as logs (multiclass ±10)."""
@@ -124,23 +153,45 @@ class Block:
 
     def __init__(self, name, shape, log=False, bounds=None, free=True, shared=False,
                  value=None, natural_value=None, libm=False):
-        self.name = str(name)
-        self.shape = (int(shape),) if np.ndim(shape) == 0 else tuple(int(s) for s in shape)
-        self.size = int(np.prod(self.shape, dtype=np.int64))
-        self.log = bool(log)
-        self.free = bool(free)
-        self.shared = bool(shared)
-        self.libm = bool(libm)
-        rows = unbounded(self.size) if bounds is None else np.array(
-            np.broadcast_to(np.asarray(bounds, dtype=np.float64).reshape(-1, 2),
-                            (self.size, 2)))
-        self.lo, self.hi = rows[:, 0].copy(), rows[:, 1].copy()
-        self.value = None if value is None else np.array(
-            np.broadcast_to(np.asarray(value, dtype=np.float64), self.shape))
-        self.natural_value = None if natural_value is None else np.array(
-            np.broadcast_to(np.asarray(natural_value, dtype=np.float64), self.shape))
-        if not self.free and self.value is None:
-            raise ValueError(f"block {self.name!r} is held but has no value")
+        # only stored here: a packing is built at every evaluation of some searches, so the
+        # arrays are formed when asked for (rows, held_value)
+        self.name = name
+        self.shape = (int(shape),) if isinstance(shape, (int, np.integer)) else tuple(
+            int(s) for s in shape)
+        self.size = math.prod(self.shape)
+        self.log = log
+        self.free = free
+        self.shared = shared
+        self.libm = libm
+        self._bounds = bounds
+        self.value = value
+        self.natural_value = natural_value
+        if not free and value is None and natural_value is None:
+            raise ValueError(f"block {name!r} is held but has no value")
+
+    def rows(self):
+        """Bounds (size, 2) in the vector's coordinates, ±inf where unbounded."""
+        if self._bounds is None:
+            return unbounded(self.size)
+        return np.array(np.broadcast_to(
+            np.asarray(self._bounds, dtype=np.float64).reshape(-1, 2), (self.size, 2)))
+
+    def held_value(self, natural=False):
+        """A held block's values (shape), in the vector's coordinates or, with ``natural``,
+        as positive values (its ``natural_value`` when given, else exp of ``value``)."""
+        if natural and self.log and self.natural_value is not None:
+            v = self.natural_value
+        elif self.value is None:
+            v = np.log(np.asarray(self.natural_value, dtype=np.float64))
+        else:
+            v = self.value
+        if isinstance(v, np.ndarray) and v.shape == self.shape and v.dtype == np.float64:
+            v = v.copy()
+        else:
+            v = np.array(np.broadcast_to(np.asarray(v, dtype=np.float64), self.shape))
+        if natural and self.log and self.natural_value is None:
+            v = np.exp(v)
+        return v
 
     @property
     def n_packed(self):
@@ -175,6 +226,10 @@ class Packing:
             self.slices[b.name] = slice(i, i + b.n_packed)
             i += b.n_packed
         self.size = i
+        # the blocks that take entries of theta (written by pack_natural and gradient)
+        self._free = [b for b in self.blocks if b.n_packed]
+        self._plan = [(b, _case(b), self.slices[b.name].start, self.slices[b.name].stop)
+                      for b in self.blocks]
 
     def __getitem__(self, name):
         for b in self.blocks:
@@ -195,18 +250,22 @@ class Packing:
         return np.concatenate(parts) if parts else np.empty(0)
 
     def pack_natural(self, values):
-        """theta from natural values {name: array} (log blocks take the log here)."""
-        parts = []
-        for b in self.blocks:
-            if not b.free:
-                continue
-            v = np.ravel(np.asarray(values[b.name], dtype=np.float64))
-            if b.shared:
-                v = v[:1]
-            if b.log:
-                v = np.array([math.log(x) for x in v]) if b.libm else np.log(v)
-            parts.append(v)
-        return np.concatenate(parts) if parts else np.empty(0)
+        """theta from natural values {name: array or number} (log blocks take the log here).
+
+        Written for speed (searches call it at every evaluation): one output array, filled
+        block by block.
+        """
+        out = np.empty(self.size)
+        for b in self._free:
+            sl = self.slices[b.name]
+            v = values[b.name]
+            if b.shared or b.size == 1:
+                x = _first(v)
+                out[sl] = (math.log(x) if b.libm else np.log(x)) if b.log else x
+            else:
+                v = _flat(v)
+                out[sl] = np.log(v) if b.log else v
+        return out
 
     def unpack(self, theta):
         """{name: array of the block's shape} in the vector's coordinates (new arrays)."""
@@ -216,7 +275,7 @@ class Packing:
         out = {}
         for b in self.blocks:
             if not b.free:
-                out[b.name] = b.value.copy()
+                out[b.name] = b.held_value()
             elif b.shared:
                 out[b.name] = np.full(b.shape, theta[self.slices[b.name]][0])
             else:
@@ -224,16 +283,29 @@ class Packing:
         return out
 
     def natural(self, theta):
-        """:meth:`unpack` with log blocks mapped back to their positive values (exp)."""
-        out = self.unpack(theta)
-        for b in self.blocks:
-            if b.log and not b.free and b.natural_value is not None:
-                out[b.name] = b.natural_value.copy()
-            elif b.log and b.libm:
-                out[b.name] = np.array([math.exp(x) for x in out[b.name].ravel()]
-                                       ).reshape(b.shape)
-            elif b.log:
-                out[b.name] = np.exp(out[b.name])
+        """:meth:`unpack` with log blocks mapped back to their positive values (exp).
+
+        Written for speed (searches call it at every evaluation): each block's case is
+        decided once, in the constructor (:attr:`_plan`).
+        """
+        theta = np.asarray(theta, dtype=np.float64)
+        if theta.shape != (self.size,):
+            raise ValueError(f"theta must have shape ({self.size},); got {theta.shape}")
+        out = {}
+        for b, case, i, j in self._plan:
+            if case == _HELD:
+                out[b.name] = b.held_value(natural=True)
+            elif case == _SCALAR_LIBM:
+                out[b.name] = np.array([math.exp(theta[i])])
+            elif case == _SHARED:
+                x = theta[i]
+                out[b.name] = np.full(b.shape, np.exp(x) if b.log else x)
+            elif case == _LOG:
+                out[b.name] = np.exp(theta[i:j].reshape(b.shape))
+            elif case == _LOG_LIBM:
+                out[b.name] = np.array([math.exp(x) for x in theta[i:j]]).reshape(b.shape)
+            else:
+                out[b.name] = theta[i:j].reshape(b.shape).copy()
         return out
 
     def gradient(self, grads, natural, scale_then_sum=False):
@@ -255,20 +327,20 @@ class Packing:
         ndarray of shape (size,)
             p · d/dp on log blocks, d/dp elsewhere; summed over a shared block.
         """
-        parts = []
-        for b in self.blocks:
-            if not b.free:
-                continue
-            g = np.ravel(np.asarray(grads[b.name], dtype=np.float64))
-            p = np.ravel(natural[b.name]) if b.log else None
-            if b.shared and b.log and not scale_then_sum:
+        out = np.empty(self.size)
+        for b in self._free:
+            sl = self.slices[b.name]
+            g = grads[b.name]
+            if not b.log:
+                out[sl] = _flat(g).sum() if b.shared else _flat(g)
+            elif b.shared and not scale_then_sum:
                 # one parameter p standing for every entry: d/dlog p = p · sum_d d/dp_d
-                parts.append(np.array([np.sum(g) * p[0]]))
-                continue
-            if b.log:
-                g = g * p
-            parts.append(np.array([np.sum(g)]) if b.shared else g)
-        return np.concatenate(parts) if parts else np.empty(0)
+                out[sl] = _flat(g).sum() * _first(natural[b.name])
+            elif b.shared:
+                out[sl] = (_flat(g) * _flat(natural[b.name])).sum()
+            else:
+                out[sl] = _flat(g) * _flat(natural[b.name])
+        return out
 
     def bounds(self):
         """Bounds (size, 2) of theta, ±inf where unbounded (a shared block: its first row)."""
@@ -276,8 +348,7 @@ class Packing:
         for b in self.blocks:
             if not b.free:
                 continue
-            n = b.n_packed
-            rows.append(np.column_stack([b.lo[:n], b.hi[:n]]))
+            rows.append(b.rows()[:b.n_packed])
         return np.vstack(rows) if rows else np.empty((0, 2))
 
     def clip(self, theta):
@@ -292,6 +363,34 @@ class Packing:
             n = b.n_packed
             out += [b.name] if n == 1 else [f"{b.name}[{j}]" for j in range(n)]
         return out
+
+
+#: Packings built for a key (:func:`cached_packing`); cleared when it grows past this size.
+_CACHE_SIZE = 64
+_cache = {}
+
+
+def spec_key(spec):
+    """What a kernel spec's blocks depend on, cheap to compare: its free flags, ARD, variance
+    and the identities of its arrays (a block holds them by reference, so a change in place
+    is seen; a new array is a new key). None for no spec."""
+    if spec is None:
+        return None
+    return (id(spec), spec.free_variance, spec.free_lengthscale, spec.ard, spec.variance,
+            id(spec.lengthscale), id(spec.variance_bounds), id(spec.lengthscale_bounds))
+
+
+def cached_packing(key, build):
+    """The :class:`Packing` ``build()`` makes for ``key``, built once: some searches pack and
+    unpack at every evaluation, where building it anew cost more than their sums. ``key``
+    must name everything the packing depends on (:func:`spec_key` for a kernel spec); a
+    cached packing is never changed."""
+    packing = _cache.get(key)
+    if packing is None:
+        if len(_cache) >= _CACHE_SIZE:
+            _cache.clear()
+        packing = _cache[key] = build()
+    return packing
 
 
 def kernel_log_bounds(spec, n_features):
@@ -340,13 +439,11 @@ def kernel_blocks(spec, n_features, prefix="", libm=False):
     -------
     list of Block
     """
-    _, lims = kernel_log_bounds(spec, n_features)
     D = int(n_features)
-    ls_rows = lims[1:] if spec.ard else np.broadcast_to(lims[1], (D, 2))
-    return [Block(prefix + "log_variance", 1, log=True, bounds=lims[:1],
-                  free=spec.free_variance, value=math.log(spec.variance),
-                  natural_value=spec.variance, libm=libm),
-            Block(prefix + "log_lengthscale", D, log=True, bounds=ls_rows,
+    # the spec's log bounds: one (low, high) pair, or one row per feature in model units
+    # (sparsegp._scaling.InputScaling.spec_to_model); a shared block reads the first row
+    return [Block(prefix + "log_variance", 1, log=True, bounds=spec.variance_bounds,
+                  free=spec.free_variance, natural_value=spec.variance, libm=libm),
+            Block(prefix + "log_lengthscale", D, log=True, bounds=spec.lengthscale_bounds,
                   free=spec.free_lengthscale, shared=not spec.ard,
-                  value=np.log(np.asarray(spec.lengthscale, dtype=np.float64)),
                   natural_value=spec.lengthscale)]

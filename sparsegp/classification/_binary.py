@@ -68,7 +68,7 @@ from .._validation import (
     plain,
 )
 from .._optimize import METHODS
-from .._params import Block, Packing, kernel_blocks
+from .._params import Block, Packing, cached_packing, kernel_blocks, spec_key
 from .._scaling import scaling_for
 from ..exceptions import ConvergenceWarning, warn
 from ..kernels import StationarySpec, kernel_spec
@@ -120,7 +120,7 @@ class HyperParams:
 # parameter packing
 
 
-def theta_packing(n_features, ard, spec=None, n_extra=0):
+def theta_packing(n_features, ard, spec=None, n_extra=0, n_extra_of=None):
     """The :class:`sparsegp._params.Packing` of ``[log s2, log l (1 or D), bias, *extra]``.
 
     Parameters
@@ -132,8 +132,10 @@ def theta_packing(n_features, ard, spec=None, n_extra=0):
         The kernel's blocks (:func:`sparsegp._params.kernel_blocks`: its log bounds, and its
         "fixed" parameters held at its values, left out of theta). Default: both free,
         unbounded.
-    n_extra : int
-        Size of the unconstrained block after the bias (GFITC: the inducing inputs).
+    n_extra : int or None
+        Size of the unconstrained block after the bias (GFITC: the inducing inputs); None:
+        what ``n_extra_of`` (a packed vector) holds beyond the kernel's entries and the bias.
+    n_extra_of : ndarray, optional
 
     Returns
     -------
@@ -141,12 +143,21 @@ def theta_packing(n_features, ard, spec=None, n_extra=0):
         Blocks ``log_variance``, ``log_lengthscale``, ``bias`` (unbounded: a likelihood
         parameter, not the kernel's) and ``extra``.
     """
-    if spec is None:
-        kernel = [Block("log_variance", 1, log=True),
-                  Block("log_lengthscale", n_features, log=True, shared=not ard)]
-    else:
-        kernel = kernel_blocks(spec, n_features)
-    return Packing(kernel + [Block("bias", 1), Block("extra", int(n_extra))])
+    if n_extra is None:
+        # the rest of ``n_extra_of``: what the kernel's entries and the bias leave
+        n_kernel = theta_packing(n_features, ard, spec).slices["bias"].start
+        n_extra = np.size(n_extra_of) - n_kernel - 1
+
+    def build():
+        if spec is None:
+            kernel = [Block("log_variance", 1, log=True),
+                      Block("log_lengthscale", n_features, log=True, shared=not ard)]
+        else:
+            kernel = kernel_blocks(spec, n_features)
+        return Packing(kernel + [Block("bias", 1), Block("extra", int(n_extra))])
+
+    return cached_packing(("binary", int(n_features), bool(ard), spec_key(spec),
+                           int(n_extra)), build)
 
 
 def pack_theta(variance, lengthscale, bias, ard, extra=None, spec=None):
@@ -170,11 +181,10 @@ def pack_theta(variance, lengthscale, bias, ard, extra=None, spec=None):
     theta : ndarray of shape (n_log + 1 + extra.size,)
         ``n_log`` = the spec's free log parameters (1 + (D if ard else 1) without a spec).
     """
-    ls = np.atleast_1d(np.asarray(lengthscale, dtype=np.float64))
-    extra = np.empty(0) if extra is None else np.asarray(extra, dtype=np.float64).ravel()
-    packing = theta_packing(_n_features(spec, ls), ard, spec, extra.size)
-    return packing.pack_natural({"log_variance": variance, "log_lengthscale": ls,
-                                 "bias": bias, "extra": extra}).astype(np.float64)
+    n_extra = 0 if extra is None else np.size(extra)
+    packing = theta_packing(_n_features(spec, lengthscale), ard, spec, n_extra)
+    return packing.pack_natural({"log_variance": variance, "log_lengthscale": lengthscale,
+                                 "bias": bias, "extra": extra})
 
 
 def unpack_theta(theta, n_features, ard, spec=None):
@@ -198,9 +208,7 @@ def unpack_theta(theta, n_features, ard, spec=None):
         The remaining (flat) entries, possibly empty; reshape it yourself.
     """
     theta = np.asarray(theta, dtype=np.float64)
-    n_kernel = theta_packing(n_features, ard, spec).size - 1
-    packing = theta_packing(n_features, ard, spec, theta.size - n_kernel - 1)
-    v = packing.natural(theta)
+    v = theta_packing(n_features, ard, spec, None, theta).natural(theta)
     return (float(v["log_variance"][0]), v["log_lengthscale"], float(v["bias"][0]),
             v["extra"])
 
@@ -213,14 +221,11 @@ def theta_gradient(g_variance, g_lengthscale, g_bias, variance, lengthscale, ard
     whose single l is shared by every dimension); log parameters get p * d/dp.  With ``spec``,
     the entries of fixed hyper-parameters are left out, as in :func:`pack_theta`.
     """
-    g_ls = np.atleast_1d(np.asarray(g_lengthscale, dtype=np.float64))
-    ls = np.atleast_1d(np.asarray(lengthscale, dtype=np.float64))
-    g_extra = np.empty(0) if g_extra is None else np.asarray(g_extra, dtype=np.float64).ravel()
-    packing = theta_packing(_n_features(spec, g_ls), ard, spec, g_extra.size)
-    return packing.gradient({"log_variance": [g_variance], "log_lengthscale": g_ls,
-                             "bias": [g_bias], "extra": g_extra},
-                            {"log_variance": [variance], "log_lengthscale": ls}
-                            ).astype(np.float64)
+    n_extra = 0 if g_extra is None else np.size(g_extra)
+    packing = theta_packing(_n_features(spec, g_lengthscale), ard, spec, n_extra)
+    return packing.gradient({"log_variance": g_variance, "log_lengthscale": g_lengthscale,
+                             "bias": g_bias, "extra": g_extra},
+                            {"log_variance": variance, "log_lengthscale": lengthscale})
 
 
 def _n_features(spec, lengthscale):

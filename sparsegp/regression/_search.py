@@ -29,7 +29,8 @@ import numpy as np
 from .._config import (COARSE_LEVEL_FACTOR, COARSE_MIN_FACTOR, COARSE_ROWS,
                        COARSE_ROWS_PER_UNKNOWN)
 from .._optimize import maximize, stopping_gain
-from .._params import BOX_OVERRIDES, Block, Packing, kernel_blocks, unbounded
+from .._params import (BOX_OVERRIDES, Block, Packing, cached_packing, kernel_blocks, spec_key,
+                       unbounded)
 from ..exceptions import JitterWarning
 from . import _base
 
@@ -59,10 +60,12 @@ class _SearchMixin:
 
         The scalars' logs and exps are the C library's (``libm``), as the committed fits'.
         """
-        return Packing(kernel_blocks(self._spec, self.n_features_in_, libm=True)
-                       + [Block("log_noise_variance", 1, log=True,
-                                bounds=(-_LOG_BOUND, _LOG_BOUND), libm=True),
-                          Block("Z", int(n_Z))])
+        D, spec = self.n_features_in_, self._spec
+        return cached_packing(("regression", D, spec_key(spec), int(n_Z)), lambda: Packing(
+            kernel_blocks(spec, D, libm=True)
+            + [Block("log_noise_variance", 1, log=True, bounds=(-_LOG_BOUND, _LOG_BOUND),
+                     libm=True),
+               Block("Z", int(n_Z))]))
 
     def _pack(self, s2, ls, sn2):
         """Log-space vector of the free hyper-parameters: [log s², log ℓ (1 or D), log σ²]."""
