@@ -6,10 +6,10 @@ over a packed vector theta whose kernel entries are logs, as a kernel's ``theta`
 :func:`maximize`
     A deterministic objective and its gradient, by scipy's ``L-BFGS-B`` or nonlinear ``CG``,
     with random restarts; GPflow's ``optimizers/scipy.py`` shape (one closure, one method).
-:func:`ascend`
+:func:`sparsegp._ascend.ascend` (its own module)
     A stepping loop for an objective that changes under the search (EP-inner training, where
-    the sites move between steps, and minibatch estimates): one :class:`Adam` or
-    :class:`SignAdaptiveStep` step per evaluation.
+    the sites move between steps, and minibatch estimates): one ADAM or sign-adaptive step
+    per evaluation. It follows this module's bounds, failure policy and stopping rule.
 
 Bounds
     An (n, 2) array of lower/upper bounds on theta, ±inf where a coordinate is unbounded,
@@ -17,7 +17,7 @@ Bounds
     them. ``CG`` has no constraints, so the objective is evaluated at the point clipped into
     the box (flat outside it: zero gradient in a clipped coordinate) and the result is
     clipped: the same search inside the box, and never an answer outside it.
-    :func:`ascend` clips every step's point into them.
+    :func:`~sparsegp._ascend.ascend` clips every step's point into them.
 
 Restarts
     Start 0 is theta0; every further start draws the coordinates in ``restart_mask``
@@ -32,13 +32,13 @@ Failure policy (one, everywhere)
     floating-point error, an :class:`EvaluationFailure`) or returns a non-finite value or
     gradient is a *failed point*, and the search backs off from it. :func:`maximize` runs
     evaluations under ``np.errstate`` raising on overflow, invalid values and division by
-    zero, as the binary classifiers' driver always did; :func:`ascend` does not (the
+    zero, as the binary classifiers' driver always did; :func:`~sparsegp._ascend.ascend` does not (the
     multi-class EP-inner objectives were written for NumPy's default state), so there such a
     point fails through its non-finite value.
     :func:`maximize` answers scipy with the huge finite objective :data:`FAILED_OBJECTIVE`
     and a zero gradient, so that its line search shortens the step; the result is the best
     point that evaluated, never a failed one (value ``-inf`` only if every point failed).
-    :func:`ascend` returns to the last point that evaluated, halves the stepper's step
+    :func:`~sparsegp._ascend.ascend` returns to the last point that evaluated, halves the stepper's step
     (``stepper.shrink(0.5)``; ``on_failure`` undoes the caller's own state) and evaluates
     again (the next minibatch); after ``max_failures`` failures in a row it stops with a
     :class:`~sparsegp.exceptions.ConvergenceWarning`.
@@ -63,7 +63,7 @@ Stopping rule
 Iteration cap
     ``max_iter`` is then a safety cap. When the best start of :func:`maximize` stopped there
     without converging, one ConvergenceWarning names the estimator, the cap and what to try.
-    :func:`ascend` runs a fixed budget of steps with no convergence test, so it has no cap to
+    :func:`~sparsegp._ascend.ascend` runs a fixed budget of steps with no convergence test, so it has no cap to
     warn about. Every warning is attributed to the user's line
     (:func:`sparsegp.exceptions.warn`).
 
@@ -83,13 +83,12 @@ from scipy import linalg as sla
 from scipy import optimize
 
 from ._config import TOL_MIN_ROWS
-from ._numba import optimize as _nbopt
+from ._params import bounds_arrays
 from ._validation import check_random_state, check_tol
 from .exceptions import ConvergenceWarning, warn
 
-__all__ = ["METHODS", "OptimizeResult", "AscentResult", "EvaluationFailure", "maximize",
-           "ascend", "Adam", "SignAdaptiveStep", "restart_points", "stopping_gain",
-           "warn_at_bounds"]
+__all__ = ["METHODS", "OptimizeResult", "EvaluationFailure", "NUMERICAL_ERRORS", "maximize",
+           "restart_points", "stopping_gain", "warn_at_bounds"]
 
 #: Accepted ``optimizer`` names and the scipy method each maps to.
 METHODS = {"lbfgs": "L-BFGS-B", "l-bfgs-b": "L-BFGS-B", "cg": "CG"}
@@ -115,9 +114,6 @@ FAILED_OBJECTIVE = 1e300
 #: Iterations over which :func:`maximize`'s stopping rule measures the gain (module docstring).
 STOP_WINDOW = 5
 
-#: Failed evaluations in a row after which :func:`ascend` gives up.
-MAX_FAILURES = 12
-
 #: Distance (in theta's units: log space for kernel parameters, so a relative 1e-3) within
 #: which a coordinate counts as on its bound. L-BFGS-B projects onto the box and CG's points
 #: are clipped into it, so a coordinate held by its bound sits on it; but where the objective
@@ -137,16 +133,6 @@ NUMERICAL_ERRORS = (np.linalg.LinAlgError, sla.LinAlgError, FloatingPointError,
 
 # ----------------------------------------------------------------------------------------------
 # bounds
-
-
-def _box(bounds, n):
-    """(lo, hi) arrays of length n from an (n, 2) array or None."""
-    if bounds is None:
-        return np.full(n, -np.inf), np.full(n, np.inf)
-    b = np.asarray(bounds, dtype=np.float64).reshape(-1, 2)
-    if b.shape[0] != n:
-        raise ValueError(f"bounds must have one row per entry of theta ({n}); got {b.shape[0]}")
-    return b[:, 0].copy(), b[:, 1].copy()
 
 
 def restart_points(theta0, bounds, n_restarts, rng, restart_mask=None, restart=None):
@@ -171,7 +157,7 @@ def restart_points(theta0, bounds, n_restarts, rng, restart_mask=None, restart=N
         :data:`RESTART_HALF_WIDTH`.
     """
     theta0 = np.asarray(theta0, dtype=np.float64)
-    lo, hi = _box(bounds, theta0.size)
+    lo, hi = bounds_arrays(bounds, theta0.size)
     mask = np.ones(theta0.size, dtype=bool) if restart_mask is None else np.asarray(restart_mask)
     # an infinite side fails the test too (inf <= OPEN_SIDE is false)
     low = np.where(theta0 - lo <= OPEN_SIDE, lo, theta0 - RESTART_HALF_WIDTH)[mask]
@@ -382,7 +368,7 @@ def maximize(evaluate, theta0, *, method="lbfgs", bounds=None, max_iter=100, n_r
     tol = check_tol(tol)
     scipy_method = METHODS[method]
     theta0 = np.array(theta0, dtype=np.float64)
-    lo, hi = _box(bounds, theta0.size)
+    lo, hi = bounds_arrays(bounds, theta0.size)
     rng = check_random_state(random_state) if n_restarts else None
     starts = restart_points(theta0, bounds, n_restarts, rng, restart_mask, restart)
     starts = [np.clip(s, lo, hi) for s in starts]
@@ -512,283 +498,3 @@ def warn_at_bounds(theta, lo, hi, names, label, advice=BOUND_ADVICE):
     warn(f"{label}: the fit ended with {'; '.join(parts)}. The objective wanted a value outside "
          f"the search box, so this value is the box's, not the data's: {advice}",
          ConvergenceWarning)
-
-
-# ----------------------------------------------------------------------------------------------
-# stepping objectives: ADAM and the sign-adaptive rule
-
-
-class Adam:
-    """ADAM ascent steps (Kingma & Ba 2015), the paper's defaults (multi-class notes §5.2).
-
-    One implementation, compiled (:func:`sparsegp._numba.optimize.adam_ascent_step`):
-    minibatch training moves C M D inducing coordinates every step.
-
-    Parameters
-    ----------
-    size : int
-        Length of theta.
-    learning_rate : float, default=1e-3
-    beta1, beta2, eps : float
-    """
-
-    def __init__(self, size, learning_rate=1e-3, beta1=0.9, beta2=0.999, eps=1e-8):
-        self.learning_rate = float(learning_rate)
-        self.beta1, self.beta2, self.eps = beta1, beta2, eps
-        self.m = np.zeros(size)
-        self.v = np.zeros(size)
-        self.t = 0
-
-    def step(self, theta, grad, scale=None):
-        """The point after one step up ``grad``; theta itself is not modified.
-
-        ``scale`` (shape of theta) takes the step in the coordinates theta / scale, 0
-        freezing a coordinate; None steps in theta itself.
-        """
-        self.t += 1
-        theta = np.ascontiguousarray(theta, dtype=np.float64)
-        scale = np.ones(theta.size) if scale is None else np.ascontiguousarray(scale, np.float64)
-        out = np.empty_like(theta)
-        # the bias corrections as Python computes them (the C library's pow)
-        c1 = 1.0 - self.beta1 ** self.t
-        c2 = 1.0 - self.beta2 ** self.t
-        _nbopt.adam_ascent_step(theta, np.ascontiguousarray(grad, dtype=np.float64), scale,
-                                self.m, self.v, c1, c2, self.learning_rate, self.beta1,
-                                self.beta2, self.eps, out)
-        return out
-
-    def shrink(self, factor=0.5):
-        """Multiply the learning rate by ``factor`` (after a failed evaluation)."""
-        self.learning_rate *= factor
-
-
-class SignAdaptiveStep:
-    """The per-parameter adaptive rate of Villacampa-Calvo & Hernández-Lobato's appendix G.
-
-    Each scalar has its own rate: x1.02 when its gradient keeps its sign, x0.5 when it flips,
-    capped at ``max_rate``; the step is ``rate * grad`` (ascent) (multi-class notes §5.1).
-
-    Parameters
-    ----------
-    size : int
-        Number of scalars stepped.
-    learning_rate : float
-        Every rate's initial value.
-    increase, decrease : float
-        Factors applied to a rate when its sign test passes or fails.
-    max_rate : float
-        Cap of every rate.
-    pooled : slice or ndarray of int, optional
-        Scalars whose sign test compares each one's previous sign with the sign of the *sum*
-        of their current gradients, as the authors' R code does for the length-scales
-        (``optimize`` in ``sepMGPC_batch.R``). Each still keeps its own rate and its own
-        stored sign. None tests every scalar against itself, as the paper's appendix G says.
-    """
-
-    def __init__(self, size, learning_rate=1e-2, increase=1.02, decrease=0.5, max_rate=1.0,
-                 pooled=None):
-        self.rate = np.full(size, float(learning_rate))
-        self.increase, self.decrease, self.max_rate = increase, decrease, max_rate
-        self.pooled = pooled
-        self.prev_sign = None
-
-    def step(self, theta, grad, scale=None):
-        """theta + rate * grad after adapting the rates to the sign pattern.
-
-        ``scale`` as in :meth:`Adam.step`.
-        """
-        if scale is None:
-            return self._step(theta, grad)
-        free = scale > 0
-        safe = np.where(free, scale, 1.0)
-        phi = self._step(theta / safe, grad * scale)
-        return np.where(free, phi * safe, theta)
-
-    def _step(self, theta, grad):
-        sign = np.sign(grad)
-        if self.prev_sign is not None:
-            same = sign == self.prev_sign
-            if self.pooled is not None:
-                same[self.pooled] = self.prev_sign[self.pooled] == np.sign(
-                    np.sum(grad[self.pooled]))
-            self.rate = np.where(same, np.minimum(self.max_rate, self.rate * self.increase),
-                                 self.rate * self.decrease)
-        self.prev_sign = sign
-        return theta + self.rate * grad
-
-    def shrink(self, factor=0.5):
-        """Multiply every rate by ``factor`` (the R code does this after a failed update)."""
-        self.rate = self.rate * factor
-
-
-@dataclass
-class AscentResult:
-    """Outcome of :func:`ascend`.
-
-    Attributes
-    ----------
-    theta : object
-        The point after the last step (whatever type ``advance`` works on).
-    history : list of float
-        The value of every iteration (batch) or the mean minibatch value of every epoch.
-    n_iter : int
-        Iterations (batch) or epochs (minibatch) completed.
-    n_steps : int
-        Successful evaluations (steps taken or, for the last batch iteration, not needed).
-    n_failures : int
-        Failed evaluations.
-    stopped : bool
-        True when the loop gave up after ``max_failures`` failures in a row.
-    converged : bool
-        True when the stopping rule ended the loop before ``max_iter`` (batch mode with
-        ``tol``).
-    """
-
-    theta: object
-    history: list
-    n_iter: int
-    n_steps: int
-    n_failures: int
-    stopped: bool
-    converged: bool = False
-
-
-def ascend(evaluate, theta0, stepper, max_iter, *, advance=None, batches=None,
-           on_success=None, on_epoch=None, on_failure=None, max_failures=MAX_FAILURES,
-           label="ascent", tol=None, window=STOP_WINDOW, bounds=None):
-    """Step up a changing objective: evaluate, then one stepper step, ``max_iter`` times.
-
-    In batch mode with ``tol``, the module's stopping rule ends the loop earlier: once the
-    best value of the iterations so far has gained at most ``tol`` over the last ``window``
-    iterations. The objective moves under the search (EP's sites), so the values are those
-    each iteration evaluated, not of one fixed function; their best still stops rising when
-    the steps stop helping.
-
-    Parameters
-    ----------
-    evaluate : callable ``evaluate(theta, batch) -> (value, grad, info)``
-        The objective at theta on one minibatch (``batch`` None in batch mode). Failed points
-        (module docstring) are not counted.
-    theta0 : ndarray of shape (n,) or object
-        The starting point (an ndarray, or, without ``bounds``, any object ``advance``
-        steps).
-    stepper : Adam or SignAdaptiveStep
-        Its ``shrink`` is called after a failed evaluation.
-    max_iter : int
-        Batch mode: iterations (the last one evaluates but does not step). Minibatch mode:
-        epochs (every minibatch steps).
-    advance : callable ``advance(theta, grad) -> theta``, optional
-        One step (default ``stepper.step(theta, grad)``).
-    batches : callable ``batches() -> iterable``, optional
-        The minibatches of one epoch; None is batch mode.
-    on_success : callable ``on_success(k, theta, value, info, history)``, optional
-        After every successful evaluation. Batch mode: before the step, at the evaluated
-        point, k counting iterations from 1. Minibatch mode: after the step, at the new
-        point, k counting steps from 1, ``history`` with this epoch's mean so far appended.
-    on_epoch : callable ``on_epoch(n_epochs, history)``, optional
-        Minibatch mode: after every epoch.
-    on_failure : callable ``on_failure(n_failed)``, optional
-        After a failed evaluation, once theta is back at the last good point, so the caller
-        can undo its own state (EP sites) and soften its own settings (damping).
-    max_failures : int
-        Failures in a row after which the loop stops with a ConvergenceWarning.
-    label : str
-        Named in the warning.
-    tol : float or None
-        Batch mode: stop once the best value gained at most ``tol`` over the last ``window``
-        iterations (the point of that last iteration is the result); reaching ``max_iter``
-        first is then a ConvergenceWarning. None: ``max_iter`` iterations, no warning.
-        Ignored with minibatches.
-    window : int
-    bounds : ndarray of shape (n, 2), optional
-        Lower and upper bounds on theta, ±inf where unbounded: every step's point is clipped
-        into them (theta0 is taken as given). None, or no finite entry: no clipping.
-
-    Returns
-    -------
-    AscentResult
-    """
-    tol = check_tol(tol)
-    step = advance if advance is not None else stepper.step
-    if bounds is not None:
-        if not isinstance(theta0, np.ndarray):
-            raise ValueError("bounds need theta0 as an ndarray (the packed parameter vector); "
-                             f"got {type(theta0).__name__}")
-        lo, hi = _box(bounds, theta0.size)
-        if np.any(np.isfinite(lo)) or np.any(np.isfinite(hi)):
-            unclipped = step
-
-            def step(theta, grad):
-                return np.clip(unclipped(theta, grad), lo, hi)
-    rule = tol is not None and batches is None
-    best = []                      # batch mode: the best value after 1, 2, ... iterations
-    settled = False
-    theta = last_good = theta0
-    history = []
-    n_steps = n_failures = in_a_row = 0
-
-    def attempt(point, batch):
-        try:
-            value, grad, info = evaluate(point, batch)
-            if np.isfinite(value) and np.all(np.isfinite(grad)):
-                return value, grad, info
-        except NUMERICAL_ERRORS:
-            pass
-        return None
-
-    def failed():
-        nonlocal theta, n_failures, in_a_row
-        n_failures += 1
-        in_a_row += 1
-        if in_a_row > max_failures:
-            warn(f"{label}: {in_a_row} evaluations in a row failed (non-finite objective or a "
-                 f"failed factorisation); stopping early. Try a smaller damping or "
-                 f"learning_rate, or standardised inputs.", ConvergenceWarning)
-            return True
-        theta = last_good
-        stepper.shrink(0.5)
-        if on_failure is not None:
-            on_failure(in_a_row)
-        return False
-
-    it = 0
-    stopped = converged = False
-    while it < max_iter and not stopped and not converged:
-        values = []
-        for batch in ([None] if batches is None else batches()):
-            out = attempt(theta, batch)
-            if out is None:
-                stopped = failed()
-                if stopped:
-                    break
-                continue
-            in_a_row = 0
-            n_steps += 1
-            values.append(out[0])
-            if batches is None and on_success is not None:
-                on_success(it + 1, theta, out[0], out[2], history + values)
-            if rule:
-                best.append(max(out[0], best[-1]) if best else out[0])
-                settled = len(best) > window and best[-1] - best[-1 - window] <= tol
-            # batch mode's last iteration has no step to take: its point is the result
-            if rule and settled:
-                converged = True
-            elif batches is not None or it + 1 < max_iter:
-                last_good = theta
-                theta = step(theta, out[1])
-            if batches is not None and on_success is not None:
-                on_success(n_steps, theta, out[0], out[2], history + [float(np.mean(values))])
-        if values:
-            history.append(float(np.mean(values)))
-        elif batches is None:
-            continue                   # a failed batch iteration is tried again, not counted
-        if stopped:
-            break
-        it += 1
-        if on_epoch is not None:
-            on_epoch(it, history)
-    if rule and not (converged or stopped):
-        warn(f"{label}: stopped at max_iter={max_iter} iterations before its stopping rule "
-             f"(a gain under {tol:.3g} in {window} iterations) was met; increase max_iter",
-             ConvergenceWarning)
-    return AscentResult(theta, history, it, n_steps, n_failures, stopped, converged)

@@ -1,6 +1,6 @@
 """One parameter vector: the named blocks every hyper-parameter search packs into one theta.
 
-A search (:func:`sparsegp._optimize.maximize` or :func:`sparsegp._optimize.ascend`) moves one
+A search (:func:`sparsegp._optimize.maximize` or :func:`sparsegp._ascend.ascend`) moves one
 flat vector theta. What theta holds is a :class:`Packing`: an ordered list of named
 :class:`Block` s, each with its shape, its coordinates (the log of a positive parameter, or the
 value itself), its bounds in those coordinates, and whether the search moves it. The usual
@@ -17,7 +17,7 @@ The packing gives, for every estimator alike:
 * :meth:`Packing.gradient`: the chain rule from the derivatives by the natural values to
   d/d theta (p · d/dp on log blocks, summed over a shared block);
 * :meth:`Packing.bounds` (n, 2) for :func:`~sparsegp._optimize.maximize` and
-  :func:`~sparsegp._optimize.ascend`, and :meth:`Packing.clip`.
+  :func:`~sparsegp._ascend.ascend`, and :meth:`Packing.clip`.
 
 Boxes
     :data:`DEFAULT_BOX` is the one default box of a positive hyper-parameter in natural units.
@@ -30,7 +30,7 @@ import math
 
 import numpy as np
 
-__all__ = ["Block", "Packing", "kernel_blocks", "kernel_log_bounds", "unbounded",
+__all__ = ["Block", "Packing", "kernel_blocks", "kernel_log_bounds", "unbounded", "bounds_arrays",
            "cached_packing", "spec_key",
            "DEFAULT_BOX", "BOX_OVERRIDES", "UNBOUNDED", "log_box"]
 
@@ -115,6 +115,16 @@ def log_box(name):
         return -10.0, 10.0
     lo, hi = DEFAULT_BOX if name == "default" else BOX_OVERRIDES[name]
     return math.log(lo), math.log(hi)
+
+
+def bounds_arrays(bounds, n):
+    """(lo, hi) arrays of length n from bounds (n, 2), or (-inf, inf) everywhere for None."""
+    if bounds is None:
+        return np.full(n, -np.inf), np.full(n, np.inf)
+    b = np.asarray(bounds, dtype=np.float64).reshape(-1, 2)
+    if b.shape[0] != n:
+        raise ValueError(f"bounds must have one row per entry of theta ({n}); got {b.shape[0]}")
+    return b[:, 0].copy(), b[:, 1].copy()
 
 
 def unbounded(n):

@@ -4,13 +4,11 @@ import pytest
 from sklearn.exceptions import ConvergenceWarning as SklearnConvergenceWarning
 
 from sparsegp import EPClassifier, GFITCClassifier, SparseGPRegressor
+from sparsegp._ascend import Adam, SignAdaptiveStep, ascend
 from sparsegp._optimize import (
     FAILED_OBJECTIVE,
     OPEN_SIDE,
     RESTART_HALF_WIDTH,
-    Adam,
-    SignAdaptiveStep,
-    ascend,
     maximize,
     restart_points,
 )

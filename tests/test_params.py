@@ -1,11 +1,11 @@
 """The one parameter vector (sparsegp._params, issue 48 item 2): packing, chain rule, bounds,
-and the bounds of the stepping loop (sparsegp._optimize.ascend)."""
+and the bounds of the stepping loop (sparsegp._ascend.ascend)."""
 import math
 
 import numpy as np
 import pytest
 
-from sparsegp._optimize import Adam, ascend
+from sparsegp._ascend import Adam, ascend
 from sparsegp._params import (BOX_OVERRIDES, DEFAULT_BOX, Block, Packing, kernel_blocks,
                               log_box, unbounded)
 from sparsegp.kernels import SquaredExponential, kernel_spec

@@ -1,4 +1,4 @@
-"""The compiled ADAM step of :class:`sparsegp._optimize.Adam` (the only implementation)."""
+"""The compiled ADAM step of :class:`sparsegp._ascend.Adam` (the only implementation)."""
 import math
 
 from ._jit import jit

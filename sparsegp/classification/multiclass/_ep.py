@@ -10,7 +10,8 @@ import time
 import numpy as np
 
 from ..._array_backends import backend_for
-from ..._optimize import Adam, SignAdaptiveStep, ascend, stopping_gain
+from ..._ascend import Adam, SignAdaptiveStep, ascend
+from ..._optimize import stopping_gain
 from ..._scaling import InputScaling
 from ..._validation import check_int, check_option, check_positive, check_tol
 from ..._config import MC_OUTER_EP_MAX_SWEEPS, MC_OUTER_EP_TOL
@@ -79,14 +80,14 @@ class MultiClassEPClassifier(MultiClassGPClassifier):
     tol : float or None, default=None
         Batch mode's stopping rule, in nats per training row: training stops once the best
         log Z_EP of the iterations so far has gained less than ``tol * max(n_samples,
-        3000)`` over the last five (:func:`sparsegp._optimize.ascend`). Not yet the default:
+        3000)`` over the last five (:func:`sparsegp._ascend.ascend`). Not yet the default:
         on folds 0-2 of the paper's sets the rule stops small sets while their test NLP still
         falls, and stops others inside a dip of the EP-inner log Z, where the best value
         stalls: 16 of 48 fits end worse than 250 iterations by more than 0.01 in test NLP
         (``benchmarks/DEFAULTS.md``). None runs ``max_iter`` iterations.
     optimizer : {"auto", "sign", "adam"} or None, default="auto"
         The rule that steps the hyper-parameters and inducing inputs after every refinement
-        of the sites (through :func:`sparsegp._optimize.ascend`): "sign", the per-parameter
+        of the sites (through :func:`sparsegp._ascend.ascend`): "sign", the per-parameter
         sign-adaptive rate of the paper's appendix G with the authors' pooled sign test for
         the length-scales (batch mode; :meth:`_pooled_rates`), or "adam" (minibatch
         mode); "auto" is the one of the mode. None holds every hyper-parameter and the

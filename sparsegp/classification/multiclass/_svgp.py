@@ -25,7 +25,8 @@ import numpy as np
 import scipy.linalg as sla
 
 from ..._numba import multiclass_gfitc as _nb
-from ..._optimize import Adam, ascend, maximize, stopping_gain
+from ..._ascend import Adam, ascend
+from ..._optimize import maximize, stopping_gain
 from ..._params import unbounded
 from ..._validation import check_int, check_positive, check_tol, plain
 from ...metrics import _as_labels, class_indices
