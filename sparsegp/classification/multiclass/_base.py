@@ -16,6 +16,7 @@ from ..._inducing_base import InducingPointEstimator, median_lengthscale, take_r
 from ..._scaling import InputScaling
 from ..._validation import check_int, check_optimizer
 from ...exceptions import ConvergenceWarning, warn
+from ..._params import Block, Packing
 from .kernel import pack_params
 from .._frequencies import FrequencyCheckMixin
 from .rows import check_multiclass_labels, check_row_sliceable, is_lazy_store
@@ -471,46 +472,50 @@ class MultiClassGPClassifier(FrequencyCheckMixin, ClassifierMixin, InducingPoint
 
         ``theta_`` is ``[log variance (C), log noise (C), log lengthscale (C x D, or C for
         an isotropic kernel)]`` less what the kernel holds fixed, length-scales in the user's
-        units, classes in ``classes_`` order. Also keeps the full vector and its mask, for
-        :meth:`_hyper_at` and :meth:`_theta_gradient`.
+        units, classes in ``classes_`` order: the per-class stack of
+        :mod:`sparsegp._params`, one block per class and parameter, held where that class's
+        kernel says "fixed" (at the fitted value) and shared by the D features when
+        isotropic. Also keeps the packing, for :meth:`_hyper_at` and :meth:`_theta_gradient`.
         """
         C, D = np.shape(log_lengthscale)
         specs = getattr(self, "_spec", None)      # one per class (all ARD or all isotropic)
-        mask = np.ones(2 * C + C * D, dtype=bool)
-        if specs is not None:
-            for c, spec in enumerate(specs):
-                mask[c] = spec.free_variance
-                mask[2 * C + c * D:2 * C + (c + 1) * D] = spec.free_lengthscale
-            if not specs[0].ard:
-                # one length-scale per class: its first entry stands for all D
-                mask[2 * C:] &= np.tile(np.arange(D) == 0, C)
         log_ls_user = np.asarray(log_lengthscale) + np.log(self._scaling.scale)
-        self._theta_full = np.concatenate([np.ravel(log_variance), np.ravel(log_noise),
-                                           log_ls_user.ravel()])
-        self._theta_mask = mask
-        self.theta_ = self._theta_full[mask].copy()
+        lv, ln = np.ravel(log_variance), np.ravel(log_noise)
+        variances = [Block(f"log_variance[{c}]", 1, value=lv[c],
+                           free=specs is None or specs[c].free_variance) for c in range(C)]
+        noises = [Block(f"log_noise[{c}]", 1) for c in range(C)]
+        shared = specs is not None and not specs[0].ard
+        # an isotropic class's first entry stands for all D, held or free
+        scales = [Block(f"log_lengthscale[{c}]", D,
+                        value=log_ls_user[c, 0] if shared else log_ls_user[c],
+                        free=specs is None or specs[c].free_lengthscale, shared=shared)
+                  for c in range(C)]
+        self._theta_packing = Packing(variances + noises + scales)
+        values = {f"log_variance[{c}]": lv[c] for c in range(C)}
+        values.update({f"log_noise[{c}]": ln[c] for c in range(C)})
+        values.update({f"log_lengthscale[{c}]": log_ls_user[c] for c in range(C)})
+        self.theta_ = self._theta_packing.pack(values)
 
     def _hyper_at(self, theta, Z):
         """The model-unit :func:`pack_params` vector at ``theta`` (as ``theta_``) with the
         inducing inputs Z (C, M, D)."""
-        C, _, D = np.shape(Z)
-        full = self._theta_full.copy()
-        full[self._theta_mask] = theta
-        log_ls = full[2 * C:].reshape(C, D)
-        specs = getattr(self, "_spec", None)
-        if specs is not None and not specs[0].ard:
-            log_ls = np.repeat(log_ls[:, :1], D, axis=1)
-        return pack_params(full[:C], full[C:2 * C], log_ls - np.log(self._scaling.scale), Z)
+        C = np.shape(Z)[0]
+        v = self._theta_packing.unpack(theta)
+        log_ls = np.stack([v[f"log_lengthscale[{c}]"] for c in range(C)])
+        return pack_params([v[f"log_variance[{c}]"] for c in range(C)],
+                           [v[f"log_noise[{c}]"] for c in range(C)],
+                           log_ls - np.log(self._scaling.scale), Z)
 
     def _theta_gradient(self, grad, C, D):
         """d/d ``theta_`` from a gradient of the :func:`pack_params` vector (log space: the
-        units do not change it; an isotropic class's D entries add up)."""
-        g = np.array(grad[:2 * C + C * D], dtype=np.float64)
-        specs = getattr(self, "_spec", None)
-        if specs is not None and not specs[0].ard:
-            gl = g[2 * C:].reshape(C, D)
-            gl[:, 0] = gl.sum(axis=1)
-        return g[self._theta_mask]
+        units do not change it, and the packing's blocks are the logs themselves: an
+        isotropic class's D entries add up)."""
+        g = np.asarray(grad, dtype=np.float64)
+        grads = {f"log_variance[{c}]": g[c] for c in range(C)}
+        grads.update({f"log_noise[{c}]": g[C + c] for c in range(C)})
+        grads.update({f"log_lengthscale[{c}]": g[2 * C + c * D:2 * C + (c + 1) * D]
+                      for c in range(C)})
+        return self._theta_packing.gradient(grads, {})
 
     def _training_rows(self, X, y_index):
         """Keep the model-unit training rows for ``log_marginal_likelihood(theta)``: only
