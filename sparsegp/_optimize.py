@@ -6,7 +6,7 @@ over a packed vector theta whose kernel entries are logs, as a kernel's ``theta`
 :func:`maximize`
     A deterministic objective and its gradient, by scipy's ``L-BFGS-B`` or nonlinear ``CG``,
     with random restarts; GPflow's ``optimizers/scipy.py`` shape (one closure, one method).
-:func:`sparsegp._ascend.ascend` (its own module)
+:func:`ascend` (:func:`sparsegp._ascend.ascend`, in its own module)
     A stepping loop for an objective that changes under the search (EP-inner training, where
     the sites move between steps, and minibatch estimates): one ADAM or sign-adaptive step
     per evaluation. It follows this module's bounds, failure policy and stopping rule.
@@ -17,7 +17,7 @@ Bounds
     them. ``CG`` has no constraints, so the objective is evaluated at the point clipped into
     the box (flat outside it: zero gradient in a clipped coordinate) and the result is
     clipped: the same search inside the box, and never an answer outside it.
-    :func:`~sparsegp._ascend.ascend` clips every step's point into them.
+    :func:`ascend` clips every step's point into them.
 
 Restarts
     Start 0 is theta0; every further start draws the coordinates in ``restart_mask``
@@ -32,13 +32,13 @@ Failure policy (one, everywhere)
     floating-point error, an :class:`EvaluationFailure`) or returns a non-finite value or
     gradient is a *failed point*, and the search backs off from it. :func:`maximize` runs
     evaluations under ``np.errstate`` raising on overflow, invalid values and division by
-    zero, as the binary classifiers' driver always did; :func:`~sparsegp._ascend.ascend` does not (the
+    zero, as the binary classifiers' driver always did; :func:`ascend` does not (the
     multi-class EP-inner objectives were written for NumPy's default state), so there such a
     point fails through its non-finite value.
     :func:`maximize` answers scipy with the huge finite objective :data:`FAILED_OBJECTIVE`
     and a zero gradient, so that its line search shortens the step; the result is the best
     point that evaluated, never a failed one (value ``-inf`` only if every point failed).
-    :func:`~sparsegp._ascend.ascend` returns to the last point that evaluated, halves the stepper's step
+    :func:`ascend` returns to the last point that evaluated, halves the stepper's step
     (``stepper.shrink(0.5)``; ``on_failure`` undoes the caller's own state) and evaluates
     again (the next minibatch); after ``max_failures`` failures in a row it stops with a
     :class:`~sparsegp.exceptions.ConvergenceWarning`.
@@ -63,7 +63,7 @@ Stopping rule
 Iteration cap
     ``max_iter`` is then a safety cap. When the best start of :func:`maximize` stopped there
     without converging, one ConvergenceWarning names the estimator, the cap and what to try.
-    :func:`~sparsegp._ascend.ascend` runs a fixed budget of steps with no convergence test, so it has no cap to
+    :func:`ascend` runs a fixed budget of steps with no convergence test, so it has no cap to
     warn about. Every warning is attributed to the user's line
     (:func:`sparsegp.exceptions.warn`).
 

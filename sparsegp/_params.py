@@ -11,9 +11,9 @@ all of these (the multi-class models).
 The packing gives, for every estimator alike:
 
 * :meth:`Packing.pack` / :meth:`Packing.unpack` (and :meth:`Packing.pack_natural` /
-  :meth:`Packing.natural` from and to positive values): values by name to theta and back; a held
-  block keeps its given value and takes no entry of theta; a *shared* block (an isotropic
-  kernel's one length-scale standing for D) takes one entry, repeated on unpacking;
+  :meth:`Packing.natural` from and to positive values): values by name to theta and back; a
+  held block keeps its given value and takes no entry of theta; a *shared* block (an
+  isotropic kernel's one length-scale standing for D) takes one entry, repeated on unpacking;
 * :meth:`Packing.gradient`: the chain rule from the derivatives by the natural values to
   d/d theta (p · d/dp on log blocks, summed over a shared block);
 * :meth:`Packing.bounds` (n, 2) for :func:`~sparsegp._optimize.maximize` and
@@ -30,15 +30,15 @@ import math
 
 import numpy as np
 
-__all__ = ["Block", "Packing", "kernel_blocks", "kernel_log_bounds", "unbounded", "bounds_arrays",
-           "cached_packing", "spec_key",
-           "DEFAULT_BOX", "BOX_OVERRIDES", "UNBOUNDED", "log_box"]
+__all__ = ["Block", "Packing", "kernel_blocks", "kernel_log_bounds", "unbounded",
+           "bounds_arrays", "cached_packing", "spec_key", "DEFAULT_BOX", "BOX_OVERRIDES",
+           "UNBOUNDED", "log_box"]
 
 #: The default box of every positive hyper-parameter (natural units): a kernel object's bounds
-#: when the user gives none (``SquaredExponential()``), as scikit-learn's kernels default to.
-#: Ten decades either side of one, in the standardised units the estimators work in, hold
-#: every usable variance and length-scale while keeping the factorisations away from the
-#: overflow and round-off at the extremes.
+#: when the user gives none (``SquaredExponential()``), the same as scikit-learn's kernels'
+#: default. Five decades either side of one, in the standardised units the estimators work
+#: in, hold every usable variance and length-scale while keeping the factorisations away from
+#: the overflow and round-off at the extremes.
 DEFAULT_BOX = (1e-5, 1e5)
 
 #: Natural-value box shown on the default SE kernel of estimators that search it without
@@ -51,8 +51,8 @@ UNBOUNDED = (1e-300, 1e300)
 #: The estimators whose search keeps its own box instead of :data:`DEFAULT_BOX`, and why.
 #: Each entry is a natural-value pair; :func:`log_box` gives its log bounds.
 BOX_OVERRIDES = {
-    # the binary classifiers (EP, GFITC, IVM) and the multi-class EP/SEP engine searched their
-    # default kernel without bounds since their papers' code did; the default kernel keeps that
+    # the binary classifiers (EP, GFITC, IVM) and the multi-class models search their default
+    # kernel without bounds, as they always have (kernels.kernel_spec, default_bounds=None)
     "default_kernel_unbounded": UNBOUNDED,
     # SparseGPRegressor: σ² and the default kernel in model units; the noise box is a floor
     # for the factorisations (regression._search), and its restarts are drawn inside it
