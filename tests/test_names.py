@@ -118,6 +118,37 @@ def test_the_new_names_fit_without_a_warning_and_errors_name_the_argument_given(
 # -- init: the inducing inputs' start -----------------------------------------------------------
 
 ROOT = Path(__file__).resolve().parents[1]
+INIT_MD = ROOT / "benchmarks" / "INIT.md"
+
+
+def _init_md_defaults():
+    """``{estimator: default init}`` from the table "The defaults" of ``benchmarks/INIT.md``."""
+    text = INIT_MD.read_text(encoding="utf-8")
+    section = text[text.index("## The defaults"):]
+    table = section[section.index("\n|"):]
+    out = {}
+    for line in table[:table.index("\n\n")].split("\n"):
+        m = re.match(r'\| `(\w+)` \| `"(\w+)"` \|', line)
+        if m:
+            out[m.group(1)] = m.group(2)
+    return out
+
+
+def test_init_defaults_are_the_measured_ones_in_one_vocabulary():
+    # issue 48 item 4: one start everywhere if one wins by measurement; benchmarks/INIT.md
+    # holds the measurement, and its table is what every estimator with an init defaults to
+    from inspect import signature
+    with_init = [name for name in ESTIMATORS
+                 if "init" in signature(getattr(sparsegp, name)).parameters]
+    table = _init_md_defaults()
+    assert sorted(with_init) == sorted(table)
+    for name in with_init:
+        cls = getattr(sparsegp, name)
+        assert cls().init == table[name], name
+        # the two candidates the measurement compared mean the same in every estimator
+        assert {"random", "kmeans"} <= set(cls._inits), name
+
+
 #: seed 002's experiments: its inducing inputs "are chosen at random from the training
 #: instances", so their constructions pass init="random" (the paper's protocol, whatever the
 #: default)
