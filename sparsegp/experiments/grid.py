@@ -395,7 +395,10 @@ def build_estimator(cell, Xtr, ytr):
         kwargs[use] = int(cell.size)
     elif use == "fraction":
         Z0, ls0 = _multiclass_start(Xtr, ytr, cell.size, cell.seed)
-        start = dict(inducing_points=Z0, lengthscale=ls0, variance=1.0, noise=1.0)
+        # Z0 follows init="random" (M training rows drawn at random per class, seed 002 §5.3),
+        # which the estimator then records
+        start = dict(inducing_points=Z0, init="random", lengthscale=ls0, variance=1.0,
+                     noise=1.0)
         kwargs = {**start, **kwargs}
         if cell.method in ("ep", "sep"):
             kwargs["method"] = cell.method
