@@ -15,18 +15,21 @@ names (``k1__lengthscale``) work through ``get_params``/``set_params`` (so an es
 compiled pass and returns the gradients for θ, Z and X.
 
 :func:`as_kernel` turns a scikit-learn kernel built from ``ConstantKernel``, ``RBF`` and
-``Matern`` into ours. The function forms at the bottom (``kernel_matrix``, ``grad_contract``)
-are what the estimators' engines call with plain arrays.
+``Matern`` into ours. The function forms (``kernel_matrix``, ``grad_contract``) that the
+estimators' engines call with plain arrays are in :mod:`sparsegp._covariance`, imported here.
 """
 import numbers
 from abc import ABC, abstractmethod
 
-import numba
 import numpy as np
 
 from ._numba import covfuncs as _cf
 from ._params import DEFAULT_BOX, UNBOUNDED
 from ._validation import plain
+# the function forms live with the other covariance operations; imported here, where the
+# estimators and users have always found them
+from ._covariance import (_as2d, grad_contract, kernel_matrix, kuu, log_gradient,  # noqa: F401
+                          se_grad_contract, se_kernel, se_kernel_diag)
 
 __all__ = ["Kernel", "SquaredExponential", "Matern", "ConstantKernel", "Sum", "as_kernel",
            "kernel_matrix", "grad_contract", "stationary_spec", "kernel_spec", "UNBOUNDED"]
@@ -261,23 +264,11 @@ class _Stationary(Kernel):
         X = _as2d(X)
         sym = Z is None
         Zc = X if sym else _as2d(Z)
-        s2 = float(self.variance)
-        ls = self.lengthscales(X.shape[1])
-        K = kernel_matrix(X, Zc, self._family, s2, ls)
-        W = np.ascontiguousarray(W, dtype=np.float64)
-        out = grad_contract(X, Zc, K, W, self._family, s2, ls, symmetric=sym, wrt_X=wrt_X)
-        g_ls, g_Z = out[0], out[1]
-        parts = []
-        if not _fixed(self.variance_bounds):
-            parts.append([float(np.sum(W * K))])               # d/dlog s² of Σ W K = Σ W K
-        if not _fixed(self.lengthscale_bounds):
-            gl = g_ls * ls                                      # chain rule to log ℓ
-            parts.append(gl if self.ard else [float(np.sum(gl))])
-        g_theta = np.concatenate(parts) if parts else np.empty(0)
-        res = (g_theta, None if sym else g_Z)
-        if wrt_X:
-            res += ((g_Z if sym else out[2]),)
-        return res
+        out = log_gradient(X, Zc, W, self._family, float(self.variance),
+                           self.lengthscales(X.shape[1]), symmetric=sym, wrt_X=wrt_X,
+                           free_variance=not _fixed(self.variance_bounds),
+                           free_lengthscale=not _fixed(self.lengthscale_bounds), ard=self.ard)
+        return (out[0], None if sym else out[1]) + out[2:]
 
     def diag_gradient(self, X, w):
         parts = []
@@ -516,119 +507,6 @@ def _fmt(v):
     if isinstance(v, float):
         return f"{v:.4g}"
     return repr(v)
-
-
-def _as2d(X):
-    return np.ascontiguousarray(X, dtype=np.float64)
-
-
-# ----------------------------------------------------------------------------------------------
-# function forms for the engines (plain arrays in, no objects)
-
-def kernel_matrix(X, Z, family, variance, lengthscale, out=None, deriv=False):
-    """k(X, Z) as a C-contiguous (N, M) array for a stationary family code, or with ``deriv``
-    its derivative factor s2 G(r²) (:mod:`sparsegp._numba.covfuncs`).
-
-    X (N, D) and Z (M, D) C-contiguous float64; lengthscale (D,). Filled by the parallel
-    :func:`~sparsegp._numba.covfuncs.stationary_cross`, or, when it would run on one thread
-    anyway (one Numba thread, as in every fit under ``PARALLEL_MIN_ROWS`` rows, or a single
-    block of rows), by the serial pass its threads call, over all rows: the same values, and
-    a small fit never compiles the parallel version.
-    """
-    if out is None:
-        out = np.empty((X.shape[0], Z.shape[0]))
-    args = (int(family), float(variance), np.ascontiguousarray(lengthscale, dtype=np.float64),
-            bool(deriv), out)
-    N = X.shape[0]
-    if N <= _cf.CROSS_BLOCK_ROWS or numba.get_num_threads() == 1:
-        _cf.stationary_cross_rows(X, np.ascontiguousarray(Z.T), *args, 0, N)
-    else:
-        _cf.stationary_cross(X, Z, *args)
-    return out
-
-
-def grad_contract(X, Z, K, W, family, variance, lengthscale, symmetric=False, wrt_X=False):
-    """Natural-parameter gradients of Σ W ⊙ K with K = k(X, Z) of a stationary family.
-
-    Parameters
-    ----------
-    X : ndarray of shape (N, D)
-    Z : ndarray of shape (M, D)
-    K : ndarray of shape (N, M)
-        k(X, Z) without jitter (SE uses it as its own derivative factor).
-    W : ndarray of shape (N, M)
-        Weights; for ``symmetric=True`` it must be symmetric and X is Z.
-    family : int
-        Family code of :mod:`sparsegp._numba.covfuncs`.
-    variance : float
-    lengthscale : ndarray of shape (D,)
-    symmetric : bool
-        K is k(Z, Z): the Z gradient counts both arguments.
-    wrt_X : bool
-        Also return dL/dX (not with ``symmetric``).
-
-    Returns
-    -------
-    grad_ls : ndarray of shape (D,)
-        Per-dimension length-scale derivative (sum it for an isotropic kernel).
-    grad_Z : ndarray of shape (M, D)
-    grad_X : ndarray of shape (N, D)
-        Only with ``wrt_X``.
-
-    The variance derivative is Σ W ⊙ K / s² and needs no pass.
-    """
-    X = np.ascontiguousarray(X, dtype=np.float64)
-    Z = np.ascontiguousarray(Z, dtype=np.float64)
-    W = np.ascontiguousarray(W, dtype=np.float64)
-    ls = np.ascontiguousarray(lengthscale, dtype=np.float64)
-    if int(family) == _cf.SE:
-        G = np.ascontiguousarray(K, dtype=np.float64)
-    else:
-        G = np.empty_like(W)
-        kernel_matrix(X, Z, family, variance, ls, out=G, deriv=True)
-    grad_ls = np.zeros(X.shape[1])
-    grad_Z = np.zeros_like(Z)
-    grad_X = np.zeros_like(X) if wrt_X else np.zeros((1, 1))
-    _cf.stationary_grad(X, Z, G, W, ls, grad_ls, grad_Z, grad_X, bool(wrt_X and not symmetric))
-    if symmetric:
-        grad_Z *= 2.0
-    return (grad_ls, grad_Z, grad_X) if wrt_X and not symmetric else (grad_ls, grad_Z)
-
-
-# ----------------------------------------------------------------------------------------------
-# the squared-exponential forms the engines have always called (family SE)
-
-def se_kernel(X, Z=None, variance=1.0, lengthscale=1.0):
-    """SE k(X, Z) as a new (N, M) array; ``Z=None`` gives the symmetric k(X, X)."""
-    X = _as2d(X)
-    Z = X if Z is None else _as2d(Z)
-    return kernel_matrix(X, Z, _cf.SE, variance, _as_lengthscale(lengthscale, X.shape[1]))
-
-
-def se_kernel_diag(X, variance=1.0):
-    """diag k(X, X) = s2 for every row, shape (N,)."""
-    return np.full(np.shape(X)[0], float(variance))
-
-
-def kuu(Z, variance, lengthscale, jitter):
-    """K_uu = k(Z, Z) + jitter * s2 * I (notes §0.2: jitter proportional to the variance)."""
-    K = se_kernel(Z, None, variance, lengthscale)
-    K[np.diag_indices_from(K)] += jitter * variance
-    return K
-
-
-def se_grad_contract(X, Z, K, W, lengthscale, symmetric=False):
-    """:func:`grad_contract` for the SE family: ``(grad_ls (D,), grad_Z (M, D))``."""
-    ls = _as_lengthscale(lengthscale, np.shape(X)[1])
-    return grad_contract(X, Z, K, W, _cf.SE, 1.0, ls, symmetric=symmetric)
-
-
-def _as_lengthscale(lengthscale, D):
-    ls = np.asarray(lengthscale, dtype=np.float64)
-    if ls.ndim == 0:
-        return np.full(D, float(ls))
-    return np.ascontiguousarray(ls)
-
 
 
 # ----------------------------------------------------------------------------------------------

@@ -29,10 +29,12 @@ LAYERS = (
     # what every estimator shares: kernels, the training driver, jitter, validation, input
     # scaling, threads, the estimators' bases, inducing inputs, metrics, file helpers, the
     # table where a foreign array (Dask) finds its backend, the packages' lazy public names,
-    # docstring pieces written once, the parameter vector and the stepping loop
+    # docstring pieces written once, the parameter vector and the stepping loop, and the
+    # covariance operations the engines call
     {"shared": ("exceptions", "_validation", "_files", "_linalg", "_threads", "_params",
-                "_optimize", "_ascend", "kernels", "_scaling", "_base", "_inducing_base",
-                "inducing", "metrics", "_array_backends", "_lazy", "_docstrings")},
+                "_optimize", "_ascend", "kernels", "_covariance", "_scaling", "_base",
+                "_inducing_base", "inducing", "metrics", "_array_backends", "_lazy",
+                "_docstrings")},
     # the estimators, and beside them (importing neither them nor each other) the data sets
     # and the plots
     {"estimators": ("classification", "regression"),

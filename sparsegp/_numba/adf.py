@@ -92,7 +92,8 @@ import numba
 import numpy as np
 
 from ._jit import jit
-from .covfuncs import SE, stationary_from_sqdist, stationary_value
+# scaled_inputs is the precomputation of cov_column_blas's callers, kept importable from here
+from .covfuncs import SE, gram_column, gram_columns, pair_value, scaled_inputs  # noqa: F401
 from .ep import marginal_step, site_target
 from .probit import probit_tilted
 from .._config import ADF_PARALLEL_MIN_WORK as PARALLEL_MIN_WORK
@@ -158,12 +159,6 @@ def active_sites(state):
             state.L[:k, :k].copy())
 
 
-def scaled_inputs(X, lengthscale):
-    """(X / l, squared row norms of X / l): the precomputation of :func:`cov_column_blas`."""
-    Xs = np.ascontiguousarray(X / np.asarray(lengthscale, dtype=np.float64))
-    return Xs, np.einsum("ij,ij->i", Xs, Xs)
-
-
 def cov_column_blas(Xs, sq_norms, variance, bias_variance, state, i, out, family=SE):
     """BLAS fast path of :func:`adf_cov_column` for ALL n columns: ``out = A[:, i]``, (n,).
 
@@ -175,18 +170,12 @@ def cov_column_blas(Xs, sq_norms, variance, bias_variance, state, i, out, family
     the compiled path at the 1e-15 level.
 
     The Matérn families take their kernel column from explicit differences
-    (:func:`_stationary_column`) instead: Matérn 1/2 depends on r = sqrt(q), which turns the
-    ~1e-16 cancellation error of the gemv form at (near-)coincident points into ~1e-8.
+    (:func:`sparsegp._numba.covfuncs.scaled_column`) instead: Matérn 1/2 depends on
+    r = sqrt(q), which turns the ~1e-16 cancellation error of the gemv form at (near-)coincident
+    points into ~1e-8. Both forms are :func:`sparsegp._numba.covfuncs.gram_column`.
     """
     k = int(state.k[0])
-    if family == SE:
-        d2 = Xs @ Xs[i]
-        d2 *= -2.0
-        d2 += sq_norms
-        d2 += sq_norms[i]
-        stationary_from_sqdist(d2, SE, float(variance), out)
-    else:
-        _stationary_column(Xs, i, family, float(variance), out)
+    gram_column(Xs, sq_norms, i, family, float(variance), out)
     out += bias_variance
     if k:
         out -= state.Mt[:, :k] @ state.Mt[i, :k]
@@ -218,35 +207,12 @@ def cov_columns_blas(Xs, sq_norms, variance, bias_variance, state, idx, out, fam
             cov_column_blas(Xs, sq_norms, variance, bias_variance, state, idx[r], rows[r],
                             family)
         return rows
-    if family == SE:
-        Xi = Xs[idx]
-        np.matmul(Xi, Xs.T, out=rows)
-        rows *= -2.0
-        rows += sq_norms
-        rows += sq_norms[idx][:, None]
-        flat = rows.reshape(-1)
-        stationary_from_sqdist(flat, SE, float(variance), flat)
-    else:
-        for r in range(c):
-            _stationary_column(Xs, idx[r], family, float(variance), rows[r])
+    gram_columns(Xs, sq_norms, idx, family, float(variance), rows)
     rows += bias_variance
     if k:
         Mk = state.Mt[:, :k]
         rows -= Mk[idx] @ Mk.T
     return rows
-
-
-@jit
-def _stationary_column(Xs, i, family, variance, out):
-    """``out[j] = s2 g(|Xs[j] - Xs[i]|^2)`` for every row j of the scaled inputs Xs (n, D)."""
-    D = Xs.shape[1]
-    for j in range(Xs.shape[0]):
-        q = 0.0
-        for t in range(D):
-            u = Xs[j, t] - Xs[i, t]
-            q += u * u
-        out[j] = stationary_value(q, family, variance, False)
-    return out
 
 
 # ------------------------------------------------------------------------------------------
@@ -320,15 +286,8 @@ def _dot(a, b, n):
 
 @jit
 def kernel_value(X, a, b, family, variance, inv_ls, bias_variance):
-    """k(x_a, x_b) = s2 g(|(x_a - x_b) / l|^2) + v_b; ``inv_ls`` = 1 / lengthscale.
-
-    g is the stationary family ``family`` of :mod:`sparsegp._numba.covfuncs` (SE: exp(-q/2)).
-    """
-    s = 0.0
-    for t in range(X.shape[1]):
-        u = (X[a, t] - X[b, t]) * inv_ls[t]
-        s += u * u
-    return stationary_value(s, family, variance, False) + bias_variance
+    """k(x_a, x_b) + v_b (:func:`sparsegp._numba.covfuncs.pair_value`); ``inv_ls`` = 1 / l."""
+    return pair_value(X, a, b, family, variance, inv_ls) + bias_variance
 
 
 @jit

@@ -45,6 +45,7 @@ import numba
 import numpy as np
 
 from ._jit import jit
+from .blas import sum_parts
 
 SE, MATERN12, MATERN32, MATERN52 = 0, 1, 2, 3
 _SQRT3 = math.sqrt(3.0)
@@ -261,3 +262,197 @@ def stationary_grad(X, Z, G, W, lengthscale, grad_ls, grad_Z, grad_X, want_X):
                 grad_ls[j] += g * diff / lengthscale[j]
                 if want_X:
                     grad_X[n, j] -= g
+
+
+# ----------------------------------------------------------------------------------------------
+# the forms the engines' fused loops call (issue 48: no engine forms its own distances)
+
+@jit
+def pair_value(X, a, b, family, variance, inv_ls):
+    """k(x_a, x_b) = s2 g(|(x_a - x_b) / l|^2) for rows a, b of X (n, D); ``inv_ls`` = 1 / l.
+
+    The ADF core's one-entry form (its catch-up and covariance columns): multiplying by the
+    stored 1 / l rather than dividing is its rounding, kept.
+    """
+    s = 0.0
+    for t in range(X.shape[1]):
+        u = (X[a, t] - X[b, t]) * inv_ls[t]
+        s += u * u
+    return stationary_value(s, family, variance, False)
+
+
+@jit
+def scaled_column(Xs, i, family, variance, out):
+    """``out[j] = s2 g(|Xs[j] - Xs[i]|^2)`` for every row j of the scaled inputs Xs (n, D).
+
+    Exact differences: any family (the Matérn forms' square root forbids the GEMM form).
+    """
+    D = Xs.shape[1]
+    for j in range(Xs.shape[0]):
+        q = 0.0
+        for t in range(D):
+            u = Xs[j, t] - Xs[i, t]
+            q += u * u
+        out[j] = stationary_value(q, family, variance, False)
+    return out
+
+
+@jit(parallel=True)
+def se_stacked_from_cross(cross, x2, z2, variance):
+    """K[c, n, m] = s2_c exp(-(x2[c, n] + z2[c, m] - 2 cross[c, n, m]) / 2), in place of cross.
+
+    The squared distances of scaled inputs from their norms and inner products (clipped at
+    0 against rounding); ``cross`` (C, N, M) is overwritten with the covariances. SE only
+    (module docstring: formed by the caller).
+    """
+    C, N, M = cross.shape
+    for t in numba.prange(C * N):
+        c = t // N
+        n = t - c * N
+        for m in range(M):
+            d2 = x2[c, n] + z2[c, m] - 2.0 * cross[c, n, m]
+            if d2 < 0.0:
+                d2 = 0.0
+            cross[c, n, m] = stationary_value(d2, SE, variance[c], False)
+
+
+@jit
+def contract_rows(Xs, ZsT, K, G, W, alpha, wt, gz, gq, cs, lo, hi):
+    """Rows lo..hi-1 of the contraction of ``F = W + α wtᵀ`` with a stationary K, in place.
+
+    With d_nmj = Xs[n, j] − Zs[m, j] (inputs divided by the length-scales) and G the
+    derivative factor s² G(r²) of the module table (K itself for SE):
+    ``gz[j, m] += Σ_n F_nm G_nm d_nmj``, ``gq[j, m] += Σ_n F_nm G_nm d_nmj²``,
+    ``cs[m] += Σ_n F_nm K_nm``. For L = Σ F ⊙ K, dL/dz_mj = gz[j, m] / l_j,
+    dL/dl_j = Σ_m gq[j, m] / l_j and dL/ds² = Σ_m cs[m] / s². The rank-one term α wtᵀ is
+    added on the fly so the caller never forms it. K, G, W: (N, M); gz, gq: (D, M); cs: (M,).
+    The row-block form of :func:`stationary_grad`, for the regression's fused passes.
+    """
+    D, M = ZsT.shape
+    f = np.empty(M)
+    for n in range(lo, hi):
+        a = alpha[n]
+        for m in range(M):
+            fw = W[n, m] + a * wt[m]
+            cs[m] += fw * K[n, m]
+            f[m] = fw * G[n, m]
+        for j in range(D):
+            x = Xs[n, j]
+            for m in range(M):
+                t = x - ZsT[j, m]
+                ft = f[m] * t
+                gz[j, m] += ft
+                gq[j, m] += ft * t
+
+
+@jit(parallel=True)
+def contract_parallel(Xs, ZsT, K, G, W, alpha, wt, n_chunks):
+    """:func:`contract_rows` over all rows with private sums; returns ``(gz, gq, cs)``."""
+    N = Xs.shape[0]
+    D, M = ZsT.shape
+    gz = np.zeros((n_chunks, D, M))
+    gq = np.zeros((n_chunks, D, M))
+    cs = np.zeros((n_chunks, M))
+    step = (N + n_chunks - 1) // n_chunks
+    for c in numba.prange(n_chunks):
+        contract_rows(Xs, ZsT, K, G, W, alpha, wt, gz[c], gq[c], cs[c], c * step,
+                      min(N, (c + 1) * step))
+    return sum_parts(gz), sum_parts(gq), sum_parts(cs)
+
+
+@jit
+def blocks_grad_ls(X, idx, sizes, K, G, inv_l2, gls):
+    """Add sum_b sum_ij G[b,i,j] K[b,i,j] (x_i,d − x_j,d)² / l_d² into ``gls`` (D,).
+
+    With K the blocks' derivative factor s² G(r²) (the covariance itself for SE), divided by
+    l_d this is the length-scale derivative of sum G ⊙ k over the padded blocks of
+    :func:`stationary_blocks_rows` (PITC's K_bb).
+    """
+    D = X.shape[1]
+    for b in range(idx.shape[0]):
+        nbs = sizes[b]
+        for i in range(nbs):
+            xi = idx[b, i]
+            for j in range(nbs):
+                pw = G[b, i, j] * K[b, i, j]
+                if pw == 0.0:
+                    continue
+                xj = idx[b, j]
+                for d in range(D):
+                    diff = X[xi, d] - X[xj, d]
+                    gls[d] += pw * diff * diff * inv_l2[d]
+
+
+@jit(parallel=True)
+def iso_rank1_contractions(Wt, K, F, d2, g, w, q):
+    """The two sums of Σ G ⊙ K's gradient for an isotropic kernel, G = g wᵀ − 2 diag(q) Wt.
+
+    The weight G_ij = g_i w_j - 2 q_i Wt_ij is never formed. Returns
+    ``(sum_ij G_ij K_ij, sum_ij G_ij F_ij d2_ij)``: the variance term, and the isotropic
+    length-scale term before its 1 / l^3 (F the derivative factor s2 G(q), d2 the unscaled
+    squared distances of :func:`stationary_from_iso_sqdist`). Wt, K, F, d2: (nc, d)
+    C-contiguous; g, q (nc,); w (d,). The stagewise eq. 4 gradient's cross block.
+    """
+    nc, d = K.shape
+    s_k = 0.0
+    s_l = 0.0
+    for i in numba.prange(nc):
+        gi = g[i]
+        qi = -2.0 * q[i]
+        a = 0.0
+        c = 0.0
+        for j in range(d):
+            gij = gi * w[j] + qi * Wt[i, j]
+            a += gij * K[i, j]
+            c += gij * F[i, j] * d2[i, j]
+        s_k += a
+        s_l += c
+    return s_k, s_l
+
+
+# ----------------------------------------------------------------------------------------------
+# columns of k(X, X) over scaled inputs (called from Python: their SE form is BLAS)
+
+def scaled_inputs(X, lengthscale):
+    """(X / l, squared row norms of X / l): the precomputation of :func:`gram_column`."""
+    Xs = np.ascontiguousarray(X / np.asarray(lengthscale, dtype=np.float64))
+    return Xs, np.einsum("ij,ij->i", Xs, Xs)
+
+
+def gram_column(Xs, sq_norms, i, family, variance, out):
+    """``out = k(X, x_i)`` (n,) from the scaled inputs of :func:`scaled_inputs`.
+
+    SE forms |a - b|^2 = |a|^2 + |b|^2 - 2 a.b with one gemv (at memory bandwidth, about twice
+    the compiled loop's speed at n = 60 000; round-off differs from it at the 1e-15 level).
+    The Matérn families take exact differences (:func:`scaled_column`): their square root
+    turns the gemv form's ~1e-16 cancellation at (near-)coincident points into ~1e-8.
+    """
+    if family == SE:
+        d2 = Xs @ Xs[i]
+        d2 *= -2.0
+        d2 += sq_norms
+        d2 += sq_norms[i]
+        stationary_from_sqdist(d2, SE, variance, out)
+    else:
+        scaled_column(Xs, i, family, variance, out)
+    return out
+
+
+def gram_columns(Xs, sq_norms, idx, family, variance, rows):
+    """``rows[c] = k(X, x_idx[c])`` for every c: :func:`gram_column` as one GEMM for SE.
+
+    ``rows`` (len(idx), n) C-contiguous. One GEMM reads Xs once for all the columns (blocked
+    sums: round-off differs from the one-column form at the 1e-16 level).
+    """
+    if family == SE:
+        Xi = Xs[idx]
+        np.matmul(Xi, Xs.T, out=rows)
+        rows *= -2.0
+        rows += sq_norms
+        rows += sq_norms[idx][:, None]
+        flat = rows.reshape(-1)
+        stationary_from_sqdist(flat, SE, variance, flat)
+    else:
+        for r in range(len(idx)):
+            scaled_column(Xs, idx[r], family, variance, rows[r])
+    return rows

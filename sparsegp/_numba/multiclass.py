@@ -22,7 +22,6 @@ import numpy as np
 
 from ._jit import jit
 from .blas import gemm_rows, gemm_tn_rows, thread_ranges
-from .covfuncs import SE, stationary_value
 from .ep import damp_site, site_delta, site_residual, site_target
 from .probit import log_ndtr, pairwise_tilted
 
@@ -272,24 +271,6 @@ def stacked_gemm_tn(A, B, out, n_parts):
         out[c] = parts[c * n_parts]
         for p in range(1, n_parts):
             out[c] += parts[c * n_parts + p]
-
-
-@jit(parallel=True)
-def se_from_cross(cross, x2, z2, variance):
-    """K[c, n, m] = s2_c exp(-(x2[c, n] + z2[c, m] - 2 cross[c, n, m]) / 2), in place of cross.
-
-    The squared distances of scaled inputs from their norms and inner products (clipped at
-    0 against rounding); ``cross`` (C, N, M) is overwritten with the covariances.
-    """
-    C, N, M = cross.shape
-    for t in numba.prange(C * N):
-        c = t // N
-        n = t - c * N
-        for m in range(M):
-            d2 = x2[c, n] + z2[c, m] - 2.0 * cross[c, n, m]
-            if d2 < 0.0:
-                d2 = 0.0
-            cross[c, n, m] = stationary_value(d2, SE, variance[c], False)
 
 
 @jit(parallel=True)

@@ -17,7 +17,7 @@ import numba
 import numpy as np
 
 from ._jit import jit
-from .covfuncs import stationary_rows
+from .covfuncs import contract_rows, stationary_rows
 from .blas import (copy_rows, gemm_rows, sum_lower_parts, sum_parts, syrk_rows, thread_ranges,
                    trmm_rows)
 
@@ -129,8 +129,8 @@ def fitc_backward(Xs, ZsT, K, G, V, H, Li, y, lam, gamma, wt, alpha, n_parts, bl
     Per block of rows, in cache: ``Y = V H`` (gemm, into block-sized scratch), the adjoint
     (:func:`fitc_adjoint_rows`, which also writes the rescaled V into a second scratch
     block), that block's Gram matrix (syrk), ``W = Y L_u⁻¹`` (trmm, in Y) and the SE
-    contraction of ``(W + α wtᵀ) ⊙ K`` (:func:`se_contract_rows`). V is only read: writing the
-    rescaled rows back would cost a pass over N×M memory.
+    contraction of ``(W + α wtᵀ) ⊙ K`` (:func:`sparsegp._numba.covfuncs.contract_rows`). V is
+    only read: writing the rescaled rows back would cost a pass over N×M memory.
 
     Xs (N, D), ZsT (D, M): inputs over the length-scales; K, G, V: (N, M), V unchanged;
     H (M, M) = S⁻¹; wt (M,) = L_u⁻ᵀ γ; alpha (N,) is written. Returns
@@ -157,8 +157,8 @@ def fitc_backward(Xs, ZsT, K, G, V, H, Li, y, lam, gamma, wt, alpha, n_parts, bl
                                         0, nb)
             syrk_rows(Rb, 0, nb, C[t])
             trmm_rows(Yb, Li, 0, nb, False)
-            se_contract_rows(Xs[lo:hi], ZsT, K[lo:hi], G[lo:hi], Yb, alpha[lo:hi], wt, gz[t],
-                             gq[t], cs[t], 0, nb)
+            contract_rows(Xs[lo:hi], ZsT, K[lo:hi], G[lo:hi], Yb, alpha[lo:hi], wt, gz[t],
+                          gq[t], cs[t], 0, nb)
     # the per-range Σ g goes back whole: a full .sum() here becomes a Numba parallel
     # reduction whose order follows the thread count
     return trg, sum_lower_parts(C), sum_parts(gz), sum_parts(gq), sum_parts(cs)
@@ -207,7 +207,8 @@ def dtc_backward(Xs, ZsT, K, G, V, P, y, gamma, sn2, wt, alpha, n_parts, block):
     """The O(N M²) gradient pass of SoR/DTC/VFE, rows split among ``n_parts`` threads.
 
     Per block of rows: α (:func:`dtc_alpha_rows`), ``W = V P`` (gemm, into block-sized
-    scratch) and the contraction of ``W + α wtᵀ`` with K and G (:func:`se_contract_rows`).
+    scratch) and the contraction of ``W + α wtᵀ`` with K and G
+    (:func:`sparsegp._numba.covfuncs.contract_rows`).
     Xs (N, D), ZsT (D, M); K, G, V: (N, M); P (M, M); wt (M,); alpha (N,) written. Returns
     the contraction sums
     ``(gz, gq, cs)``.
@@ -225,71 +226,6 @@ def dtc_backward(Xs, ZsT, K, G, V, P, y, gamma, sn2, wt, alpha, n_parts, block):
             nb = hi - lo
             dtc_alpha_rows(V, y, gamma, sn2, alpha, lo, hi)
             gemm_rows(V[lo:hi], P, Wb, 0, nb, 0.0)
-            se_contract_rows(Xs[lo:hi], ZsT, K[lo:hi], G[lo:hi], Wb, alpha[lo:hi], wt, gz[t],
-                             gq[t], cs[t], 0, nb)
+            contract_rows(Xs[lo:hi], ZsT, K[lo:hi], G[lo:hi], Wb, alpha[lo:hi], wt, gz[t],
+                          gq[t], cs[t], 0, nb)
     return sum_parts(gz), sum_parts(gq), sum_parts(cs)
-
-
-@jit
-def se_contract_rows(Xs, ZsT, K, G, W, alpha, wt, gz, gq, cs, lo, hi):
-    """Rows lo..hi-1 of the contraction of ``F = W + α wtᵀ`` with a stationary K, in place.
-
-    With d_nmj = Xs[n, j] − Zs[m, j] (inputs divided by the length-scales) and G the
-    derivative factor s² G(r²) of :mod:`sparsegp._numba.covfuncs` (K itself for SE):
-    ``gz[j, m] += Σ_n F_nm G_nm d_nmj``, ``gq[j, m] += Σ_n F_nm G_nm d_nmj²``,
-    ``cs[m] += Σ_n F_nm K_nm``. For L = Σ F ⊙ K, dL/dz_mj = gz[j, m] / l_j,
-    dL/dl_j = Σ_m gq[j, m] / l_j and dL/ds² = Σ_m cs[m] / s². The rank-one term α wtᵀ is
-    added on the fly so the caller never forms it. K, G, W: (N, M); gz, gq: (D, M); cs: (M,).
-    """
-    D, M = ZsT.shape
-    f = np.empty(M)
-    for n in range(lo, hi):
-        a = alpha[n]
-        for m in range(M):
-            fw = W[n, m] + a * wt[m]
-            cs[m] += fw * K[n, m]
-            f[m] = fw * G[n, m]
-        for j in range(D):
-            x = Xs[n, j]
-            for m in range(M):
-                t = x - ZsT[j, m]
-                ft = f[m] * t
-                gz[j, m] += ft
-                gq[j, m] += ft * t
-
-
-@jit(parallel=True)
-def se_contract_parallel(Xs, ZsT, K, G, W, alpha, wt, n_chunks):
-    """:func:`se_contract_rows` over all rows with private sums; returns ``(gz, gq, cs)``."""
-    N = Xs.shape[0]
-    D, M = ZsT.shape
-    gz = np.zeros((n_chunks, D, M))
-    gq = np.zeros((n_chunks, D, M))
-    cs = np.zeros((n_chunks, M))
-    step = (N + n_chunks - 1) // n_chunks
-    for c in numba.prange(n_chunks):
-        se_contract_rows(Xs, ZsT, K, G, W, alpha, wt, gz[c], gq[c], cs[c], c * step,
-                         min(N, (c + 1) * step))
-    return sum_parts(gz), sum_parts(gq), sum_parts(cs)
-
-
-@jit
-def block_se_grad_ls(X, idx, sizes, K, G, inv_l2, gls):
-    """Add sum_b sum_ij G[b,i,j] K[b,i,j] (x_i,d − x_j,d)² / l_d² into ``gls`` (D,).
-
-    With K the blocks' derivative factor s² G(r²) (the covariance itself for SE), divided by
-    l_d this is the length-scale derivative of sum G ⊙ k over the PITC blocks.
-    """
-    D = X.shape[1]
-    for b in range(idx.shape[0]):
-        nbs = sizes[b]
-        for i in range(nbs):
-            xi = idx[b, i]
-            for j in range(nbs):
-                pw = G[b, i, j] * K[b, i, j]
-                if pw == 0.0:
-                    continue
-                xj = idx[b, j]
-                for d in range(D):
-                    diff = X[xi, d] - X[xj, d]
-                    gls[d] += pw * diff * diff * inv_l2[d]

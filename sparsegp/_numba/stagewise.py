@@ -219,28 +219,5 @@ def smallest_keys(keys, kappa, out):
         out[pos] = j
     return found
 
-
-@jit(parallel=True)
-def eq4_cross_contractions(Wt, K, F, d2, g, w, q):
-    """The two sums of the eq. 4 gradient over the non-active x active block, in one pass.
-
-    With G_ij = g_i w_j - 2 q_i Wt_ij (the weight of K_ij in the gradient, never formed)
-    returns ``(sum_ij G_ij K_ij, sum_ij G_ij F_ij d2_ij)``: the variance term, and the
-    isotropic length-scale term before its 1 / l^3 (F the derivative factor s2 G(q), d2 the
-    unscaled squared distances). Wt, K, F, d2: (nc, d) C-contiguous; g, q (nc,); w (d,).
-    """
-    nc, d = K.shape
-    s_k = 0.0
-    s_l = 0.0
-    for i in numba.prange(nc):
-        gi = g[i]
-        qi = -2.0 * q[i]
-        a = 0.0
-        c = 0.0
-        for j in range(d):
-            gij = gi * w[j] + qi * Wt[i, j]
-            a += gij * K[i, j]
-            c += gij * F[i, j] * d2[i, j]
-        s_k += a
-        s_l += c
-    return s_k, s_l
+# moved to the kernel layer (issue 48); this name goes with the _stagewise.py edit
+from .covfuncs import iso_rank1_contractions as eq4_cross_contractions  # noqa: E402,F401

@@ -420,10 +420,10 @@ def _contract(X, Z, A, G, W, alpha, wt, Kzz, Wu, s2, used, lengthscale, family):
     M = Z.shape[0]
     Xs, ZsT = _scaled_inputs(X, Z, lengthscale)
     if A.size * D >= _PARALLEL_SIZE:
-        gz, gq, cs = _nr.se_contract_parallel(Xs, ZsT, A, G, W, alpha, wt, _n_parts())
+        gz, gq, cs = _cf.contract_parallel(Xs, ZsT, A, G, W, alpha, wt, _n_parts())
     else:
         gz, gq, cs = np.zeros((D, M)), np.zeros((D, M)), np.zeros(M)
-        _nr.se_contract_rows(Xs, ZsT, A, G, W, alpha, wt, gz, gq, cs, 0, N)
+        _cf.contract_rows(Xs, ZsT, A, G, W, alpha, wt, gz, gq, cs, 0, N)
     return _finish_contraction(Z, gz, gq, cs, Kzz, Wu, s2, used, lengthscale, family)
 
 
@@ -437,7 +437,8 @@ def _k_grad(X, Z, K, family, s2, lengthscale):
 
 
 def _finish_contraction(Z, gz, gq, cs, Kzz, Wu, s2, used, lengthscale, family):
-    """Gradient dict from the K_fu contraction sums (:func:`_nr.se_contract_rows`) and Wu."""
+    """Gradient dict from the K_fu contraction sums (:func:`sparsegp._numba.covfuncs.contract_rows`)
+    and Wu."""
     grad_ls = gq.sum(axis=1) / lengthscale
     grad_Z = (gz / lengthscale[:, None]).T.copy()
     gZ_u = np.zeros_like(Z)
@@ -527,7 +528,7 @@ def _pitc_lml(X, y, Z, s2, lengthscale, sn2, Lu, Li, used, Kzz, A, eval_gradient
     grad_noise = np.einsum("bii->", Gb)
     gls = np.zeros(D)
     Gbb = Kbb if family == SE else _block_cov(X, idx, sizes, family, s2, lengthscale, True)
-    _nr.block_se_grad_ls(X, idx, sizes, Gbb, Gb, 1.0 / (lengthscale * lengthscale), gls)
+    _cf.blocks_grad_ls(X, idx, sizes, Gbb, Gb, 1.0 / (lengthscale * lengthscale), gls)
     Y = UH
     np.negative(Y, out=Y)                                     # −U H
     Y[rows] -= 2.0 * GVb[mask]                                # − 2 blockdiag(G) Vt

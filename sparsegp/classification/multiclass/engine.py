@@ -48,6 +48,7 @@ from scipy import linalg as sla
 
 from ..._numba import covfuncs as _cf
 from ..._numba import multiclass as _nbmc
+from ... import _covariance as _cov
 from ..._optimize import EvaluationFailure
 from ..._inducing_base import take_rows
 from ..._config import MC_PARALLEL_WORK as _PARALLEL_WORK, MC_PARALLEL_GEMM as _PARALLEL_GEMM
@@ -119,21 +120,8 @@ def data_terms(X, hyp, prior):
 
     Returns Kfu (C, B, M), V (C, B, M), d (B, C); all C-contiguous.
     """
-    C, M, D = hyp.shape
-    B = X.shape[0]
-    # the stacked GEMM distances are for SE only (why: kernel._stationary)
-    if B * M * D * C >= _PARALLEL_GEMM and D >= _k.GEMM_MIN_D and hyp.family == _cf.SE:
-        # every class at once: |a - b|^2 = |a|^2 + |b|^2 - 2 a.b with one stacked GEMM
-        Xs = X[None, :, :] / prior.lengthscale[:, None, :]
-        Zs = hyp.Z / prior.lengthscale[:, None, :]
-        Kfu = _matmul(Xs, np.ascontiguousarray(np.swapaxes(Zs, 1, 2)))
-        _nbmc.se_from_cross(Kfu, np.einsum("cnd,cnd->cn", Xs, Xs),
-                            np.einsum("cmd,cmd->cm", Zs, Zs), prior.variance)
-    else:
-        Kfu = np.empty((C, B, M))
-        for c in range(C):
-            Kfu[c] = _k.kernel_kfu(X, hyp.Z[c], prior.variance[c], prior.lengthscale[c],
-                                    hyp.family)
+    Kfu = _cov.stacked_cross(X, hyp.Z, hyp.family, prior.variance, prior.lengthscale,
+                             _n_parts(hyp.shape[0]))
     V = _matmul(Kfu, prior.A)
     # rounding can make kappa - k^T K^{-1} k slightly negative (notes §8.1)
     d = np.maximum(prior.kappa[None, :] - np.einsum("cij,cij->ic", Kfu, V), 0.0)

@@ -25,11 +25,10 @@ import functools
 import numpy as np
 from scipy.linalg import blas as _blas
 
-from ... import kernels as _kernels
+from ... import _covariance as _cov
 from ..._linalg import cholesky_jitter
 from ..._params import Block, Packing, log_box
 from ..._numba import covfuncs as _cf
-from ..._config import MC_GEMM_MIN_D as GEMM_MIN_D, MC_SMALL_KERNEL as _SMALL_KERNEL
 
 #: Default absolute jitter on K_c's diagonal (the R code's 1e-10 nugget).
 DEFAULT_JITTER = 1e-10
@@ -56,7 +55,7 @@ def kernel_kfu(X, Z, variance, lengthscale, family=_cf.SE):
     -------
     K : ndarray of shape (N, M)
     """
-    return _stationary(X, Z, variance, lengthscale, family)
+    return _cov.cross_by_size(X, Z, family, variance, lengthscale)
 
 
 def kernel_kuu(Z, variance, lengthscale, noise, noise_in_kuu=True, jitter=DEFAULT_JITTER,
@@ -80,83 +79,10 @@ def kernel_kuu(Z, variance, lengthscale, noise, noise_in_kuu=True, jitter=DEFAUL
         The signal part k_c(Z, Z) alone (needed by :func:`kernel_grads`; the name predates
         the other families).
     """
-    K_se = _stationary(Z, Z, variance, lengthscale, family)
+    K_se = _cov.cross_by_size(Z, Z, family, variance, lengthscale)
     K = K_se.copy()
     K[np.diag_indices_from(K)] += (noise if noise_in_kuu else 0.0) + jitter
     return K, K_se
-
-
-def _stationary(X, Z, variance, lengthscale, family):
-    """k(X, Z) of one family: SE by the paths below, the others by the compiled loop.
-
-    The other families are never formed from GEMM distances: |a|^2 + |b|^2 - 2 a.b carries an
-    absolute rounding error ~1e-16 |a|^2 / l^2, which the square root in the Matérn forms turns
-    into ~1e-8 near coincident points (Z drawn from the training rows), where SE's exp(-q/2)
-    keeps it at 1e-16.
-    """
-    if family == _cf.SE:
-        return _se(X, Z, variance, lengthscale)
-    return _kernels.kernel_matrix(np.ascontiguousarray(X, dtype=np.float64),
-                                  np.ascontiguousarray(Z, dtype=np.float64), family,
-                                  variance, lengthscale)
-
-
-def _se(X, Z, variance, lengthscale):
-    """SE k(X, Z) (N, M) from squared distances formed by NumPy (small problems: explicit
-    differences; many features: one GEMM), turned into covariances by the compiled g."""
-    X = np.asarray(X, dtype=np.float64)
-    work = X.shape[0] * Z.shape[0] * X.shape[1]
-    if work < _SMALL_KERNEL:
-        diff = (X[:, None, :] - Z[None, :, :]) / lengthscale
-        d2 = np.einsum("nmd,nmd->nm", diff, diff)
-    elif X.shape[1] >= GEMM_MIN_D:
-        # |a - b|^2 = |a|^2 + |b|^2 - 2 a.b: one GEMM; the rounding (~1e-16 |a|^2) is far
-        # below what matters in exp(-d2/2)
-        Xs, Zs = X / lengthscale, Z / lengthscale
-        d2 = (np.einsum("nd,nd->n", Xs, Xs)[:, None] + np.einsum("md,md->m", Zs, Zs)[None, :]
-              - 2.0 * (Xs @ Zs.T))
-    else:
-        return _kernels.se_kernel(X, Z, variance, lengthscale)
-    # in place on the flat view (a copy, were d2 ever not C-ordered: return what was written)
-    flat = d2.reshape(-1)
-    return _cf.stationary_from_sqdist(flat, _cf.SE, float(variance), flat).reshape(d2.shape)
-
-
-def _se_grad_contract(X, Z, K, W, lengthscale, symmetric=False):
-    """dL/dl (D,) and dL/dZ (M, D) of L = sum(W * K), K = k(X, Z) (see kernels.se_grad_contract).
-
-    For large problems with many features the sums are matrix products:
-    dL/dz_mj = [(G^T X)_mj - (1^T G)_m z_mj] / l_j^2 and
-    dL/dl_j = [sum_n (G 1)_n x_nj^2 - 2 sum_m (G^T X)_mj z_mj + sum_m (1^T G)_m z_mj^2] / l_j^3,
-    with G = W * K.
-    """
-    N, D = X.shape
-    if N * Z.shape[0] * D < _SMALL_KERNEL or D < GEMM_MIN_D:
-        return _kernels.se_grad_contract(X, Z, K, W, lengthscale, symmetric=symmetric)
-    G = W * K
-    GtX = G.T @ X
-    col = G.sum(axis=0)
-    row = G.sum(axis=1)
-    inv_l2 = 1.0 / (lengthscale * lengthscale)
-    g_Z = (GtX - col[:, None] * Z) * inv_l2
-    g_ls = ((row @ (X * X) - 2.0 * np.einsum("md,md->d", GtX, Z) + col @ (Z * Z))
-            * inv_l2 / lengthscale)
-    if symmetric:
-        g_Z *= 2.0
-    return g_ls, g_Z
-
-
-def _grad_contract(X, Z, K, W, lengthscale, family, variance, symmetric=False):
-    """dL/dl (D,) and dL/dZ (M, D) of L = sum(W * K), K = k(X, Z) of family ``family``.
-
-    SE keeps its own paths (:func:`_se_grad_contract`, K is its own derivative factor); the
-    other families compute their factor s2 G(q) and contract in the compiled loop (exact
-    differences, for the reason given in :func:`_stationary`).
-    """
-    if family == _cf.SE:
-        return _se_grad_contract(X, Z, K, W, lengthscale, symmetric=symmetric)
-    return _kernels.grad_contract(X, Z, K, W, family, variance, lengthscale,
-                                  symmetric=symmetric)
 
 
 def kernel_kappa(variance, noise):
@@ -201,11 +127,12 @@ def kernel_grads(X, Z, variance, lengthscale, noise, K_se, Kfu, W_uu, W_fu, w_ka
     if noise_in_kuu:
         g_noise += float(np.trace(W_uu)) * noise
     # every family is s2 g(q): d/dlog s2 of sum(W K) is sum(W K) whatever g is
-    g_ls, g_Z = _grad_contract(Z, Z, K_se, W_uu, lengthscale, family, variance, symmetric=True)
+    g_ls, g_Z = _cov.grad_by_size(Z, Z, K_se, W_uu, family, variance, lengthscale,
+                                  symmetric=True)
     if W_fu is not None:
         g_var += float(np.sum(W_fu * Kfu))
-        gl2, gZ2 = _grad_contract(np.asarray(X, dtype=np.float64), Z, Kfu, W_fu, lengthscale,
-                                  family, variance)
+        gl2, gZ2 = _cov.grad_by_size(np.asarray(X, dtype=np.float64), Z, Kfu, W_fu, family,
+                                     variance, lengthscale)
         g_ls = g_ls + gl2
         g_Z = g_Z + gZ2
     return g_var, g_noise, g_ls * lengthscale, g_Z
