@@ -312,3 +312,10 @@ def from_iso_sqdist(d2, family, variance, lengthscale, want_g):
     if want_g and family == _cf.SE:
         F = K
     return K, F
+
+
+def iso_contract(W, F, d2):
+    """Σ W ⊙ F ⊙ d2: the isotropic length-scale term of Σ W ⊙ K before its 1 / l^3
+    (F = s2 G(d2 / l^2), the derivative factor of :func:`from_iso_sqdist`: dK/dl =
+    F d2 / l^3). W, F, d2 of one shape."""
+    return np.einsum("ij,ij,ij->", W, F, d2)

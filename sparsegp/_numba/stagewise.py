@@ -218,6 +218,3 @@ def smallest_keys(keys, kappa, out):
             pos -= 1
         out[pos] = j
     return found
-
-# moved to the kernel layer (issue 48); this name goes with the _stagewise.py edit
-from .covfuncs import iso_rank1_contractions as eq4_cross_contractions  # noqa: E402,F401

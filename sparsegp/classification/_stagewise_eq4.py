@@ -10,10 +10,9 @@ of one outer iteration. :func:`_optimise_hyper` runs the training driver on it f
 """
 import numpy as np
 from scipy import linalg as sla
-from scipy.spatial.distance import cdist
 
+from .. import _covariance as _cov
 from .._numba import covfuncs as _cf
-from .._numba import stagewise as _sw
 from .._numba.covfuncs import SE
 from .._numba.probit import inv_mills_vec, log_ndtr_vec
 from ..kernels import grad_contract, kernel_matrix
@@ -69,7 +68,7 @@ def nlp_eq4(theta, X, y, active, p, m, ard, gradient=False, family=SE, sqdist=No
     else:
         if ard:
             raise ValueError("sqdist holds isotropic distances; it cannot serve an ARD kernel")
-        (Kcu, Fcu), (Kuu, Fuu) = (_iso_kernel(d2, family, s2, ls[0], gradient)
+        (Kcu, Fcu), (Kuu, Fuu) = (_cov.from_iso_sqdist(d2, family, s2, ls[0], gradient)
                                   for d2 in sqdist)
     S = np.sqrt(p)
     B = np.eye(len(active)) + S[:, None] * Kuu * S[None, :]
@@ -107,8 +106,8 @@ def nlp_eq4(theta, X, y, active, p, m, ard, gradient=False, family=SE, sqdist=No
         g_ls = scale * (gl_cu + gl_uu)
     else:
         # q = d2 / l^2, so dK/dl = s2 G(q) q / l = s2 G(q) d2 / l^3 (covfuncs' table)
-        sum_k, sum_l = _sw.eq4_cross_contractions(W.T, Kcu, Fcu, sqdist[0], g, w, q)
-        sum_l += np.einsum("ij,ij,ij->", G_uu, Fuu, sqdist[1])
+        sum_k, sum_l = _cf.iso_rank1_contractions(W.T, Kcu, Fcu, sqdist[0], g, w, q)
+        sum_l += _cov.iso_contract(G_uu, Fuu, sqdist[1])
         g_ls = np.array([scale * sum_l / ls[0] ** 3])
     g_s2 = scale * ((sum_k + np.vdot(G_uu, Kuu)) / s2 + np.sum(q))
     g_b = scale * np.sum(g)
@@ -123,24 +122,7 @@ def active_sqdist(X, active):
     mask = np.ones(X.shape[0], dtype=bool)
     mask[active] = False
     Xu = X[active]
-    # cdist sums exact differences, so the Matérn square roots see no cancellation
-    return cdist(X[mask], Xu, "sqeuclidean"), cdist(Xu, Xu, "sqeuclidean")
-
-
-def _iso_kernel(d2, family, s2, l, want_g):
-    """(K, F) over squared distances d2: K = s2 g(d2 / l^2), F its derivative factor
-    s2 G (K itself for SE; None without ``want_g``)."""
-    K = np.empty_like(d2)
-    F = None
-    want_f = want_g and family != SE
-    if want_f:
-        F = np.empty_like(d2)
-    # without want_f the G slot is never written; K fills it so the signature stays typed
-    _cf.stationary_from_iso_sqdist(d2.reshape(-1), 1.0 / (l * l), family, s2, K.reshape(-1),
-                                   (F if want_f else K).reshape(-1), want_f)
-    if want_g and family == SE:
-        F = K
-    return K, F
+    return _cov.sqdist(X[mask], Xu), _cov.sqdist(Xu, Xu)
 
 
 def _optimise_hyper(X, y, active, p, m, theta0, ard, family=SE, free=None, bounds=None,
