@@ -18,6 +18,7 @@ import warnings
 import numpy as np
 import pytest
 from sklearn.exceptions import NotFittedError
+from sklearn.gaussian_process import kernels as sk_kernels
 
 import sparsegp
 from sparsegp.classification import _ep, _stagewise
@@ -63,6 +64,19 @@ CONFIGS = {
                                        kernel=SquaredExponential(1.0, np.array([1.0, 2.0]))),
                                   "regression"),
 }
+# a constant times a kernel in every estimator (issue 48), in its three spellings: it is the
+# stationary kernel with variance c s2 whose free scale is the constant's (kernels._scale)
+_PRODUCTS = (lambda: ConstantKernel(1.5, (1e-2, 1e2)) * Matern(1.0, 0.8, nu=1.5),
+             lambda: 2.0 * SquaredExponential(1.0, 0.9),
+             lambda: (sk_kernels.ConstantKernel(1.5, (1e-2, 1e2))
+                      * sk_kernels.RBF(0.8, (1e-2, 1e2))))
+for _i, _key in enumerate(("EPClassifier", "GFITCClassifier", "IVMClassifier",
+                           "StagewiseGPClassifier", "MultiClassEPClassifier",
+                           "MultiClassGFITCClassifier", "MultiClassSVGPClassifier",
+                           "SparseGPRegressor")):
+    _kwargs, _kind = CONFIGS[_key]
+    CONFIGS[f"{_key}-constant-product-{_i % 3}"] = (dict(_kwargs, kernel=_PRODUCTS[_i % 3]()),
+                                                    _kind)
 ESTIMATORS = sorted(n for n in sparsegp.__all__ if n[0].isupper())
 
 
