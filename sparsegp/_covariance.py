@@ -141,6 +141,25 @@ def _as_lengthscale(lengthscale, D):
 
 
 # ----------------------------------------------------------------------------------------------
+# the derivative factor s² G(r²) of the family table, which the contractions take
+
+def deriv_is_value(family):
+    """True when the family's derivative factor s² G(r²) is its covariance itself (SE:
+    G = g), so a caller holding K needs no second pass and no second array for it."""
+    return family == _cf.SE
+
+
+def deriv_factor(X, Z, K, family, variance, lengthscale):
+    """s² G(r²) of K = k(X, Z) (N, M): ``K`` itself when :func:`deriv_is_value`, else a new
+    array from the pairwise form (:func:`kernel_matrix` with ``deriv``)."""
+    if deriv_is_value(family):
+        return K
+    G = np.empty_like(K)
+    kernel_matrix(X, Z, family, variance, lengthscale, out=G, deriv=True)
+    return G
+
+
+# ----------------------------------------------------------------------------------------------
 # the one gradient contraction in log space (what the kernel objects' gradient returns)
 
 def log_gradient(X, Z, W, family, variance, lengthscale, *, K=None, symmetric=False,

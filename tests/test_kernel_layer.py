@@ -19,6 +19,9 @@ distance or a contraction takes in this code base:
   after ``d2 = A @ b``), the cross term of |a|² + |b|² − 2 a·b;
 * ``gemm contraction``: ``2.0 * np.einsum(...)`` of a product with the inputs, the cross term
   of the GEMM form of the length-scale gradient;
+* ``family branch``: a comparison with a family code (``family == SE``): what a family
+  implies (SE is its own derivative factor, the GEMM form is for SE only) is the kernel
+  layer's to know (``_covariance.deriv_is_value``);
 * ``distance contraction``: formed squared distances (the house names ``d2``, ``d2_*``,
   ``sqdist``) multiplied into a sum, as the length-scale gradient over cached distances is.
 
@@ -33,6 +36,8 @@ PACKAGE = Path(__file__).resolve().parents[1] / "sparsegp"
 
 #: the kernel layer (paths under sparsegp/): the only modules that may form distances
 KERNEL_LAYER = {"kernels.py", "_covariance.py", "_numba/covfuncs.py"}
+
+FAMILY_CODES = {"SE", "MATERN12", "MATERN32", "MATERN52"}
 
 PRIMITIVES = {"unit_kg", "stationary_value", "stationary_from_sqdist",
               "stationary_from_iso_sqdist", "scaled_sqdist", "cdist", "pdist",
@@ -166,6 +171,10 @@ def find(source):
             for a in node.names:
                 if a.name in PRIMITIVES:
                     out.append((node.lineno, "primitive"))
+        if isinstance(node, ast.Compare):
+            for side in [node.left, *node.comparators]:
+                if getattr(side, "id", getattr(side, "attr", None)) in FAMILY_CODES:
+                    out.append((node.lineno, "family branch"))
     for fn in ast.walk(tree):
         if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
             out.extend(_function_findings(fn))
@@ -204,7 +213,8 @@ def test_the_kernel_layer_is_where_they_are():
     for rel in KERNEL_LAYER:
         rules |= {r for _, r in find((PACKAGE / rel).read_text(encoding="utf-8"))}
     assert rules == {"primitive", "squared difference", "broadcast difference",
-                     "gemm distance", "gemm contraction", "distance contraction"}
+                     "gemm distance", "gemm contraction", "distance contraction",
+                     "family branch"}
 
 
 PLANTED = {
@@ -239,6 +249,9 @@ PLANTED = {
     "distance contraction (einsum)": ("def f(G_uu, Fuu, sqdist):\n"
                                       "    return np.einsum('ij,ij,ij->', G_uu, Fuu, "
                                       "sqdist[1])\n"),
+    "family branch": "def f(K, family):\n    return K if family == SE else None\n",
+    "family branch (attribute)": ("def f(prior):\n    if prior.family != _cf.SE:\n"
+                                  "        return 1\n"),
     "gemm contraction": ("def f(row, X, GtX, Z, col):\n"
                          "    return row @ (X * X) - 2.0 * np.einsum('md,md->d', GtX, Z)\n"),
 }

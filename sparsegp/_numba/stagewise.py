@@ -25,7 +25,6 @@ dropped give (|u^c| - 1) times the validation loss of eq. 4 (notes §3.5). The c
 """
 import math
 
-import numba
 import numpy as np
 
 from ._jit import jit

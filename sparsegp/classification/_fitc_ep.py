@@ -22,6 +22,7 @@ import numpy as np
 from scipy import linalg as sla
 
 from .._config import EP_MAX_SWEEPS, EP_TOL, ROW_BLOCK
+from .._covariance import deriv_factor
 from .._linalg import cholesky_jitter
 from .._numba import ep_fitc as _ep
 from .._numba import ep_fitc_anderson as _anderson
@@ -504,11 +505,7 @@ def log_evidence_gradient(prior, tau, nu, post):
     wg = np.sqrt(alpha * alpha + omega * omega * c2)
     a = prior.Vt.T @ alpha
     s2 = prior.variance
-    Gd = prior.Kfu
-    if prior.family != SE:  # SE is its own derivative factor
-        Gd = np.empty_like(prior.Kfu)
-        kernel_matrix(prior.X, prior.Z, prior.family, s2, prior.lengthscale, out=Gd,
-                      deriv=True)
+    Gd = deriv_factor(prior.X, prior.Z, prior.Kfu, prior.family, s2, prior.lengthscale)
     N, M = prior.Vt.shape
     gl1, gz1, gram = np.zeros(prior.X.shape[1]), np.zeros(prior.Z.shape), np.zeros((M, M))
     with _row_split_blas():

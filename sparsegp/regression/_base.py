@@ -78,13 +78,13 @@ from scipy.linalg import blas as _blas
 from scipy.linalg import lapack as _lapack
 from scipy.linalg import cho_solve, solve_triangular
 
+from .. import _covariance as _cov
 from .._linalg import cholesky_jitter
 from .._numba import covfuncs as _cf
 from .._numba.covfuncs import SE
 from .._numba import regression as _nr
 from .._threads import single_threaded_blas
 from ..exceptions import JitterWarning
-from ..kernels import kernel_matrix
 from .._config import REGRESSION_PARALLEL_SIZE as _PARALLEL_SIZE, ROW_BLOCK, ROW_PARTS
 
 SPARSE_METHODS = ("sor", "dtc", "fitc", "fic", "pitc", "vfe")
@@ -158,14 +158,14 @@ def cross_cov(X, Z, variance, lengthscale, out=None, family=SE, g_out=None):
     if out is None:
         out = np.empty((N, Z.shape[0]))
     Xs, ZsT = _scaled_inputs(X, Z, lengthscale)
-    want_g = g_out is not None and family != SE
+    want_g = g_out is not None and not _cov.deriv_is_value(family)
     G = g_out if want_g else out
     if out.size * D >= _PARALLEL_SIZE:
         _cf.stationary_rows_parallel(Xs, ZsT, family, float(variance), out, G, want_g,
                                      _n_chunks())
     else:
         _cf.stationary_rows(Xs, ZsT, family, float(variance), out, G, want_g, 0, N)
-    if g_out is not None and family == SE:
+    if g_out is not None and not want_g:
         np.copyto(g_out, out)
     return out
 
@@ -300,7 +300,7 @@ def sparse_lml(X, y, Z, variance, lengthscale, noise_variance, method, blocks=No
     shape = (X.shape[0], Z.shape[0])
     A = ws.array("K_fu", shape)
     # the derivative factor G of K_fu: K_fu itself for SE, needed only with a gradient
-    G = ws.array("G_fu", shape) if family != SE and eval_gradient else A
+    G = ws.array("G_fu", shape) if eval_gradient and not _cov.deriv_is_value(family) else A
     if method == "pitc":
         cross_cov(X, Z, s2, lengthscale, out=A, family=family, g_out=None if G is A else G)
         lml, grad, post = _pitc_lml(X, y, Z, s2, lengthscale, sn2, Lu, Li, used, Kzz, A,
@@ -427,23 +427,14 @@ def _contract(X, Z, A, G, W, alpha, wt, Kzz, Wu, s2, used, lengthscale, family):
     return _finish_contraction(Z, gz, gq, cs, Kzz, Wu, s2, used, lengthscale, family)
 
 
-def _k_grad(X, Z, K, family, s2, lengthscale):
-    """The derivative factor s² G(r²) of K = k(X, Z): K itself for SE."""
-    if family == SE:
-        return K
-    G = np.empty_like(K)
-    kernel_matrix(X, Z, family, s2, lengthscale, out=G, deriv=True)
-    return G
-
-
 def _finish_contraction(Z, gz, gq, cs, Kzz, Wu, s2, used, lengthscale, family):
     """Gradient dict from the K_fu contraction sums (:func:`sparsegp._numba.covfuncs.contract_rows`)
     and Wu."""
     grad_ls = gq.sum(axis=1) / lengthscale
     grad_Z = (gz / lengthscale[:, None]).T.copy()
     gZ_u = np.zeros_like(Z)
-    _cf.stationary_grad(Z, Z, _k_grad(Z, Z, Kzz, family, s2, lengthscale), Wu, lengthscale,
-                        grad_ls, gZ_u, gZ_u, False)
+    _cf.stationary_grad(Z, Z, _cov.deriv_factor(Z, Z, Kzz, family, s2, lengthscale), Wu,
+                        lengthscale, grad_ls, gZ_u, gZ_u, False)
     grad_Z += 2.0 * gZ_u
     # K_fu and K_uu (jitter included, notes §0.2) are proportional to s²
     gvar = (np.sum(cs) + np.sum(Wu * Kzz) + used * s2 * np.trace(Wu)) / s2
@@ -527,7 +518,8 @@ def _pitc_lml(X, y, Z, s2, lengthscale, sn2, Lu, Li, used, Kzz, A, eval_gradient
     grad_var_blocks = np.sum(Gb * Kbb) / s2
     grad_noise = np.einsum("bii->", Gb)
     gls = np.zeros(D)
-    Gbb = Kbb if family == SE else _block_cov(X, idx, sizes, family, s2, lengthscale, True)
+    Gbb = (Kbb if _cov.deriv_is_value(family)
+           else _block_cov(X, idx, sizes, family, s2, lengthscale, True))
     _cf.blocks_grad_ls(X, idx, sizes, Gbb, Gb, 1.0 / (lengthscale * lengthscale), gls)
     Y = UH
     np.negative(Y, out=Y)                                     # −U H
@@ -574,8 +566,8 @@ def exact_lml(X, y, variance, lengthscale, noise_variance, eval_gradient=True, f
     G = 0.5 * (np.outer(alpha, alpha) - Ci)
     grad_ls = np.zeros(X.shape[1])
     gX = np.zeros_like(X)
-    _cf.stationary_grad(X, X, _k_grad(X, X, K, family, s2, lengthscale), G, lengthscale, grad_ls,
-                        gX, gX, False)
+    _cf.stationary_grad(X, X, _cov.deriv_factor(X, X, K, family, s2, lengthscale), G,
+                        lengthscale, grad_ls, gX, gX, False)
     grad = {"variance": float(np.sum(G * K) / s2), "lengthscale": grad_ls,
             "noise_variance": float(np.trace(G)), "inducing_points": None}
     return lml, grad, (L, alpha)
