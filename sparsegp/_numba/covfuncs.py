@@ -25,12 +25,18 @@ differ only in rounding:
 * **row blocks** (:func:`stationary_rows`) for the fused regression passes: inputs divided by
   the length-scales once (Xs = X / l, Zs = Z / l, Zs transposed so the inner loop runs over
   the M columns and vectorises), q from (a/l − b/l)²;
-* **formed by the caller** (:func:`stationary_from_sqdist`): |a|² + |b|² − 2 a·b by BLAS
-  (the IVM's column, the multi-class stacked GEMM and ``multiclass.se_from_cross``; SE only,
-  as the square root of the Matérn forms would magnify the cancellation);
+* **formed from BLAS products** (:func:`stationary_from_sqdist`, :func:`gram_column`,
+  :func:`se_stacked_from_cross`): |a|² + |b|² − 2 a·b (the IVM's and the stagewise columns,
+  the multi-class stacked GEMM and ``sparsegp._covariance``'s GEMM form; SE only, as the
+  square root of the Matérn forms would magnify the cancellation);
 * **isotropic, cached** (:func:`stationary_from_iso_sqdist`): q = |a − b|² / l² from unscaled
   squared distances summed once from exact differences, reused while only s2 and l change
   (the stagewise eq. 4); any family.
+
+The engines' fused loops call the forms at the bottom (one pair, one column, the row-block
+contraction with a rank-one addend, the padded blocks' length-scale term, the isotropic
+contraction of eq. 4) rather than forming a distance of their own; the forms over plain arrays
+that are no loop are in :mod:`sparsegp._covariance` (``tests/test_kernel_layer.py``).
 
 The row form once wrote SE as exp(log s2 − q/2). Writing it as s2 exp(−q/2) like
 the others moved the seeded regression fits of ``benchmarks/compare_fits.py`` by at most
