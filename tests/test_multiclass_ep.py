@@ -9,6 +9,7 @@ from reference.dense_multiclass import brute_force_log_evidence, dense_ep
 
 from sparsegp._numba import multiclass as nbmc
 from sparsegp.classification.multiclass import engine as mce
+from sparsegp.classification.multiclass import ep_state as mcs
 from sparsegp.classification.multiclass import kernel as mck
 from sparsegp.classification.multiclass import likelihood as mcl
 from sparsegp.kernels import SquaredExponential
@@ -28,7 +29,7 @@ def _problem(seed, N, C, M, D, noise=None):
 def _converged(X, y, var, noi, ls, Z, method="ep", nik=True, jitter=1e-10, tol=1e-12):
     C, M, D = Z.shape
     hyp = mck.ClassParams(np.log(var), np.log(noi), np.log(ls), Z)
-    st = mce.EPState(method, X.shape[0], C, M, mcl.class_counts_factors(y, C))
+    st = mcs.EPState(method, X.shape[0], C, M, mcl.class_counts_factors(y, C))
     mce.converge_ep(X, y, hyp, st, nik, jitter, tol=tol)
     return hyp, st
 
@@ -221,7 +222,7 @@ def test_minibatch_likelihood_terms_average_to_full_value():
     parts = np.split(np.arange(12), 3)
     vals, grads = [], []
     for idx in parts:
-        sub = mce.EPState("ep", idx.size, 3, 2, st.n_factors)
+        sub = mcs.EPState("ep", idx.size, 3, 2, st.n_factors)
         sub.T, sub.h = st.T, st.h
         sub.sites = tuple(s[idx] for s in st.sites)
         lz, g, _ = mce.batch_evidence(X[idx], y[idx], hyp, sub, True, 1e-10, scale=12 / 4)
@@ -362,17 +363,17 @@ def test_minibatch_in_place_site_totals_equal_recomputation():
     rebuilt from the stored sites and directions."""
     X, y, var, noi, ls, Z = _problem(12, 20, 3, 3, 2)
     hyp = mck.ClassParams(np.log(var), np.log(noi), np.log(ls), Z)
-    st = mce.EPState("ep", 20, 3, 3, mcl.class_counts_factors(y, 3))
+    st = mcs.EPState("ep", 20, 3, 3, mcl.class_counts_factors(y, 3))
     rng = np.random.default_rng(0)
     for step in range(6):
         idx = np.sort(rng.choice(20, 7, replace=False))
-        prior = mce.Prior(hyp, True, 1e-10)
-        data = mce.data_terms(X[idx], hyp, prior)
+        prior = mcs.Prior(hyp, True, 1e-10)
+        data = mcs.data_terms(X[idx], hyp, prior)
         _, grad, _ = mce.minibatch_update(X[idx], y[idx], idx, hyp, st, prior, data, 20 / 7,
                                           True, 1e-10)
         hyp = mck.ClassParams.unpack(hyp.pack() + 1e-3 * np.sign(grad), 3, 3, 2)
-    w_tau, w_eta = mce.site_totals(None, y, 3, *st.sites)
-    T, h = mce.u_space(st.Vo, w_tau, w_eta)
+    w_tau, w_eta = mcs.site_totals(None, y, 3, *st.sites)
+    T, h = mcs.u_space(st.Vo, w_tau, w_eta)
     assert np.allclose(st.T, T, atol=1e-12)
     assert np.allclose(st.h, h, atol=1e-12)
     assert np.any(st.sites[0] > 0)
@@ -385,15 +386,15 @@ def test_minibatch_in_place_site_totals_equal_recomputation():
 def test_row_parts_summed_over_chunks_give_the_evidence_and_gradient(method):
     X, y, var, noi, ls, Z = _problem(7, 30, 3, 4, 2)
     hyp, st = _converged(X, y, var, noi, ls, Z, method=method)
-    prior = mce.Prior(hyp, True, 1e-10)
+    prior = mcs.Prior(hyp, True, 1e-10)
     whole_lz, whole_grad, q = mce.batch_evidence(X, y, hyp, st, True, 1e-10, prior=prior)
-    cav = None if method == "ep" else mce.sep_cavity(prior, st)
+    cav = None if method == "ep" else mcs.sep_cavity(prior, st)
     sums = [0.0, 0.0, 0.0]
     for rows in np.array_split(np.arange(30), 3):
         part = copy.copy(st)
         if method == "ep":
             part.sites = tuple(s[rows] for s in st.sites)
-        data = mce.data_terms(X[rows], hyp, prior)
+        data = mcs.data_terms(X[rows], hyp, prior)
         got = mce.row_evidence(X[rows], y[rows], hyp, prior, data, part, q, cav, True, 1.0,
                                True)
         sums = [a + b for a, b in zip(sums, got)]
@@ -402,9 +403,9 @@ def test_row_parts_summed_over_chunks_give_the_evidence_and_gradient(method):
     np.testing.assert_allclose(grad, whole_grad, rtol=1e-10, atol=1e-12)
     # and the fresh SEP site totals of a refinement are sums over rows too
     if method == "sep":
-        cav = mce.sep_cavity(prior, st)
-        T, h = mce.sep_row_totals(y, mce.data_terms(X, hyp, prior), cav, 3)
-        parts = [mce.sep_row_totals(y[r], mce.data_terms(X[r], hyp, prior), cav, 3)
+        cav = mcs.sep_cavity(prior, st)
+        T, h = mce.sep_row_totals(y, mcs.data_terms(X, hyp, prior), cav, 3)
+        parts = [mce.sep_row_totals(y[r], mcs.data_terms(X[r], hyp, prior), cav, 3)
                  for r in np.array_split(np.arange(30), 3)]
         np.testing.assert_allclose(sum(p[0] for p in parts), T, rtol=1e-12, atol=1e-13)
         np.testing.assert_allclose(sum(p[1] for p in parts), h, rtol=1e-12, atol=1e-13)

@@ -8,6 +8,7 @@ from sparsegp import MultiClassEPClassifier
 from sparsegp import kernels as K
 from sparsegp._numba import covfuncs as cf
 from sparsegp.classification.multiclass import engine as mce
+from sparsegp.classification.multiclass import ep_state as mcs
 from sparsegp.classification.multiclass import kernel as mck
 from sparsegp.classification.multiclass import likelihood as mcl
 
@@ -46,7 +47,7 @@ def _problem(seed, N, C, M, D):
 def _converged(X, y, var, noi, ls, Z, family, method="ep", tol=1e-13):
     C, M, D = Z.shape
     hyp = mck.ClassParams(np.log(var), np.log(noi), np.log(ls), Z, family)
-    st = mce.EPState(method, X.shape[0], C, M, mcl.class_counts_factors(y, C))
+    st = mcs.EPState(method, X.shape[0], C, M, mcl.class_counts_factors(y, C))
     mce.converge_ep(X, y, hyp, st, True, 1e-10, tol=tol)
     return hyp, st
 
@@ -414,10 +415,10 @@ def test_chol_kuu_leaves_a_factorable_k_alone():
 def test_prior_and_class_kernel_factor_a_singular_k_with_the_jitter_added_to_k():
     # both engines' K_c go through the ladder: a singular K_c gains a jitter relative to its
     # mean diagonal, is factored, and K holds that jitter too (the plain Cholesky of
-    # engine.Prior raised here before)
+    # ep_state.Prior raised here before)
     hyp = _coincident_hyper()
     C, M, _ = hyp.shape
-    prior = mce.Prior(hyp, False, 0.0)
+    prior = mcs.Prior(hyp, False, 0.0)
     for c in range(C):
         kc = mck.ClassKernel(None, hyp, c, 0.0, False)
         with pytest.raises(np.linalg.LinAlgError):

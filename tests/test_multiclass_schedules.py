@@ -5,6 +5,7 @@ import pytest
 
 from sparsegp.classification import MultiClassEPClassifier
 from sparsegp.classification.multiclass import engine as mce
+from sparsegp.classification.multiclass import ep_state as mcs
 from sparsegp.classification.multiclass import kernel as mck
 from sparsegp.classification.multiclass import likelihood as mcl
 
@@ -16,7 +17,7 @@ def _problem(seed=0, N=40, C=3, M=5, D=2):
     Z = X[rng.choice(N, M, replace=False)][None].repeat(C, 0) + 0.1 * rng.normal(size=(C, M, D))
     hyp = mck.ClassParams(np.log(rng.uniform(0.8, 1.5, C)), np.log(rng.uniform(0.1, 0.4, C)),
                     np.log(rng.uniform(0.7, 1.3, (C, D))), Z)
-    state = mce.EPState("ep", N, C, M, mcl.class_counts_factors(y, C))
+    state = mcs.EPState("ep", N, C, M, mcl.class_counts_factors(y, C))
     return X, y, hyp, state
 
 
@@ -24,9 +25,9 @@ def _log_z_sites_fixed(X, y, hyp, state, theta, nik=True, jitter=1e-10):
     """log Z_EP at ``theta`` with every site held fixed in u-space (natural parameters, totals
     (T, h) and the directions v° it was fitted with): the function EP-inner-exact ascends."""
     h = hyp.like(theta)
-    prior = mce.Prior(h, nik, jitter)
-    Kfu, V, d = mce.data_terms(X, h, prior)
-    q = mce.Gaussian(prior.L, state.T, state.h)
+    prior = mcs.Prior(h, nik, jitter)
+    Kfu, V, d = mcs.data_terms(X, h, prior)
+    q = mcs.Gaussian(prior.L, state.T, state.h)
     res = mce.factor_pass(y, V, state.Vo, Kfu, d, q.S, q.m, state.sites, False, False)
     return (float(np.sum(res.log_z) + np.sum(res.delta))
             + float(np.sum(q.log_norm_minus_prior())))
@@ -77,7 +78,7 @@ def test_outer_schedule_runs_ep_to_convergence_before_its_first_step():
     C, M, D = 3, 6, 2
     scaled = est._scaling.transform(X)
     hyp = mck.ClassParams(np.log(est.variance_), np.log(est.noise_), np.log(est._ls), est._Z)
-    state = mce.EPState("ep", X.shape[0], C, M, mcl.class_counts_factors(y, C))
+    state = mcs.EPState("ep", X.shape[0], C, M, mcl.class_counts_factors(y, C))
     mce.converge_ep(scaled, y, hyp, state, True, est.jitter, damping=0.5, tol=1e-10)
     log_z, _, _ = mce.batch_evidence(scaled, y, hyp, state, True, est.jitter)
     assert est.log_evidence_ == pytest.approx(log_z, abs=5e-3)

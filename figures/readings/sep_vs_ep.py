@@ -31,6 +31,7 @@ from threadpoolctl import threadpool_limits
 
 from sparsegp.classification import MultiClassEPClassifier
 from sparsegp.classification.multiclass import engine as mce
+from sparsegp.classification.multiclass import ep_state as mcs
 from sparsegp.classification.multiclass import likelihood as mcl
 from sparsegp.experiments.grid import Cell, _load_split, build_estimator
 from sparsegp.metrics import error_rate, mean_nlp
@@ -96,7 +97,7 @@ def step(dataset, size, split, iters, method, h=1e-3):
     counts = mcl.class_counts_factors(y, C)
 
     def log_z(hyp, grad=False):
-        state = mce.EPState(method, X.shape[0], C, M, counts)
+        state = mcs.EPState(method, X.shape[0], C, M, counts)
         mce.converge_ep(X, y, hyp, state, noise_in_kuu, jitter, tol=1e-8, max_sweeps=400)
         lz, g, _ = mce.batch_evidence(X, y, hyp, state, noise_in_kuu, jitter,
                                       compute_grad=grad)

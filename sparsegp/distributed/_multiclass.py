@@ -15,6 +15,7 @@ import time
 import numpy as np
 
 from ..classification.multiclass import engine as _mce
+from ..classification.multiclass import ep_state as _mcs
 from ..classification.multiclass.rows import check_multiclass_labels
 from ..classification.multiclass.likelihood import class_counts_factors
 from ._cluster import local_cluster
@@ -63,7 +64,7 @@ def _chunk_sep_totals(X, y, pick, hyp, prior, cav):
     """(T, h, factor counts) of fresh SEP sites of one chunk's rows."""
     X, y = _pick(X, y, pick)
     C = hyp.shape[0]
-    T, h = _mce.sep_row_totals(y, _mce.data_terms(X, hyp, prior), cav, C)
+    T, h = _mce.sep_row_totals(y, _mcs.data_terms(X, hyp, prior), cav, C)
     return T, h, class_counts_factors(y, C)
 
 
@@ -71,7 +72,7 @@ def _chunk_sep_totals(X, y, pick, hyp, prior, cav):
 def _chunk_evidence(X, y, pick, hyp, prior, state, q, cav, noise_in_kuu, scale):
     """One chunk's (log Z rows, gradient rows, GV^T V)."""
     X, y = _pick(X, y, pick)
-    data = _mce.data_terms(X, hyp, prior)
+    data = _mcs.data_terms(X, hyp, prior)
     return _mce.row_evidence(X, y, hyp, prior, data, state, q, cav, True, scale, noise_in_kuu)
 
 
@@ -80,7 +81,7 @@ def _chunk_ep_refine(X, y, sites, hyp, prior, q, damping):
     """EP: ``((T, h, change), (new sites, V))`` of one chunk; the second part stays there."""
     X = np.ascontiguousarray(X, dtype=np.float64)
     old, Vo = sites
-    data = _mce.data_terms(X, hyp, prior)
+    data = _mcs.data_terms(X, hyp, prior)
     T, h, change, new = _mce.ep_row_refine(y, data, q, old, Vo, damping)
     return (T, h, change), (new, data[1].copy())
 
@@ -89,7 +90,7 @@ def _chunk_ep_refine(X, y, sites, hyp, prior, q, damping):
 def _chunk_ep_evidence(X, y, sites, hyp, prior, q, noise_in_kuu):
     """EP: one chunk's (log Z rows, gradient rows, GV^T V) at its own sites."""
     X = np.ascontiguousarray(X, dtype=np.float64)
-    data = _mce.data_terms(X, hyp, prior)
+    data = _mcs.data_terms(X, hyp, prior)
     return _mce.row_evidence(X, y, hyp, prior, data, _ChunkState(sites[0]), q, None, True,
                              1.0, noise_in_kuu)
 
@@ -235,7 +236,7 @@ class DaskRows:
 
     def new_state(self, method, C, M, n_factors):
         """The training state; EP's per-row sites are futures, one per chunk, on the workers."""
-        state = _mce.EPState(method, self.n_rows, C, M, n_factors, per_row=False)
+        state = _mcs.EPState(method, self.n_rows, C, M, n_factors, per_row=False)
         if method == "ep":
             state.sites = [self.client.submit(_chunk_ep_zero_sites, yb, C, M, pure=False)
                            for yb in self.y_blocks]
@@ -244,7 +245,7 @@ class DaskRows:
     def refine(self, hyp, prior, state, damping):
         """One damped batch refinement of every chunk's factors."""
         if state.method == "ep":
-            q = _mce.Gaussian(prior.L, state.T, state.h)
+            q = _mcs.Gaussian(prior.L, state.T, state.h)
             full = self._submit(_chunk_ep_refine, (hyp, prior, q, damping), picks=state.sites)
             sums = self._gathered(self.client, [self.client.submit(_sums_part, f, pure=False)
                                                 for f in full])
@@ -253,7 +254,7 @@ class DaskRows:
             _mce.ep_update(prior, state, T, h)  # raises, leaving the old sites, if not PD
             state.sites = [self.client.submit(_kept_part, f, pure=False) for f in full]
             return max(p[2] for p in sums)
-        T, h, _ = self._sum(_chunk_sep_totals, (hyp, prior, _mce.sep_cavity(prior, state)))
+        T, h, _ = self._sum(_chunk_sep_totals, (hyp, prior, _mcs.sep_cavity(prior, state)))
         # all rows took part: their factor counts are the state's
         return _mce.sep_update(prior, state, T, h, state.n_factors, damping)
 
@@ -264,14 +265,14 @@ class DaskRows:
         """
         if exact:
             raise ValueError("the exact gradient is not computed on a Dask array")
-        q = _mce.posterior(prior, state)
+        q = _mcs.posterior(prior, state)
         if state.method == "ep":
             cav = None
             log_z, grad, GVtV = self._sum(_chunk_ep_evidence, (hyp, prior, q,
                                                                self.noise_in_kuu),
                                           picks=state.sites)
         else:
-            cav = _mce.sep_cavity(prior, state)
+            cav = _mcs.sep_cavity(prior, state)
             light = state.copy()  # without the cached posterior: the workers get q itself
             log_z, grad, GVtV = self._sum(
                 _chunk_evidence, (hyp, prior, light, q, cav, self.noise_in_kuu, scale),
@@ -300,7 +301,7 @@ class DaskRows:
         """Refine the tied sites from one minibatch ``(chunks, picks)`` of
         :meth:`minibatches`, then their evidence: ``(log_z, grad, q)``."""
         chunks, picks = batch
-        cav = _mce.sep_cavity(prior, state)
+        cav = _mcs.sep_cavity(prior, state)
         T, h, counts = self._sum(_chunk_sep_totals, (hyp, prior, cav), chunks, picks)
         _mce.sep_update(prior, state, T, h, counts, 1.0)
         used = sum(min(size, int(self.sizes[j])) for j, (_, size) in zip(chunks, picks))

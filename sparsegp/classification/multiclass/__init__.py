@@ -8,9 +8,12 @@ public interface, used by the estimators, by :mod:`sparsegp.distributed` and by 
                 triangular solves; the baselines' ClassKernel
 ``likelihood``  the exact likelihood's factor counts and predictive class probabilities
 ``rows``        training data: the labels' check, row-sliceable inputs, minibatches
-``engine``      EP/SEP with the pairwise-probit factors kept in u-space: prior, Gaussians,
-                data terms, the factor pass, refinements, evidence and its gradient, and
-                :class:`~.engine.LocalRows`, the rows of a fit held in this process
+``engine``      EP/SEP with the pairwise-probit factors kept in u-space: the factor pass,
+                refinements, the evidence, and :class:`~.engine.LocalRows`, the rows of a
+                fit held in this process; over
+``ep_state``    its state: prior K_c, the rows' data terms, Gaussians, the sites
+                (EPState) and their u-space totals
+``ep_gradient`` the gradient of log Z_EP: the rows' part, the K_c part, the moment mismatch
 ``gfitc_ep``    GFITC's EP on the exact likelihood, u marginalised: the FITC pieces, the
                 sequential and parallel schedules, evidence, gradient, predictions
 ``_base``       the estimators' base class (validation, start, ``theta_``, predictions)

@@ -16,6 +16,7 @@ from ..._scaling import InputScaling
 from ..._validation import check_int, check_option, check_positive, check_tol
 from ..._config import MC_OUTER_EP_MAX_SWEEPS, MC_OUTER_EP_TOL
 from . import engine as _eng
+from . import ep_state as _state
 from ._base import DEPRECATED, MultiClassGPClassifier, fill_shared_docs
 from .kernel import DEFAULT_JITTER, ClassParams, kernel_kfu, tri_solve
 from .likelihood import class_counts_factors, class_probabilities
@@ -297,7 +298,7 @@ class MultiClassEPClassifier(MultiClassGPClassifier):
             # it was (log_marginal_likelihood holds those sites fixed)
             ep["saved"] = ep["state"]
             ep["state"] = ep["saved"].copy()
-            prior = _eng.Prior(hyp, nik, jitter)
+            prior = _state.Prior(hyp, nik, jitter)
             # EP-inner: one refinement per step; EP-outer: EP to convergence first (Fig. 1)
             for _ in range(MC_OUTER_EP_MAX_SWEEPS if training == "outer" else 1):
                 change = rows.refine(hyp, prior, ep["state"], ep["damping"])
@@ -374,7 +375,7 @@ class MultiClassEPClassifier(MultiClassGPClassifier):
             # so that a failed step (a non-PD posterior, a non-finite log Z) leaves the state
             # as it was; the rows of a local minibatch are its indices, Dask's sites are tied
             saved[0] = state.snapshot(batch if isinstance(batch, np.ndarray) else None)
-            prior = _eng.Prior(hyp, nik, jitter)
+            prior = _state.Prior(hyp, nik, jitter)
             log_z, grad, _ = rows.minibatch_step(hyp, prior, state, batch)
             return log_z, grad, None
 
@@ -384,8 +385,8 @@ class MultiClassEPClassifier(MultiClassGPClassifier):
         def on_step(step, theta, log_z, _info, history):
             if self.callback is not None:
                 hyp = hyp0.like(theta)
-                prior_new = _eng.Prior(hyp, nik, jitter)
-                self._store(hyp, prior_new, _eng.Gaussian(prior_new.L, state.T, state.h),
+                prior_new = _state.Prior(hyp, nik, jitter)
+                self._store(hyp, prior_new, _state.Gaussian(prior_new.L, state.T, state.h),
                             log_z, history, epochs[0] + 1)
                 self.callback(self, step)
 
@@ -403,8 +404,8 @@ class MultiClassEPClassifier(MultiClassGPClassifier):
                      label=f"MultiClassEPClassifier ({self.method}, minibatch{rows.where})",
                      bounds=hyp0.bounds())
         hyp = hyp0.like(res.theta)
-        prior = _eng.Prior(hyp, nik, jitter)
-        self._store(hyp, prior, _eng.Gaussian(prior.L, state.T, state.h),
+        prior = _state.Prior(hyp, nik, jitter)
+        self._store(hyp, prior, _state.Gaussian(prior.L, state.T, state.h),
                     res.history[-1], res.history, max_iter)
         self._ep_state = state
         # the objective of the fit over all rows (the history holds minibatch estimates),

@@ -18,16 +18,18 @@ the stable form S_c = L (I + L^T T_c L)^{-1} L^T with K_c = L L^T.
   was fitted with; memory O(N C M).
 * ``method="sep"``: one tied site per class, (T_c, h_c) itself (notes §2.7); memory O(C M^2).
 
-Interface, by layer:
+Interface, by layer (the state and the gradient in modules of their own):
 
-* state: :class:`.kernel.ClassParams` (hyper-parameters and Z, the one parameter vector),
-  :class:`Prior` (K_c and its factors),
-  :class:`Gaussian` (q(u_c) or a cavity), :class:`EPState` (the sites), :class:`EPFailure`;
+* state, in :mod:`.ep_state`: :class:`.kernel.ClassParams` (hyper-parameters and Z, the one
+  parameter vector), :class:`~.ep_state.Prior` (K_c and its factors),
+  :class:`~.ep_state.Gaussian` (q(u_c) or a cavity), :class:`~.ep_state.EPState` (the
+  sites); here :class:`EPFailure`;
 * rows (sums over rows, so a data set's chunks can be taken apart and added):
-  :func:`data_terms`, :func:`factor_pass`, :func:`sep_row_totals`, :func:`ep_row_refine`,
-  :func:`row_evidence`, :func:`minibatch_update`;
-* globals (O(C M^3)): :func:`posterior`, :func:`sep_cavity`, :func:`ep_update`,
-  :func:`sep_update`, :func:`evidence_from_rows`;
+  :func:`.ep_state.data_terms`, :func:`factor_pass`, :func:`sep_row_totals`,
+  :func:`ep_row_refine`, :func:`row_evidence`, :func:`minibatch_update`;
+* globals (O(C M^3)): :func:`.ep_state.posterior`, :func:`.ep_state.sep_cavity`,
+  :func:`ep_update`, :func:`sep_update`, :func:`evidence_from_rows`;
+* the gradient of log Z_EP (notes §4), rows' part and K_c part: :mod:`.ep_gradient`;
 * whole data sets: :func:`batch_refine`, :func:`batch_evidence`, :func:`converge_ep`,
   :func:`fixed_site_evidence`, and :class:`LocalRows`, the rows of a fit in this process.
 
@@ -36,142 +38,40 @@ factors of the batch in parallel (one compiled kernel,
 :func:`sparsegp._numba.multiclass.factor_pass`) and then takes one gradient step on the
 hyper-parameters and inducing inputs with the approximate gradient of log Z_EP (eq. 10,
 notes §4), held at the current sites. The paper's two other schedules (Figure 1) are
-options: EP-inner with the exact gradient at the current sites (:func:`_moment_mismatch`
-gives what eq. 10 drops away from a fixed point) and EP-outer (EP to convergence before
-each step).
+options: EP-inner with the exact gradient at the current sites
+(:func:`.ep_gradient._moment_mismatch` gives what eq. 10 drops away from a fixed point) and
+EP-outer (EP to convergence before each step).
 """
-import math
-
-import numba
 import numpy as np
-from scipy import linalg as sla
 
-from ..._numba import covfuncs as _cf
 from ..._numba import multiclass as _nbmc
-from ... import _covariance as _cov
 from ..._optimize import EvaluationFailure
 from ..._inducing_base import take_rows
-from ..._config import MC_PARALLEL_WORK as _PARALLEL_WORK, MC_PARALLEL_GEMM as _PARALLEL_GEMM
+from ..._config import MC_PARALLEL_WORK as _PARALLEL_WORK
 from ..._config import MC_EVIDENCE_BLOCK as _EVIDENCE_BLOCK
 from . import kernel as _k
+from .ep_gradient import (
+    _hyper_gradient,
+    _kuu_gradient,
+    _mismatch_weight,
+    _moment_mismatch,
+    _prior_gradient,
+    _row_gradient,
+)
+from .ep_state import (
+    EPState,
+    Gaussian,
+    Prior,
+    _matmul,
+    data_terms,
+    posterior,
+    sep_cavity,
+    site_totals,
+    u_space,
+    zero_sites,
+)
 from .likelihood import class_counts_factors
 from .rows import iter_minibatches
-
-
-def _n_parts(C):
-    """Row blocks per class: enough blocks for every Numba thread to get two."""
-    return max(1, math.ceil(2 * numba.get_num_threads() / C))
-
-
-def _matmul(A, B):
-    """``A[c] @ B[c]`` for a stack of classes: (C, N, K), (C, K, M) -> (C, N, M)."""
-    C, N, K = A.shape
-    if C * N * K * B.shape[2] < _PARALLEL_GEMM:
-        return np.matmul(A, B)
-    out = np.empty((C, N, B.shape[2]))
-    _nbmc.stacked_gemm(np.ascontiguousarray(A), np.ascontiguousarray(B), out, _n_parts(C))
-    return out
-
-
-def _matmul_tn(A, B):
-    """``A[c]ᵀ @ B[c]`` for a stack of classes: (C, N, M), (C, N, K) -> (C, M, K)."""
-    C, N, M = A.shape
-    if C * N * M * B.shape[2] < _PARALLEL_GEMM:
-        return np.matmul(np.swapaxes(A, 1, 2), B)
-    out = np.empty((C, M, B.shape[2]))
-    _nbmc.stacked_gemm_tn(np.ascontiguousarray(A), np.ascontiguousarray(B), out, _n_parts(C))
-    return out
-
-
-# --------------------------------------------------------------------------------------------
-# Hyper-parameters and prior / data quantities
-# --------------------------------------------------------------------------------------------
-class Prior:
-    """K_c, its Cholesky factor and inverse for every class (notes §1.1).
-
-    K_c is factored by :func:`.kernel.chol_kuu` (the library's jitter ladder): a jitter it had
-    to add is in ``K`` too.
-    """
-
-    def __init__(self, hyp, noise_in_kuu, jitter):
-        C, M, _ = hyp.shape
-        self.variance = np.exp(hyp.log_variance)
-        self.noise = np.exp(hyp.log_noise)
-        self.lengthscale = np.exp(hyp.log_lengthscale)
-        self.kappa = _k.kernel_kappa(self.variance, self.noise)
-        self.family = hyp.family
-        self.K = np.empty((C, M, M))
-        self.K_se = np.empty((C, M, M))
-        self.L = np.empty((C, M, M))
-        self.A = np.empty((C, M, M))
-        eye = np.eye(M)
-        for c in range(C):
-            self.K[c], self.K_se[c] = _k.kernel_kuu(hyp.Z[c], self.variance[c],
-                                                     self.lengthscale[c], self.noise[c],
-                                                     noise_in_kuu, jitter, hyp.family)
-            self.L[c] = _k.chol_kuu(self.K[c], f"K_c of class {c}")
-            # LAPACK potrs/trtrs are slow here (see tri_solve); two BLAS trsm products instead
-            Li = _k.tri_solve(self.L[c], eye)
-            self.A[c] = Li.T @ Li
-
-
-def data_terms(X, hyp, prior):
-    """K_fu, directions V = K_fu K^{-1} and FITC variances d for rows X (notes §1.1).
-
-    Returns Kfu (C, B, M), V (C, B, M), d (B, C); all C-contiguous.
-    """
-    Kfu = _cov.stacked_cross(X, hyp.Z, hyp.family, prior.variance, prior.lengthscale,
-                             _n_parts(hyp.shape[0]))
-    V = _matmul(Kfu, prior.A)
-    # rounding can make kappa - k^T K^{-1} k slightly negative (notes §8.1)
-    d = np.maximum(prior.kappa[None, :] - np.einsum("cij,cij->ic", Kfu, V), 0.0)
-    return Kfu, V, d
-
-
-class Gaussian:
-    """q(u_c) from prior factor L (K = L L^T) and site totals (T, h) (eqs. 24-27).
-
-    S = L P^{-1} L^T with P = I + L^T T L (chol R), m = S h; logdet_P = log|P|.
-    """
-
-    def __init__(self, L, T, h):
-        C, M, _ = L.shape
-        self.S = np.empty((C, M, M))
-        self.m = np.empty((C, M))
-        self.R = np.empty((C, M, M))
-        self.logdet_P = np.empty(C)
-        self.h = h
-        eye = np.eye(M)
-        for c in range(C):
-            LtTL = L[c].T @ T[c] @ L[c]
-            P = eye + 0.5 * (LtTL + LtTL.T)
-            R = sla.cholesky(P, lower=True, check_finite=False)
-            Y = _k.tri_solve(R, L[c].T)
-            self.S[c] = Y.T @ Y
-            self.m[c] = self.S[c] @ h[c]
-            self.R[c] = R
-            self.logdet_P[c] = 2.0 * np.sum(np.log(np.diag(R)))
-
-    def log_norm_minus_prior(self):
-        """G(q_c) - G(prior_c) = -1/2 log|P| + 1/2 h^T m, shape (C,) (notes §3)."""
-        return -0.5 * self.logdet_P + 0.5 * np.einsum("ci,ci->c", self.h, self.m)
-
-
-def site_totals(V, y, C, tau_p, eta_p, tau_m, eta_m):
-    """Per point/class site precision and linear weights w^tau, w^eta (eqs. 24-25), (B, C)."""
-    rows = np.arange(y.shape[0])
-    w_tau = tau_m.copy()
-    w_eta = eta_m.copy()
-    w_tau[rows, y] = tau_p.sum(axis=1)
-    w_eta[rows, y] = eta_p.sum(axis=1)
-    return w_tau, w_eta
-
-
-def u_space(V, w_tau, w_eta):
-    """T_c = V_c^T diag(w^tau_c) V_c and h_c = V_c^T w^eta_c for all classes."""
-    T = _matmul_tn(V, w_tau.T[:, :, None] * V)
-    h = np.einsum("cbm,bc->cm", V, w_eta)
-    return T, h
 
 
 class PassResult:
@@ -215,81 +115,6 @@ def factor_pass(y, V, Vo, Kfu, d, S, m, sites, same_dirs, compute_grad):
 
 class EPFailure(EvaluationFailure):
     """A site update produced an improper cavity or a non-positive variance."""
-
-
-def _grad_prior_part(prior, q, c):
-    """-1/2 M_c with M_c = K^{-1} - K^{-1}(S + m m^T) K^{-1} (notes §4), shape (M, M)."""
-    A = prior.A[c]
-    Am = A @ q.m[c]
-    ASA = A @ q.S[c] @ A
-    return -0.5 * (A - ASA - np.outer(Am, Am))
-
-
-def _row_gradient(X, hyp, prior, Kfu, V, res, scale, noise_in_kuu):
-    """The rows' part of the gradient of log Z_EP, and their sum GV^T V (notes §4).
-
-    The gradient is linear in the weights (W_uu, W_fu, w_kappa) of (K_c, K_fu, kappa); the rows
-    give W_fu and w_kappa directly and enter W_uu only through the (C, M, M) sum GV^T V. So the
-    rows of a data set can be taken in chunks (on other machines) and their parts added:
-    :func:`_prior_gradient` adds the W_uu part once.
-
-    Returns
-    -------
-    grad : ndarray
-        Packed like :meth:`.kernel.ClassParams.pack`.
-    GVtV : ndarray of shape (C, M, M)
-    """
-    C, M, D = hyp.shape
-    g_lv = np.empty(C)
-    g_ln = np.empty(C)
-    g_ll = np.empty((C, D))
-    g_Z = np.empty((C, M, D))
-    # batch steps have scale 1: no (C, B, M) copies then
-    GV = res.GV if scale == 1.0 else scale * res.GV
-    GVtV = _matmul_tn(GV, V)
-    wsum = res.wsum if scale == 1.0 else scale * res.wsum
-    W_fu = _matmul(GV, prior.A)
-    for c in range(C):  # class by class: a (B, M) temporary instead of a (C, B, M) one
-        W_fu[c] -= wsum[:, c, None] * V[c]
-    zero = np.zeros((M, M))
-    for c in range(C):
-        g_lv[c], g_ln[c], g_ll[c], g_Z[c] = _k.kernel_grads(
-            X, hyp.Z[c], prior.variance[c], prior.lengthscale[c], prior.noise[c],
-            prior.K_se[c], Kfu[c], zero, W_fu[c], wsum[:, c], noise_in_kuu, hyp.family)
-    return _k.pack_params(g_lv, g_ln, g_ll, g_Z), GVtV
-
-
-def _prior_gradient(hyp, prior, q, GVtV, noise_in_kuu, W_extra=None):
-    """The K_c part of the gradient, given the rows' total GV^T V, packed (notes §4).
-
-    ``W_extra`` (C, M, M), optional, is added to the weight of every dK_c: the moment-mismatch
-    term of the exact gradient (:func:`_mismatch_weight`).
-    """
-    W_uu = [_grad_prior_part(prior, q, c) - prior.A[c] @ GVtV[c] for c in range(hyp.shape[0])]
-    if W_extra is not None:
-        W_uu = [w + e for w, e in zip(W_uu, W_extra)]
-    return _kuu_gradient(hyp, prior, W_uu, noise_in_kuu)
-
-
-def _kuu_gradient(hyp, prior, W_uu, noise_in_kuu):
-    """Gradient of sum_c <W_uu[c], K_c> (W_uu (C, M, M) symmetric), packed like
-    :meth:`.kernel.ClassParams.pack`."""
-    C, M, D = hyp.shape
-    g_lv = np.empty(C)
-    g_ln = np.empty(C)
-    g_ll = np.empty((C, D))
-    g_Z = np.empty((C, M, D))
-    for c in range(C):
-        g_lv[c], g_ln[c], g_ll[c], g_Z[c] = _k.kernel_grads(
-            None, hyp.Z[c], prior.variance[c], prior.lengthscale[c], prior.noise[c],
-            prior.K_se[c], None, W_uu[c], None, 0.0, noise_in_kuu, hyp.family)
-    return _k.pack_params(g_lv, g_ln, g_ll, g_Z)
-
-
-def _hyper_gradient(X, hyp, prior, q, Kfu, V, res, scale, noise_in_kuu):
-    """Gradient of log Z_EP (prior part full, likelihood part x ``scale``), packed (notes §4)."""
-    grad, GVtV = _row_gradient(X, hyp, prior, Kfu, V, res, scale, noise_in_kuu)
-    return grad + _prior_gradient(hyp, prior, q, GVtV, noise_in_kuu)
 
 
 def sep_row_totals(y, data, cav, C):
@@ -400,82 +225,6 @@ def evidence_from_rows(hyp, prior, state, q, cav, log_z_rows, grad_rows, GVtV, n
 # --------------------------------------------------------------------------------------------
 # Batch engine (also used by the tests: evidence, gradient, convergence at fixed hypers)
 # --------------------------------------------------------------------------------------------
-class EPState:
-    """Site state of EP or SEP for a data set of N points and C classes with M inducing points.
-
-    EP: ``sites`` = (tau_p, eta_p, tau_m, eta_m), each (N, C); ``Vo`` (C, N, M) the directions
-    they were fitted with; (T, h) their u-space totals. SEP: only (T, h), the tied sites.
-    """
-
-    def __init__(self, method, N, C, M, n_factors, per_row=True):
-        self.method = method
-        self.T = np.zeros((C, M, M))
-        self.h = np.zeros((C, M))
-        self.n_factors = n_factors
-        #: (L, T, h, q) of the last posterior batch_refine formed, reused while unchanged
-        self.posterior = None
-        if method == "ep" and per_row:
-            self.sites = tuple(np.zeros((N, C)) for _ in range(4))
-            self.Vo = np.zeros((C, N, M))
-        else:
-            # SEP; or EP whose per-row sites live elsewhere (on Dask workers, in ``sites``)
-            self.sites = None
-            self.Vo = None
-
-    def copy(self):
-        new = EPState.__new__(EPState)
-        new.method = self.method
-        new.T = self.T.copy()
-        new.h = self.h.copy()
-        new.n_factors = self.n_factors
-        new.posterior = None
-        # sites held elsewhere are immutable references: sharing them is a copy
-        new.sites = (self.sites if not isinstance(self.sites, tuple)
-                     else tuple(s.copy() for s in self.sites))
-        new.Vo = None if self.Vo is None else self.Vo.copy()
-        return new
-
-
-    def snapshot(self, rows=None):
-        """What a minibatch step may change, to put back with :meth:`restore` if the step's
-        evidence fails: (T, h) and, for per-row EP sites, the sites and directions of
-        ``rows`` (the minibatch's indices; the step changes no other row). (T, h) are
-        replaced, never written in place, so holding them is a copy."""
-        saved = {"T": self.T, "h": self.h, "posterior": self.posterior}
-        if rows is not None and isinstance(self.sites, tuple):
-            rows = np.asarray(rows)
-            saved.update(rows=rows, sites=tuple(s[rows] for s in self.sites),
-                         Vo=self.Vo[:, rows].copy())
-        return saved
-
-    def restore(self, saved):
-        """Undo everything since ``saved`` = :meth:`snapshot`."""
-        self.T, self.h, self.posterior = saved["T"], saved["h"], saved["posterior"]
-        if "rows" in saved:
-            for s, old in zip(self.sites, saved["sites"]):
-                s[saved["rows"]] = old
-            self.Vo[:, saved["rows"]] = saved["Vo"]
-
-
-def posterior(prior, state):
-    """q(u_c) of the current site totals; the one :func:`batch_refine` checked is reused."""
-    cached = state.posterior
-    if (cached is not None and cached[0] is prior.L and cached[1] is state.T
-            and cached[2] is state.h):
-        return cached[3]
-    return Gaussian(prior.L, state.T, state.h)
-
-
-def sep_cavity(prior, state):
-    frac = (1.0 - 1.0 / state.n_factors)[:, None]
-    return Gaussian(prior.L, state.T * frac[:, :, None], state.h * frac)
-
-
-def zero_sites(B, C):
-    z = np.zeros((B, C))
-    return (z, z, z, z)
-
-
 def batch_refine(X, y, hyp, state, damping, noise_in_kuu, jitter, prior=None, data=None):
     """One damped parallel refinement of every factor (notes §2.6); updates ``state`` in place.
 
@@ -631,71 +380,6 @@ def fixed_site_evidence(X, y, hyp, state, noise_in_kuu, jitter, compute_grad=Tru
     mismatch = mismatch + state.n_factors[:, None, None] * second
     return log_z, grad + _kuu_gradient(hyp, prior, _mismatch_weight(prior, mismatch),
                                        noise_in_kuu)
-
-
-def _mismatch_weight(prior, mismatch):
-    """The dK_c weight of the moment-mismatch term: sum_f (E_tilted_f - E_q)[u u^T] meets
-    d(-1/2 K_c^-1) = 1/2 A dK A, so the weight is 1/2 A mismatch A, symmetrised; (C, M, M)."""
-    W = 0.5 * np.matmul(np.matmul(prior.A, mismatch), prior.A)
-    return 0.5 * (W + np.swapaxes(W, 1, 2))
-
-
-def _moment_mismatch(y, V, Vo, ref, sites, new):
-    """sum over the factors f of the rows of (E_tilted_f - E_ref)[u_c u_c^T], (C, M, M).
-
-    Factor (i, k) with side c in {y_i, k} has a site (tau, eta) along v° (zero for SEP),
-    cavity S_cav = S + (tau / rho) S v° v°^T S, m_cav = m + beta S v° (S, m of ``ref``;
-    rho = 1 - tau v°^T S v°, beta = (tau v°^T m - eta) / rho), and its tilted marginal is the
-    cavity times the new site (tau^, eta^) along v (the pass's undamped targets, ``new``):
-    S_t = S_cav - nu x x^T, m_t = m_cav + gamma x with x = S_cav v = S v + alpha S v°,
-    alpha = tau v°^T S v / rho, nu = tau^ / (1 + tau^ s^) and gamma = (eta^ - tau^ a^) /
-    (1 + tau^ s^), s^ = v^T x and a^ = v^T m_cav the cavity projections. So
-    E_t - E_ref = a_oo S v° v°^T S + a_vv S v v^T S + a_vo (S v v°^T S + S v° v^T S)
-                  + m (p S v° + q S v)^T + (p S v° + q S v) m^T
-    with p = beta + gamma alpha, q = gamma and the coefficients below; summed per class over
-    the rows as (M, M) products.
-    """
-    C = V.shape[0]
-    rows = np.arange(y.shape[0])
-    SV = _matmul(V, ref.S)
-    SO = SV if Vo is V else _matmul(Vo, ref.S)
-    # projections (B, C): v^T S v, v°^T S v, v°^T S v°, v^T m, v°^T m
-    avv = np.einsum("cbm,cbm->bc", V, SV)
-    aov = np.einsum("cbm,cbm->bc", Vo, SV)
-    aoo = np.einsum("cbm,cbm->bc", Vo, SO)
-    muv = np.einsum("cbm,cm->bc", V, ref.m)
-    muo = np.einsum("cbm,cm->bc", Vo, ref.m)
-    coef = {key: np.zeros(avv.shape) for key in ("oo", "vv", "vo", "mo", "mv")}
-    for side in (0, 1):             # winner side: class y_i; loser side: class k
-        tau, eta = sites[2 * side], sites[2 * side + 1]
-        tau_n, eta_n = new[2 * side], new[2 * side + 1]
-
-        def proj(a):
-            return np.broadcast_to(a[rows, y][:, None], a.shape) if side == 0 else a
-
-        rho = 1.0 - tau * proj(aoo)
-        alpha = tau * proj(aov) / rho
-        beta = (tau * proj(muo) - eta) / rho
-        s_hat = proj(avv) + alpha * proj(aov)
-        a_hat = proj(muv) + beta * proj(aov)
-        nu = tau_n / (1.0 + tau_n * s_hat)
-        gamma = (eta_n - tau_n * a_hat) / (1.0 + tau_n * s_hat)
-        p = beta + gamma * alpha
-        terms = {"oo": tau / rho - nu * alpha ** 2 + p * p, "vv": gamma * gamma - nu,
-                 "vo": p * gamma - nu * alpha, "mo": p, "mv": gamma}
-        for key, value in terms.items():
-            if side == 0:           # the C - 1 winner sides of row i are all on class y_i
-                coef[key][rows, y] += value.sum(axis=1)
-            else:
-                coef[key] += value
-    out = np.empty((C,) + ref.S.shape[1:])
-    for c in range(C):
-        sv, so = SV[c], SO[c]
-        vo = sv.T @ (coef["vo"][:, c, None] * so)
-        u = so.T @ coef["mo"][:, c] + sv.T @ coef["mv"][:, c]
-        out[c] = (so.T @ (coef["oo"][:, c, None] * so) + sv.T @ (coef["vv"][:, c, None] * sv)
-                  + vo + vo.T + np.outer(ref.m[c], u) + np.outer(u, ref.m[c]))
-    return out
 
 
 def minibatch_update(Xb, yb, idx, hyp, state, prior, data, scale, noise_in_kuu, jitter):
