@@ -65,7 +65,7 @@ CONFIGS = {
                                   "regression"),
 }
 # a constant times a kernel in every estimator (issue 48), in its three spellings: it is the
-# stationary kernel with variance c s2 whose free scale is the constant's (kernels._scale)
+# stationary kernel with variance c s2 whose free scale is the constant's (_kernel_objects._scale)
 _PRODUCTS = (lambda: ConstantKernel(1.5, (1e-2, 1e2)) * Matern(1.0, 0.8, nu=1.5),
              lambda: 2.0 * SquaredExponential(1.0, 0.9),
              lambda: (sk_kernels.ConstantKernel(1.5, (1e-2, 1e2))
