@@ -4,7 +4,8 @@
 ``Matern`` into ours (:mod:`sparsegp._kernel_objects`). An engine with one compiled
 stationary kernel reads it as a :class:`StationarySpec` (plain values, log bounds):
 :func:`stationary_spec` checks and unpacks a kernel, :func:`kernel_spec` also supplies the
-estimators' default kernel.
+estimators' default kernel and, for the estimators that add one, keeps a kernel's constant
+summands as a bias variance (:func:`split_bias_variance`).
 
 Users import these names from :mod:`sparsegp.kernels`.
 """
@@ -25,6 +26,7 @@ from ._kernel_objects import (
     _Stationary,
 )
 from ._params import UNBOUNDED
+from ._validation import plain
 
 
 def as_kernel(kernel):
@@ -86,7 +88,13 @@ class StationarySpec:
     variance_bounds : ndarray of shape (2,)
         Log bounds (−inf/inf when fixed: unused then).
     lengthscale_bounds : ndarray of shape (2,)
+    bias_term : ConstantKernel or None
+        The kernel's constant summands as one ``ConstantKernel(v_b, bounds)``, the bias
+        variance v_b added to every covariance entry (:func:`split_bias_variance`); None for a
+        kernel without them. Only :func:`kernel_spec` with ``bias=True`` sets it.
     """
+
+    bias_term = None
 
     def __init__(self, kernel, n_features):
         self.kernel = kernel
@@ -147,7 +155,43 @@ def stationary_spec(kernel, n_features, owner):
 # the units of X (one common input scale) searched as the default is.
 
 
-def kernel_spec(kernel, n_features, owner, default_bounds=None):
+def split_bias_variance(kernel, owner):
+    """``(stationary kernel, bias term)`` of an estimator's ``kernel``: its one stationary
+    summand, and ``ConstantKernel(v_b, bounds)`` of its ``ConstantKernel`` summands (None when
+    it has none; ``(None, None)`` for ``kernel=None``).
+
+    v_b, the bias variance added to every covariance entry, is the constants' sum, "fixed"
+    if any of them is, otherwise bounded by the sums of their bounds.
+
+    Raises
+    ------
+    ValueError
+        When the kernel has not exactly one stationary summand, naming what ``owner``
+        supports, or the constants do not sum to a finite number >= 0.
+    """
+    if kernel is None:
+        return None, None
+    k = as_kernel(kernel)
+    terms = k.terms()
+    constants = [t for t in terms if isinstance(t, ConstantKernel)]
+    stationary = [t for t in terms if not isinstance(t, ConstantKernel)]
+    if len(stationary) != 1:
+        raise ValueError(f"{owner} supports one stationary kernel, optionally times a "
+                         "constant, plus ConstantKernel summands (the bias variance v_b); "
+                         f"got {k!r}")
+    if not constants:
+        return stationary[0], None
+    vb = float(sum(float(c.constant_value) for c in constants))
+    if not (np.isfinite(vb) and vb >= 0.0):
+        raise ValueError(f"the ConstantKernel summands (the bias variance v_b) must sum to a "
+                         f"finite number >= 0; got {plain(vb)!r}")
+    hypers = [c.hyperparameters[0] for c in constants]
+    bounds = ("fixed" if any(h.fixed for h in hypers) else
+              tuple(float(sum(np.ravel(h.bounds)[j] for h in hypers)) for j in (0, 1)))
+    return stationary[0], ConstantKernel(vb, bounds)
+
+
+def kernel_spec(kernel, n_features, owner, default_bounds=None, bias=False):
     """The :class:`StationarySpec` of an estimator's ``kernel`` argument.
 
     Parameters
@@ -163,12 +207,20 @@ def kernel_spec(kernel, n_features, owner, default_bounds=None):
     default_bounds : pair of floats, optional
         Natural bounds of the default kernel's search; None searches it without bounds (the
         spec's log bounds are ±inf), as the classifiers always did.
+    bias : bool, default=False
+        The estimator adds a bias variance: ``kernel`` may also hold ``ConstantKernel``
+        summands, kept as the spec's ``bias_term`` (:func:`split_bias_variance`).
 
     Returns
     -------
     StationarySpec
         Never the user's object.
     """
+    if bias:
+        kernel, bias_term = split_bias_variance(kernel, owner)
+        spec = kernel_spec(kernel, n_features, owner, default_bounds)
+        spec.bias_term = bias_term
+        return spec
     if kernel is not None:
         return stationary_spec(kernel, n_features, owner)
     bounds = UNBOUNDED if default_bounds is None else tuple(default_bounds)

@@ -30,7 +30,8 @@ import math
 
 import numpy as np
 
-__all__ = ["Block", "Packing", "kernel_blocks", "kernel_log_bounds", "unbounded",
+__all__ = ["Block", "Packing", "kernel_blocks", "bias_variance_blocks", "kernel_log_bounds",
+           "unbounded",
            "bounds_arrays", "cached_packing", "spec_key", "DEFAULT_BOX", "BOX_OVERRIDES",
            "UNBOUNDED", "log_box"]
 
@@ -386,8 +387,11 @@ def spec_key(spec):
     is seen; a new array is a new key). None for no spec."""
     if spec is None:
         return None
+    term = getattr(spec, "bias_term", None)
+    bias = None if term is None else (float(term.constant_value),
+                                      str(term.constant_value_bounds))
     return (id(spec), spec.free_variance, spec.free_lengthscale, spec.ard, spec.variance,
-            id(spec.lengthscale), id(spec.variance_bounds), id(spec.lengthscale_bounds))
+            id(spec.lengthscale), id(spec.variance_bounds), id(spec.lengthscale_bounds), bias)
 
 
 def cached_packing(key, build):
@@ -457,3 +461,31 @@ def kernel_blocks(spec, n_features, prefix="", libm=False):
             Block(prefix + "log_lengthscale", D, log=True, bounds=spec.lengthscale_bounds,
                   free=spec.free_lengthscale, shared=not spec.ard,
                   natural_value=spec.lengthscale)]
+
+
+def bias_variance_blocks(spec, prefix=""):
+    """The block of the bias variance v_b, the constant a kernel's ``ConstantKernel`` summands
+    add to every covariance entry (``spec.bias_term``): ``log_bias_variance`` (1,), its log
+    bounds those of the constant, held at its value when they are "fixed" or v_b = 0 (whose
+    log the search cannot move). No block (an empty list) for a kernel without a constant.
+
+    Parameters
+    ----------
+    spec : sparsegp.kernels.StationarySpec
+    prefix : str
+        Prepended to the block name (per-class stacks).
+
+    Returns
+    -------
+    list of Block
+    """
+    term = spec.bias_term
+    if term is None:
+        return []
+    vb = float(term.constant_value)
+    bounds = term.constant_value_bounds
+    fixed = isinstance(bounds, str) and bounds == "fixed"
+    free = not fixed and vb > 0.0
+    return [Block(prefix + "log_bias_variance", 1, log=True,
+                  bounds=np.log(np.asarray(bounds, dtype=np.float64)) if free else None,
+                  free=free, natural_value=vb)]

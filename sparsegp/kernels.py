@@ -21,17 +21,20 @@ estimators' engines call with plain arrays are in :mod:`sparsegp._covariance`, i
 This module is the public door; the code is in modules named for what they hold:
 :mod:`sparsegp._kernel_objects` (the kernel classes and their algebra),
 :mod:`sparsegp._kernel_spec` (:func:`as_kernel` and what an engine takes from a kernel,
-:func:`stationary_spec` and :func:`kernel_spec`) and :mod:`sparsegp._covariance`.
+:func:`stationary_spec`, :func:`kernel_spec` and :func:`split_bias_variance`) and
+:mod:`sparsegp._covariance`.
 """
 from ._params import UNBOUNDED
 from ._kernel_objects import ConstantKernel, Kernel, Matern, SquaredExponential, Sum
 # StationarySpec is not in __all__, but a fitted SparseGPRegressor holds one: pickles made
 # before the split name it here
-from ._kernel_spec import StationarySpec, as_kernel, kernel_spec, stationary_spec  # noqa: F401
+from ._kernel_spec import (StationarySpec, as_kernel, kernel_spec,  # noqa: F401
+                           split_bias_variance, stationary_spec)
 # the function forms live with the other covariance operations; imported here, where the
 # estimators and users have always found them
 from ._covariance import (grad_contract, kernel_matrix, kuu, se_grad_contract,  # noqa: F401
                           se_kernel, se_kernel_diag)
 
 __all__ = ["Kernel", "SquaredExponential", "Matern", "ConstantKernel", "Sum", "as_kernel",
-           "kernel_matrix", "grad_contract", "stationary_spec", "kernel_spec", "UNBOUNDED"]
+           "kernel_matrix", "grad_contract", "stationary_spec", "kernel_spec",
+           "split_bias_variance", "UNBOUNDED"]

@@ -77,6 +77,17 @@ for _i, _key in enumerate(("EPClassifier", "GFITCClassifier", "IVMClassifier",
     _kwargs, _kind = CONFIGS[_key]
     CONFIGS[f"{_key}-constant-product-{_i % 3}"] = (dict(_kwargs, kernel=_PRODUCTS[_i % 3]()),
                                                     _kind)
+# a stationary kernel plus a constant (issue 48), the bias variance v_b added to every
+# covariance entry (kernels.split_bias_variance): free (theta_ holds log v_b), fixed, and
+# scikit-learn's spelling; the estimators that take one (the IVM's is configured above)
+_SUMS = (lambda: Matern(1.0, 0.8, nu=1.5) + ConstantKernel(0.5, (1e-3, 1e3)),
+         lambda: ConstantKernel(0.3, "fixed") + SquaredExponential(1.0, np.ones(2)),
+         lambda: (sk_kernels.ConstantKernel(1.5, (1e-2, 1e2)) * sk_kernels.RBF(0.8, (1e-2, 1e2))
+                  + sk_kernels.ConstantKernel(0.4, (1e-2, 1e2))))
+for _key in ("EPClassifier",):
+    _kwargs, _kind = CONFIGS[_key]
+    for _i, _sum in enumerate(_SUMS):
+        CONFIGS[f"{_key}-constant-sum-{_i}"] = (dict(_kwargs, kernel=_sum()), _kind)
 ESTIMATORS = sorted(n for n in sparsegp.__all__ if n[0].isupper())
 
 

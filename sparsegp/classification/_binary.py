@@ -37,7 +37,8 @@ What lives here, and how a classifier uses it:
       ``predict_proba`` ((n, 2), columns ordered as ``classes_``) and ``predict``.
 
 Parameter packing (log space for the optimiser): ``theta = [log s2, log l (1 value, or D with
-ARD), bias, *extra]`` where ``extra`` is an optional flat block (GFITC: the inducing inputs
+ARD), (log v_b,) bias, *extra]`` (log v_b, the bias variance, only for a kernel with a
+``ConstantKernel`` summand and a classifier that takes one) where ``extra`` is an optional flat block (GFITC: the inducing inputs
 ``Z.ravel()``), the packing of :mod:`sparsegp._params` (``theta_packing``).  ``pack_theta``,
 ``unpack_theta`` and ``theta_gradient`` (chain rule from the natural-parameter gradient:
 d/dlog p = p d/dp) convert between the two.  Given a ``spec``, a
@@ -68,10 +69,11 @@ from .._validation import (
     plain,
 )
 from .._optimize import METHODS
-from .._params import Block, Packing, cached_packing, kernel_blocks, spec_key
+from .._params import (Block, Packing, bias_variance_blocks, cached_packing, kernel_blocks,
+                       spec_key)
 from .._scaling import scaling_for
 from ..exceptions import ConvergenceWarning, warn
-from ..kernels import StationarySpec, kernel_spec
+from ..kernels import ConstantKernel, StationarySpec, kernel_spec
 # the end-of-fit check's names, imported from here by older callers
 from ._frequencies import FLAT_PROBA, JUDGED_SAMPLE, FrequencyCheckMixin, judged_rows  # noqa: F401
 
@@ -81,6 +83,7 @@ __all__ = [
     "theta_packing",
     "pack_theta",
     "unpack_theta",
+    "unpack_theta_vb",
     "theta_gradient",
     "theta_to_model",
     "probit_proba",
@@ -140,8 +143,9 @@ def theta_packing(n_features, ard, spec=None, n_extra=0, n_extra_of=None):
     Returns
     -------
     Packing
-        Blocks ``log_variance``, ``log_lengthscale``, ``bias`` (unbounded: a likelihood
-        parameter, not the kernel's) and ``extra``.
+        Blocks ``log_variance``, ``log_lengthscale``, ``log_bias_variance`` when the spec has
+        a constant summand (:func:`sparsegp._params.bias_variance_blocks`), ``bias``
+        (unbounded: a likelihood parameter, not the kernel's) and ``extra``.
     """
     if n_extra is None:
         # the rest of ``n_extra_of``: what the kernel's entries and the bias leave
@@ -153,14 +157,14 @@ def theta_packing(n_features, ard, spec=None, n_extra=0, n_extra_of=None):
             kernel = [Block("log_variance", 1, log=True),
                       Block("log_lengthscale", n_features, log=True, shared=not ard)]
         else:
-            kernel = kernel_blocks(spec, n_features)
+            kernel = kernel_blocks(spec, n_features) + bias_variance_blocks(spec)
         return Packing(kernel + [Block("bias", 1), Block("extra", int(n_extra))])
 
     return cached_packing(("binary", int(n_features), bool(ard), spec_key(spec),
                            int(n_extra)), build)
 
 
-def pack_theta(variance, lengthscale, bias, ard, extra=None, spec=None):
+def pack_theta(variance, lengthscale, bias, ard, extra=None, spec=None, bias_variance=None):
     """Log-space parameter vector ``[log s2, log l..., bias, *extra]`` (:func:`theta_packing`).
 
     Parameters
@@ -175,6 +179,8 @@ def pack_theta(variance, lengthscale, bias, ard, extra=None, spec=None):
     spec : StationarySpec, optional
         Leaves out ``log s2`` when ``spec.free_variance`` is False and the length-scale block
         when ``spec.free_lengthscale`` is False.  Default: both free.
+    bias_variance : float, optional
+        v_b, packed when the spec has a free constant summand.
 
     Returns
     -------
@@ -184,10 +190,11 @@ def pack_theta(variance, lengthscale, bias, ard, extra=None, spec=None):
     n_extra = 0 if extra is None else np.size(extra)
     packing = theta_packing(_n_features(spec, lengthscale), ard, spec, n_extra)
     return packing.pack_natural({"log_variance": variance, "log_lengthscale": lengthscale,
-                                 "bias": bias, "extra": extra})
+                                 "bias": bias, "extra": extra,
+                                 "log_bias_variance": bias_variance})
 
 
-def unpack_theta(theta, n_features, ard, spec=None):
+def unpack_theta(theta, n_features, ard, spec=None, with_bias_variance=False):
     """Inverse of :func:`pack_theta`.
 
     Parameters
@@ -197,6 +204,8 @@ def unpack_theta(theta, n_features, ard, spec=None):
     ard : bool
     spec : StationarySpec, optional
         The same spec as given to :func:`pack_theta`; fixed hyper-parameters take its values.
+    with_bias_variance : bool, default=False
+        Also return v_b (0.0 for a spec without a constant summand).
 
     Returns
     -------
@@ -206,26 +215,40 @@ def unpack_theta(theta, n_features, ard, spec=None):
     bias : float
     extra : ndarray
         The remaining (flat) entries, possibly empty; reshape it yourself.
+    bias_variance : float
+        Only with ``with_bias_variance``.
     """
     theta = np.asarray(theta, dtype=np.float64)
     v = theta_packing(n_features, ard, spec, None, theta).natural(theta)
-    return (float(v["log_variance"][0]), v["log_lengthscale"], float(v["bias"][0]),
-            v["extra"])
+    out = (float(v["log_variance"][0]), v["log_lengthscale"], float(v["bias"][0]), v["extra"])
+    if with_bias_variance:
+        out += (float(v["log_bias_variance"][0]) if "log_bias_variance" in v else 0.0,)
+    return out
+
+
+def unpack_theta_vb(theta, n_features, spec):
+    """:func:`unpack_theta` and v_b: ``(variance, lengthscale, bias, extra, bias_variance)``,
+    the last None for a spec without a constant summand (``spec.bias_term``)."""
+    *out, vb = unpack_theta(theta, n_features, spec.ard, spec, with_bias_variance=True)
+    return (*out, None if spec.bias_term is None else vb)
 
 
 def theta_gradient(g_variance, g_lengthscale, g_bias, variance, lengthscale, ard, g_extra=None,
-                   spec=None):
+                   spec=None, g_bias_variance=None, bias_variance=None):
     """Gradient w.r.t. :func:`pack_theta`'s vector from natural-parameter derivatives.
 
     ``g_lengthscale`` is the per-dimension derivative (D,) (summed here for isotropic models,
     whose single l is shared by every dimension); log parameters get p * d/dp.  With ``spec``,
-    the entries of fixed hyper-parameters are left out, as in :func:`pack_theta`.
+    the entries of fixed hyper-parameters are left out, as in :func:`pack_theta`;
+    ``g_bias_variance`` is d/dv_b at ``bias_variance`` (for a spec with a constant summand).
     """
     n_extra = 0 if g_extra is None else np.size(g_extra)
     packing = theta_packing(_n_features(spec, g_lengthscale), ard, spec, n_extra)
     return packing.gradient({"log_variance": g_variance, "log_lengthscale": g_lengthscale,
-                             "bias": g_bias, "extra": g_extra},
-                            {"log_variance": variance, "log_lengthscale": lengthscale})
+                             "bias": g_bias, "extra": g_extra,
+                             "log_bias_variance": g_bias_variance},
+                            {"log_variance": variance, "log_lengthscale": lengthscale,
+                             "log_bias_variance": bias_variance})
 
 
 def _n_features(spec, lengthscale):
@@ -293,6 +316,10 @@ class _BinaryGPClassifierMixin(FrequencyCheckMixin):
     See the module docstring for the contract; subclasses implement ``_predict_latent``.
     """
 
+    #: The classifier adds a bias variance v_b to every covariance entry, so its ``kernel``
+    #: may hold ``ConstantKernel`` summands (the spec's ``bias_term``)
+    _takes_bias_variance = False
+
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         # one latent function with a probit link: two classes only (IVM overrides this)
@@ -339,7 +366,8 @@ class _BinaryGPClassifierMixin(FrequencyCheckMixin):
         squared exponential, searched without bounds as it always was, whose length-scale
         :meth:`_input_scaling` sets from the data (:func:`sparsegp.kernels.kernel_spec`).
         """
-        return kernel_spec(self.kernel, n_features, type(self).__name__)
+        return kernel_spec(self.kernel, n_features, type(self).__name__,
+                           bias=self._takes_bias_variance)
 
     def _input_scaling(self, X, hyper):
         """The :class:`~sparsegp._scaling.InputScaling` of the training X (user units).
@@ -373,7 +401,8 @@ class _BinaryGPClassifierMixin(FrequencyCheckMixin):
         hyper.lengthscale = hyper.spec.lengthscale.copy()
         return scaling.transform(X), (None if Z is None else scaling.transform(Z))
 
-    def _set_hyper_attributes(self, variance, lengthscale, bias, spec, scaling=None):
+    def _set_hyper_attributes(self, variance, lengthscale, bias, spec, scaling=None,
+                              bias_variance=None):
         """Set ``variance_``, ``lengthscale_`` (float if isotropic, (D,) if ARD), ``bias_``
         and ``kernel_``, the fitted copy of ``spec``'s kernel
         (:class:`~sparsegp.kernels.StationarySpec`).
@@ -383,7 +412,8 @@ class _BinaryGPClassifierMixin(FrequencyCheckMixin):
         the user's units (the default covariance with one length-scale per feature),
         ``lengthscale_`` in :meth:`~sparsegp._scaling.InputScaling.lengthscale_unit`, and
         ``theta_`` (:func:`pack_theta`, the vector of ``log_marginal_likelihood``) is set
-        from them.
+        from them. With a spec's constant summand, ``kernel_`` is the Sum with the constant
+        at ``bias_variance`` (v_b), and ``theta_`` holds its log when it is free.
         """
         self.variance_ = float(variance)
         ls = np.asarray(lengthscale, dtype=np.float64)
@@ -392,10 +422,14 @@ class _BinaryGPClassifierMixin(FrequencyCheckMixin):
         else:
             self.kernel_ = scaling.kernel_to_user(spec, variance, ls)
             ls = scaling.reported_lengthscale(spec, ls)
+        if spec.bias_term is not None:
+            self.kernel_ = self.kernel_ + ConstantKernel(float(bias_variance),
+                                                         spec.bias_term.constant_value_bounds)
         self.lengthscale_ = ls.copy() if spec.ard else float(ls.ravel()[0])
         self.bias_ = float(bias)
         if scaling is not None:
-            self.theta_ = pack_theta(variance, ls, bias, spec.ard, spec=spec)
+            self.theta_ = pack_theta(variance, ls, bias, spec.ard, spec=spec,
+                                     bias_variance=bias_variance)
 
     def _gradient_dict(self, g_variance, g_lengthscale, g_bias, ard, scaling=None, **extra):
         """``log_evidence_gradient_`` in natural parameters (isotropic l: summed over dims).

@@ -2,7 +2,8 @@
 
 The "GPC" column of seed 000's Table 1 and the model that GFITC approaches as M -> N.  Prior
 f ~ N(0, K), K = k(X, X) + jitter * variance * I (k stationary: squared exponential by
-default, Matérn through ``kernel``), likelihood
+default, Matérn through ``kernel``, plus the bias variance v_b of its ``ConstantKernel``
+summands in every entry), likelihood
 p(y | f) = Phi(y (f + bias)).  EP follows Rasmussen & Williams (2006), Algorithms 3.5/3.6 and 5.2
 (RW below): sequential sweeps with rank-one covariance updates (one compiled kernel per sweep,
 :func:`sparsegp._numba.ep_dense.ep_dense_sweep`), and after every sweep the covariance is
@@ -27,7 +28,7 @@ from ._binary import (
     search_box,
     theta_gradient,
     theta_to_model,
-    unpack_theta,
+    unpack_theta_vb,
 )
 from .._config import MAX_ITER, TOL
 from .._config import PREDICT_BLOCK as _PREDICT_BATCH
@@ -125,10 +126,12 @@ def _run_ep(K, y, bias, tau0, nu0, tol, max_sweeps, damping, rng):
     return _evidence_terms(fit, y, bias)
 
 
-def _gradients(fit, X, K_se, variance, lengthscale, family):
-    """d log Z_EP / d (variance, lengthscale_j (D,), bias) at an EP fixed point.
+def _gradients(fit, X, K_se, variance, lengthscale, family, jitter=None, bias_variance=None):
+    """d log Z_EP / d (variance, lengthscale_j (D,), bias) at an EP fixed point, and
+    d/d v_b after them when ``bias_variance`` (v_b) is given (``jitter`` is then needed too).
 
-    ``K_se`` is k(X, X) without jitter for the stationary ``family`` (the name is historical).
+    ``K_se`` is k(X, X) without jitter or v_b for the stationary ``family`` (the name is
+    historical).
 
     At the fixed point the site parameters may be held fixed (notes §1.9 step 0), so for a
     parameter of the prior d log Z_EP = 1/2 tr((b b^T - R) dK) with R = (K + S^-1)^-1 =
@@ -148,11 +151,25 @@ def _gradients(fit, X, K_se, variance, lengthscale, family):
     W = np.outer(b, b)
     W -= R
     W *= 0.5
-    # K = K_se + jitter * variance * I is proportional to the variance
-    g_var = float(np.sum(W * fit.K)) / variance
+    if bias_variance is None:
+        # K = K_se + jitter * variance * I is proportional to the variance
+        g_var = float(np.sum(W * fit.K)) / variance
+    else:
+        # K = K_se + v_b + jitter * variance * I: the constant does not scale with it
+        g_var = float(np.sum(W * K_se)) / variance + jitter * float(np.trace(W))
     g_ls, _ = grad_contract(X, X, K_se, W, family, variance, lengthscale, symmetric=True)
     g_bias = float(np.sum(fit.alpha))
-    return g_var, g_ls, g_bias
+    if bias_variance is None:
+        return g_var, g_ls, g_bias
+    # dK/dv_b is the all-ones matrix
+    return g_var, g_ls, g_bias, float(np.sum(W))
+
+
+def _theta_gradient(g, variance, lengthscale, spec, bias_variance):
+    """:func:`theta_gradient` of :func:`_gradients`' tuple ``g``."""
+    return theta_gradient(*g[:3], variance, lengthscale, spec.ard, spec=spec,
+                          g_bias_variance=g[3] if len(g) > 3 else None,
+                          bias_variance=bias_variance)
 
 
 class EPClassifier(_BinaryGPClassifierMixin, ClassifierMixin, SparseGPEstimator):
@@ -176,8 +193,10 @@ class EPClassifier(_BinaryGPClassifierMixin, ClassifierMixin, SparseGPEstimator)
     kernel : Kernel, optional
         The covariance: a :mod:`sparsegp.kernels` stationary kernel (``SquaredExponential``,
         ``Matern`` with ν = 1/2, 3/2, 5/2; ARD when its length-scale is an array), optionally
-        times a constant, or the same built from scikit-learn's ``ConstantKernel``, ``RBF``
-        and ``Matern``. Its values are the start; hyper-parameters it holds "fixed" are not
+        times a constant, plus ``ConstantKernel`` summands (the bias variance v_b, added to
+        every covariance entry; learnt in ``theta_`` unless "fixed"), or the same built from
+        scikit-learn's ``ConstantKernel``, ``RBF`` and ``Matern``. Its values are the start;
+        hyper-parameters it holds "fixed" are not
         learnt (and not in ``theta_``), and its bounds box the search with
         ``optimizer="lbfgs"`` (``"cg"`` is unconstrained). Never modified; the fitted copy is
         ``kernel_``. None: the isotropic squared exponential with variance 1 on standardised
@@ -239,7 +258,8 @@ class EPClassifier(_BinaryGPClassifierMixin, ClassifierMixin, SparseGPEstimator)
         Training labels mapped to -1/+1.
     kernel_ : Kernel
         The fitted covariance in the units of X (a copy of ``kernel``, or of the default SE
-        kernel) at ``variance_`` and ``lengthscale_``. The default covariance, isotropic on
+        kernel) at ``variance_`` and ``lengthscale_``, plus one ``ConstantKernel`` at the
+        fitted v_b when ``kernel`` has constant summands. The default covariance, isotropic on
         standardised inputs, comes back with one length-scale per feature, ``lengthscale_``
         times that feature's standard deviation.
     variance_ : float
@@ -248,15 +268,15 @@ class EPClassifier(_BinaryGPClassifierMixin, ClassifierMixin, SparseGPEstimator)
         one length-scale, in standard deviations of each feature.
     bias_ : float
     theta_ : ndarray of shape (n_free + 1,)
-        ``[log variance, log lengthscale(s), bias]`` without the kernel's fixed
+        ``[log variance, log lengthscale(s), (log v_b,) bias]`` without the kernel's fixed
         hyper-parameters, length-scales as ``lengthscale_``: the vector of
         :meth:`log_marginal_likelihood`.
     log_evidence_ : float
         EP log evidence log Z_EP at the fitted state.
     log_evidence_gradient_ : dict
         Derivatives of ``log_evidence_`` w.r.t. the natural parameters: ``"variance"`` (float),
-        ``"lengthscale"`` (float, or (n_features,) with ARD), ``"bias"`` (float); fixed
-        kernel parameters included.
+        ``"lengthscale"`` (float, or (n_features,) with ARD), ``"bias"`` (float), and
+        ``"bias_variance"`` (float) with a constant summand; fixed kernel parameters included.
     site_precision_ : ndarray of shape (n_samples,)
         Site precisions tau~.
     site_nu_ : ndarray of shape (n_samples,)
@@ -293,6 +313,8 @@ class EPClassifier(_BinaryGPClassifierMixin, ClassifierMixin, SparseGPEstimator)
     # against the sweep: at N = 600 on 2 cores a fit took 5.3 s with threaded BLAS and 3.5 s
     # with one thread, so BLAS keeps one thread here (the default pool)
 
+    _takes_bias_variance = True
+
     def __init__(self, kernel=None, bias=0.0, jitter=1e-6, optimizer="lbfgs", max_iter=MAX_ITER,
                  tol=TOL, n_restarts=0, ep_tol=1e-6, ep_max_sweeps=200, ep_damping=1.0,
                  random_state=None, verbose=False):
@@ -311,15 +333,17 @@ class EPClassifier(_BinaryGPClassifierMixin, ClassifierMixin, SparseGPEstimator)
 
     # ------------------------------------------------------------------------------------------
 
-    def _covariance(self, X, variance, lengthscale, jitter, family):
-        """k(X, X) of the stationary ``family`` and K = k(X, X) + jitter * variance * I."""
+    def _covariance(self, X, variance, lengthscale, jitter, family, bias_variance=None):
+        """k(X, X) of the stationary ``family`` and K = k(X, X) (+ v_b) + jitter * variance
+        * I."""
         K_se = kernel_matrix(X, X, family, variance, lengthscale)
-        K = K_se.copy()
+        K = K_se.copy() if bias_variance is None else K_se + bias_variance
         K[np.diag_indices_from(K)] += jitter * variance
         return K_se, K
 
-    def _ep_at(self, X, y, variance, lengthscale, bias, hyper, warm):
-        K_se, K = self._covariance(X, variance, lengthscale, hyper.jitter, hyper.spec.family)
+    def _ep_at(self, X, y, variance, lengthscale, bias, hyper, warm, bias_variance=None):
+        K_se, K = self._covariance(X, variance, lengthscale, hyper.jitter, hyper.spec.family,
+                                   bias_variance)
         tau0, nu0 = (None, None) if warm is None else warm
         fit = _run_ep(K, y, bias, tau0, nu0, hyper.ep_tol, hyper.ep_max_sweeps,
                       hyper.ep_damping, hyper.rng)
@@ -345,15 +369,18 @@ class EPClassifier(_BinaryGPClassifierMixin, ClassifierMixin, SparseGPEstimator)
         scaling = self._input_scaling(X_user, hyper)
         X, _ = self._to_model_units(scaling, X_user, hyper)
         spec = hyper.spec
-        theta0 = pack_theta(hyper.variance, hyper.lengthscale, hyper.bias, hyper.ard, spec=spec)
+        vb0 = None if spec.bias_term is None else float(spec.bias_term.constant_value)
+        theta0 = pack_theta(hyper.variance, hyper.lengthscale, hyper.bias, hyper.ard, spec=spec,
+                            bias_variance=vb0)
         warm = None
         n_iter, converged = 0, True
         if hyper.optimizer is not None and hyper.max_iter > 0:
             def evaluate(theta, state):
-                variance, lengthscale, bias, _ = unpack_theta(theta, D, hyper.ard, spec)
-                fit, K_se = self._ep_at(X, y, variance, lengthscale, bias, hyper, state)
-                g = _gradients(fit, X, K_se, variance, lengthscale, spec.family)
-                grad = theta_gradient(*g, variance, lengthscale, hyper.ard, spec=spec)
+                variance, lengthscale, bias, _, vb = unpack_theta_vb(theta, D, spec)
+                fit, K_se = self._ep_at(X, y, variance, lengthscale, bias, hyper, state, vb)
+                g = _gradients(fit, X, K_se, variance, lengthscale, spec.family, hyper.jitter,
+                               vb)
+                grad = _theta_gradient(g, variance, lengthscale, spec, vb)
                 return fit.log_evidence, grad, (fit.tau, fit.nu)
 
             bounds, restart_mask = search_box(spec, D)
@@ -374,9 +401,9 @@ class EPClassifier(_BinaryGPClassifierMixin, ClassifierMixin, SparseGPEstimator)
                 )
             theta0, warm, n_iter = best.theta, best.state, best.n_iter
             converged = bool(best.converged)
-        variance, lengthscale, bias, _ = unpack_theta(theta0, D, hyper.ard, spec)
+        variance, lengthscale, bias, _, vb = unpack_theta_vb(theta0, D, spec)
         try:
-            fit, K_se = self._ep_at(X, y, variance, lengthscale, bias, hyper, warm)
+            fit, K_se = self._ep_at(X, y, variance, lengthscale, bias, hyper, warm, vb)
         except np.linalg.LinAlgError as exc:
             raise ValueError(
                 f"EP failed at variance={variance:.4g}, lengthscale={lengthscale}, "
@@ -384,14 +411,15 @@ class EPClassifier(_BinaryGPClassifierMixin, ClassifierMixin, SparseGPEstimator)
             ) from exc
         if not fit.converged:
             self._warn_ep_not_converged(fit.n_sweeps, fit.max_change)
-        g_var, g_ls, g_bias = _gradients(fit, X, K_se, variance, lengthscale, spec.family)
-        self._scaling, self._X, self._ls = scaling, X, lengthscale
+        g = _gradients(fit, X, K_se, variance, lengthscale, spec.family, hyper.jitter, vb)
+        self._scaling, self._X, self._ls, self._vb = scaling, X, lengthscale, vb
         self._store(fit, X_user, y, variance, lengthscale, bias, spec, n_iter)
         self.converged_ = converged
         # log_marginal_likelihood(theta) re-runs EP with the validated options
         self._ep_options = replace(hyper, rng=None)
-        self.log_evidence_gradient_ = self._gradient_dict(g_var, g_ls, g_bias, ard=spec.ard,
-                                                          scaling=scaling)
+        extra = {} if vb is None else {"bias_variance": g[3]}
+        self.log_evidence_gradient_ = self._gradient_dict(*g[:3], ard=spec.ard, scaling=scaling,
+                                                          **extra)
         if self.verbose:
             print(f"[EPClassifier] final EP: {fit.n_sweeps} sweeps, log evidence "
                   f"{fit.log_evidence:.6f}")
@@ -401,7 +429,7 @@ class EPClassifier(_BinaryGPClassifierMixin, ClassifierMixin, SparseGPEstimator)
     def _store(self, fit, X, y, variance, lengthscale, bias, spec, n_iter):
         """Fitted attributes; X in the user's units, ``lengthscale`` and ``spec`` in model
         units (``self._scaling``)."""
-        self._set_hyper_attributes(variance, lengthscale, bias, spec, self._scaling)
+        self._set_hyper_attributes(variance, lengthscale, bias, spec, self._scaling, self._vb)
         # predictions and log_marginal_likelihood(theta) need the covariance's family, the
         # fixed values and the free/fixed layout of theta
         self._spec = spec
@@ -434,14 +462,18 @@ class EPClassifier(_BinaryGPClassifierMixin, ClassifierMixin, SparseGPEstimator)
             # in the model units of the fit (centred first: no digits lost to an offset)
             Ks = kernel_matrix(self._X, self._scaling.transform(X[start:stop]),
                                self._spec.family, self.variance_, self._ls)
+            prior = self.variance_
+            if self._vb is not None:
+                Ks += self._vb
+                prior = self.variance_ + self._vb
             mean[start:stop] = Ks.T @ self.alpha_
             V = sla.solve_triangular(self.L_, sq[:, None] * Ks, lower=True, check_finite=False)
-            var[start:stop] = self.variance_ - np.einsum("ij,ij->j", V, V)
+            var[start:stop] = prior - np.einsum("ij,ij->j", V, V)
         return mean, var
 
     _lml_objective = "The EP log evidence log Z_EP"
-    _lml_notes = """``theta`` is ``[log variance, log lengthscale(s), bias]`` less the kernel's fixed
-hyper-parameters (``theta_``, length-scales as ``lengthscale_``). EP is run to convergence
+    _lml_notes = """``theta`` is ``[log variance, log lengthscale(s), (log v_b,) bias]`` less the
+kernel's fixed hyper-parameters (``theta_``, length-scales as ``lengthscale_``). EP is run to convergence
 at ``theta`` (tolerance ``ep_tol``), warm-started from the fitted sites, and the gradient is
 that of RW Algorithm 5.2 at its fixed point, exact there; at ``theta=None`` both are the
 fitted values."""
@@ -450,20 +482,20 @@ fitted values."""
         g = self.log_evidence_gradient_
         return theta_gradient(g["variance"], np.atleast_1d(g["lengthscale"]), g["bias"],
                               self.variance_, np.atleast_1d(self.lengthscale_),
-                              bool(self._spec.ard), spec=self._spec)
+                              bool(self._spec.ard), spec=self._spec,
+                              g_bias_variance=g.get("bias_variance"), bias_variance=self._vb)
 
     def _log_marginal_likelihood(self, theta, eval_gradient):
         spec = self._spec
-        ard = bool(spec.ard)
         X, y = self._X, self.y_train_
         # fit's options; the sweep order needs a generator of its own (a fixed one: the
         # fixed point does not depend on the order)
         hyper = replace(self._ep_options, rng=np.random.default_rng(0))
-        variance, lengthscale, bias, _ = unpack_theta(theta_to_model(theta, self._scaling, spec),
-                                                      self.n_features_in_, ard, spec)
+        variance, lengthscale, bias, _, vb = unpack_theta_vb(
+            theta_to_model(theta, self._scaling, spec), self.n_features_in_, spec)
         fit, K_se = self._ep_at(X, y, variance, lengthscale, bias, hyper,
-                                (self.site_precision_, self.site_nu_))
+                                (self.site_precision_, self.site_nu_), vb)
         if not eval_gradient:
             return fit.log_evidence
-        g = _gradients(fit, X, K_se, variance, lengthscale, spec.family)
-        return fit.log_evidence, theta_gradient(*g, variance, lengthscale, ard, spec=spec)
+        g = _gradients(fit, X, K_se, variance, lengthscale, spec.family, hyper.jitter, vb)
+        return fit.log_evidence, _theta_gradient(g, variance, lengthscale, spec, vb)

@@ -61,32 +61,6 @@ from ._ivm_select import AUTO_ACTIVE, RANDOMIZED_DEFAULTS, _fit_parallel_rows
 __all__ = ["IVMClassifier"]
 
 
-def _split_bias_variance(kernel):
-    """``(stationary kernel, bias term)`` of the IVM's ``kernel``: one stationary summand and
-    ``ConstantKernel(v_b, bounds)`` of its ``ConstantKernel`` summands (None when it has none;
-    ``(None, None)`` for ``kernel=None``): v_b is their sum, "fixed" if any of them is,
-    otherwise bounded by the sums of their bounds."""
-    if kernel is None:
-        return None, None
-    k = _kernels.as_kernel(kernel)
-    terms = k.terms()
-    constants = [t for t in terms if isinstance(t, _kernels.ConstantKernel)]
-    stationary = [t for t in terms if not isinstance(t, _kernels.ConstantKernel)]
-    if len(stationary) != 1:
-        raise ValueError("IVMClassifier supports one stationary kernel, optionally times a "
-                         "constant, plus ConstantKernel summands (the bias variance v_b); "
-                         f"got {k!r}")
-    if not constants:
-        return stationary[0], None
-    vb = float(sum(float(c.constant_value) for c in constants))
-    if not (np.isfinite(vb) and vb >= 0.0):
-        raise ValueError(f"the ConstantKernel summands (the bias variance v_b) must sum to a "
-                         f"finite number >= 0; got {plain(vb)!r}")
-    hypers = [c.hyperparameters[0] for c in constants]
-    bounds = ("fixed" if any(h.fixed for h in hypers) else
-              tuple(float(sum(np.ravel(h.bounds)[j] for h in hypers)) for j in (0, 1)))
-    return stationary[0], _kernels.ConstantKernel(vb, bounds)
-
 class IVMClassifier(_BinaryGPClassifierMixin, ClassifierMixin, SparseGPEstimator):
     """Informative vector machine: sparse GP classification by greedy ADF inclusions.
 
@@ -264,11 +238,10 @@ class IVMClassifier(_BinaryGPClassifierMixin, ClassifierMixin, SparseGPEstimator
                               "the number of training points")
         selection = check_option(self.selection, "selection", ("entropy", "infogain", "random"))
         randomized = self._check_randomized()
-        stationary, bias_term = _split_bias_variance(self.kernel)
-        spec = _kernels.kernel_spec(stationary, D, type(self).__name__)
-        # v_b's start and bounds (see _hyper_log_bounds); kernel_ reports each task's v_b
-        spec.bias_term = bias_term
-        vb = 0.0 if bias_term is None else float(bias_term.constant_value)
+        # v_b's start and bounds in spec.bias_term (see _hyper_log_bounds); kernel_ reports
+        # each task's v_b
+        spec = _kernels.kernel_spec(self.kernel, D, type(self).__name__, bias=True)
+        vb = 0.0 if spec.bias_term is None else float(spec.bias_term.constant_value)
         bias = self.bias
         if isinstance(bias, str):
             if bias not in ("auto", "fit"):

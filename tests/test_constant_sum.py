@@ -1,0 +1,98 @@
+"""A stationary kernel plus a constant in every estimator that takes one (issue 48).
+
+``k(x, x') + v_b``: the constant summands' bias variance v_b is added to every covariance
+entry (:func:`sparsegp.kernels.split_bias_variance`). Here each estimator's objective with
+such a kernel is checked against a reference formed independently, from the fitted
+``kernel_`` object itself (which computes the Sum by its own ``__call__``); the gradients are
+checked by central differences in ``tests/test_log_marginal_likelihood.py`` (its
+``constant-sum`` configurations). A kernel the estimator does not take is a clear ValueError.
+"""
+import warnings
+
+import numpy as np
+import pytest
+from sklearn.gaussian_process import kernels as skk
+
+import sparsegp
+from sparsegp.classification import _ep
+from sparsegp.datasets import make_xor
+from sparsegp.kernels import ConstantKernel, Matern, SquaredExponential, Sum
+
+
+def _xor(n=40, seed=0):
+    X, y = make_xor(n, random_state=seed)
+    return X * np.array([2.0, 0.5]) + 5.0, y
+
+
+def _fit(est, X, y):
+    with warnings.catch_warnings():
+        # small fits stop at max_iter: their ConvergenceWarnings are not the subject here
+        warnings.simplefilter("ignore")
+        return est.fit(X, y)
+
+
+@pytest.mark.parametrize("kernel", [
+    Matern(1.0, 0.8, nu=2.5) + ConstantKernel(0.7),
+    ConstantKernel(0.2, "fixed") + SquaredExponential(1.3, [1.0, 2.0]) + ConstantKernel(0.1),
+    skk.RBF(1.0) + skk.ConstantKernel(0.5),
+])
+def test_ep_evidence_equals_dense_ep_on_the_kernel_objects_covariance(kernel):
+    X, y = _xor()
+    est = _fit(sparsegp.EPClassifier(kernel=kernel, max_iter=3, ep_tol=1e-12, random_state=0),
+               X, y)
+    k = est.kernel_
+    assert isinstance(k, Sum) and isinstance(k.k2, ConstantKernel)
+    vb = k.k2.constant_value
+    assert np.isfinite(vb) and vb > 0
+    # the kernel object's own k(X, X) + v_b (user units) and the fit's relative jitter
+    K = k(X)
+    K[np.diag_indices_from(K)] += est.jitter * est.variance_
+    y_pm = est.y_train_
+    ref = _ep._run_ep(K, y_pm, est.bias_, None, None, 1e-12, 500, 1.0,
+                      np.random.default_rng(0))
+    np.testing.assert_allclose(est.log_evidence_, ref.log_evidence, rtol=1e-8)
+    # predictions at the training inputs, densely: k* = k(X, X) (no jitter), then
+    # mean k*^T (K + S^-1)^-1 S^-1 nu, variance k** - k*^T (K + S^-1)^-1 k* (RW eq. 3.60)
+    Ks = k(X)
+    G = K + np.diag(1.0 / ref.tau)
+    mean, var = est.predict_latent(X)
+    np.testing.assert_allclose(mean, Ks @ np.linalg.solve(G, ref.nu / ref.tau), rtol=1e-6,
+                               atol=1e-8)
+    np.testing.assert_allclose(var, k.diag(X) - np.einsum("ij,ij->j", Ks,
+                                                           np.linalg.solve(G, Ks)),
+                               rtol=1e-6, atol=1e-8)
+
+
+def test_ep_constant_sum_fits_learns_v_b_and_predicts():
+    X, y = _xor(60, seed=2)
+    free = _fit(sparsegp.EPClassifier(kernel=SquaredExponential() + ConstantKernel(0.5),
+                                      max_iter=20, random_state=0), X, y)
+    fixed = _fit(sparsegp.EPClassifier(kernel=SquaredExponential()
+                                       + ConstantKernel(0.5, "fixed"),
+                                       max_iter=20, random_state=0), X, y)
+    plain = _fit(sparsegp.EPClassifier(kernel=SquaredExponential(), max_iter=20,
+                                       random_state=0), X, y)
+    # theta_: the free v_b adds one entry (after the kernel's), the fixed one none
+    assert free.theta_.size == plain.theta_.size + 1 == fixed.theta_.size + 1
+    assert free.kernel_.k2.constant_value != 0.5
+    np.testing.assert_allclose(free.theta_[2], np.log(free.kernel_.k2.constant_value))
+    assert fixed.kernel_.k2.constant_value == 0.5
+    assert fixed.kernel_.k2.constant_value_bounds == "fixed"
+    assert "bias_variance" in free.log_evidence_gradient_
+    for est in (free, fixed):
+        proba = est.predict_proba(X)
+        assert proba.shape == (60, 2) and np.all(np.isfinite(proba))
+        assert np.mean(est.predict(X) == y) > 0.7
+    # the kernel_ round trip: refitting from the fitted kernel without search keeps the
+    # evidence
+    again = _fit(sparsegp.EPClassifier(kernel=free.kernel_, optimizer=None, random_state=0,
+                                       bias=free.bias_), X, y)
+    np.testing.assert_allclose(again.log_evidence_, free.log_evidence_, rtol=1e-6)
+
+
+@pytest.mark.parametrize("kernel", [Matern() + Matern(), ConstantKernel(0.5),
+                                    SquaredExponential() + ConstantKernel(-0.1)])
+def test_ep_unsupported_sums_raise(kernel):
+    X, y = _xor(30)
+    with pytest.raises(ValueError, match="one stationary kernel|bias variance"):
+        sparsegp.EPClassifier(kernel=kernel, optimizer=None).fit(X, y)
