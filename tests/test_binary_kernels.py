@@ -11,7 +11,7 @@ import pytest
 from sklearn.base import clone
 from sklearn.gaussian_process import kernels as skk
 
-from sparsegp.classification import EPClassifier, GFITCClassifier
+from sparsegp.classification import EPClassifier, GFITCClassifier, StagewiseGPClassifier
 from sparsegp.exceptions import ConvergenceWarning
 from sparsegp.kernels import ConstantKernel, Matern, SquaredExponential
 
@@ -251,9 +251,10 @@ def test_unsupported_kernels_raise_clear_value_error(cls, kernel):
 
 
 def test_a_constant_summand_is_refused_where_unsupported():
-    # EPClassifier takes a stationary kernel plus a constant (tests/test_constant_sum.py);
-    # GFITC does not yet, and says what it supports
+    # EP and GFITC take a stationary kernel plus a constant (tests/test_constant_sum.py);
+    # the stagewise classifier does not yet, and says what it supports
     X, y = _xor(30, seed=9)
-    with pytest.raises(ValueError, match="GFITCClassifier supports one stationary kernel"):
-        GFITCClassifier(kernel=Matern() + ConstantKernel(), optimizer=None).fit(X, y)
-    EPClassifier(kernel=Matern() + ConstantKernel(), optimizer=None).fit(X, y)
+    with pytest.raises(ValueError, match="StagewiseGPClassifier supports one stationary"):
+        StagewiseGPClassifier(kernel=Matern() + ConstantKernel(), max_iter=1).fit(X, y)
+    for cls in (EPClassifier, GFITCClassifier):
+        cls(kernel=Matern() + ConstantKernel(), optimizer=None).fit(X, y)

@@ -96,3 +96,55 @@ def test_ep_unsupported_sums_raise(kernel):
     X, y = _xor(30)
     with pytest.raises(ValueError, match="one stationary kernel|bias variance"):
         sparsegp.EPClassifier(kernel=kernel, optimizer=None).fit(X, y)
+
+
+@pytest.mark.parametrize("schedule", ["sequential", "parallel"])
+@pytest.mark.parametrize("kernel", [
+    SquaredExponential(1.0, 1.0) + ConstantKernel(0.6),
+    ConstantKernel(0.3, "fixed") + Matern(1.2, [1.0, 2.0], nu=1.5),
+])
+def test_gfitc_evidence_equals_dense_ep_on_the_fitc_prior_of_the_kernel_object(kernel,
+                                                                                schedule):
+    X, y = _xor()
+    est = _fit(sparsegp.GFITCClassifier(n_inducing=6, kernel=kernel, max_iter=3, ep_tol=1e-12,
+                                        ep_max_sweeps=500, ep_schedule=schedule,
+                                        random_state=0), X, y)
+    k = est.kernel_
+    assert isinstance(k, Sum) and isinstance(k.k2, ConstantKernel)
+    # the FITC prior, densely, from the kernel object's own K_fu, K_uu and diagonal (each
+    # with the constant): Q_ff + diag(K_ff - Q_ff), K_uu with the fit's relative jitter
+    Z = est.inducing_points_
+    Kfu = k(X, Z)
+    Kuu = k(Z)
+    Kuu[np.diag_indices_from(Kuu)] += est.jitter_ * est.variance_
+    Q = Kfu @ np.linalg.solve(Kuu, Kfu.T)
+    K = Q + np.diag(k.diag(X) - np.diag(Q))
+    y_pm = np.where(y == est.classes_[1], 1.0, -1.0)
+    ref = _ep._run_ep(K, y_pm, est.bias_, None, None, 1e-12, 500, 1.0,
+                      np.random.default_rng(0))
+    np.testing.assert_allclose(est.log_evidence_, ref.log_evidence, rtol=1e-7)
+    # predictions at new inputs: the FITC predictive of the same prior (k* through Q)
+    Xt = X[:7] + 0.3
+    kt = k(Xt, Z) @ np.linalg.solve(Kuu, Kfu.T)                  # Q_*f (7, N)
+    G = K + np.diag(1.0 / ref.tau)
+    mean, var = est.predict_latent(Xt)
+    np.testing.assert_allclose(mean, kt @ np.linalg.solve(G, ref.nu / ref.tau), rtol=1e-5,
+                               atol=1e-7)
+    np.testing.assert_allclose(var, k.diag(Xt) - np.einsum("ij,ji->i", kt,
+                                                            np.linalg.solve(G, kt.T)),
+                               rtol=1e-5, atol=1e-7)
+
+
+def test_gfitc_constant_sum_fits_and_predicts():
+    X, y = _xor(60, seed=2)
+    est = _fit(sparsegp.GFITCClassifier(n_inducing=8, kernel=SquaredExponential()
+                                        + ConstantKernel(0.5), max_iter=20, random_state=0),
+               X, y)
+    plain = _fit(sparsegp.GFITCClassifier(n_inducing=8, kernel=SquaredExponential(),
+                                          max_iter=20, random_state=0), X, y)
+    assert est.theta_.size == plain.theta_.size + 1
+    np.testing.assert_allclose(est.theta_[2], np.log(est.kernel_.k2.constant_value))
+    assert "bias_variance" in est.log_evidence_gradient_
+    proba = est.predict_proba(X)
+    assert proba.shape == (60, 2) and np.all(np.isfinite(proba))
+    assert np.mean(est.predict(X) == y) > 0.7

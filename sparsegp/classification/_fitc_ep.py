@@ -61,15 +61,21 @@ class _FITCPrior:
         Grow the jitter tenfold (with a ``JitterWarning``) until K_uu factorises.
     family : int
         Stationary family code of :mod:`sparsegp._numba.covfuncs` (default SE).
+    bias_variance : float or None
+        v_b, the constant a kernel's ``ConstantKernel`` summands add to every covariance
+        entry (K_fu, K_uu and the diagonal); None for none.
 
     Attributes: ``Kfu`` (N, M) k(X, Z); ``Kzz`` (M, M) k(Z, Z); ``Kuu`` (M, M) with jitter;
     ``Lu`` lower Cholesky of Kuu and ``Linv`` its inverse (lower, C-contiguous); ``Vt`` (N, M)
     C-contiguous, ``Vt = K_fu L_u^{-T}`` so that ``Q_ff = Vt Vt^T``; ``d0`` (N,)
     diag(K_ff - Q_ff) >= 0 (k(x, x) = s2 for every stationary family); ``jitter`` the jitter
-    actually used.
+    actually used (relative to s2). With v_b, ``Kfu``, ``Kzz`` and ``Kuu`` include it,
+    ``Kfu_s`` and ``Kzz_s`` are the stationary parts alone (what the kernel's derivatives
+    contract with), and ``prior_variance`` is k(x, x) = s2 + v_b (s2 without).
     """
 
-    def __init__(self, X, Z, variance, lengthscale, jitter, escalate=True, family=SE):
+    def __init__(self, X, Z, variance, lengthscale, jitter, escalate=True, family=SE,
+                 bias_variance=None):
         X = np.ascontiguousarray(X, dtype=np.float64)
         Z = np.ascontiguousarray(Z, dtype=np.float64)
         lengthscale = np.ascontiguousarray(lengthscale, dtype=np.float64)
@@ -77,8 +83,14 @@ class _FITCPrior:
         self.family = int(family)
         self.variance = float(variance)
         self.lengthscale = lengthscale
+        self.bias_variance = bias_variance
         self.Kfu = kernel_matrix(X, Z, family, variance, lengthscale)
         Kzz = kernel_matrix(Z, Z, family, variance, lengthscale)
+        self.Kfu_s, self.Kzz_s, self.prior_variance = self.Kfu, Kzz, self.variance
+        if bias_variance is not None:
+            self.Kfu = self.Kfu_s + bias_variance
+            Kzz = Kzz + bias_variance
+            self.prior_variance = self.variance + bias_variance
         self.Kzz = Kzz
         Lu, eps = cholesky_jitter(Kzz, self.variance, jitter, escalate=escalate)
         Kuu = Kzz.copy()
@@ -95,7 +107,7 @@ class _FITCPrior:
         self.Vt, self.d0 = np.empty((N, M)), np.empty(N)
         with _row_split_blas():
             _row_pass(_rows.whiten_rows, _rows.whiten_split, N, self.Kfu, self.Linv,
-                      self.variance, self.Vt, self.d0)
+                      self.prior_variance, self.Vt, self.d0)
 
 
 class _Posterior:
@@ -480,7 +492,8 @@ def log_evidence_gradient(prior, tau, nu, post):
     of the scaled distance, so the variance derivative is the same contraction with K / s2.
     ``post`` must be a refresh at (tau, nu) (as :func:`run_ep` returns it); the marginal
     pieces the evidence computed on it are reused. Returns
-    ``(d_variance, d_lengthscale (D,), d_Z (M, D))``.
+    ``(d_variance, d_lengthscale (D,), d_Z (M, D))``, then ``d_bias_variance`` when the prior
+    has a bias variance v_b (every entry's derivative by it is one: the sum of the adjoints).
 
     Whitened form (V = L^{-1} K_uf, S = I + V Omega V^T = (R^T R)^{-1}, Omega = diag(omega)):
     (K~ + S~)^{-1} = Omega - Omega V^T S^{-1} V Omega, so alpha = b~ - omega * (V^T gamma) and
@@ -505,23 +518,35 @@ def log_evidence_gradient(prior, tau, nu, post):
     wg = np.sqrt(alpha * alpha + omega * omega * c2)
     a = prior.Vt.T @ alpha
     s2 = prior.variance
-    Gd = deriv_factor(prior.X, prior.Z, prior.Kfu, prior.family, s2, prior.lengthscale)
+    Gd = deriv_factor(prior.X, prior.Z, prior.Kfu_s, prior.family, s2, prior.lengthscale)
     N, M = prior.Vt.shape
     gl1, gz1, gram = np.zeros(prior.X.shape[1]), np.zeros(prior.Z.shape), np.zeros((M, M))
     with _row_split_blas():
         wk = _row_pass(_grad.evidence_gradient_rows, _grad.evidence_gradient_split, N,
                        prior.Vt, np.ascontiguousarray(post.R.T), prior.Linv, alpha, omega, g, wg, a,
-                       prior.Kfu, Gd, prior.X, prior.Z, prior.lengthscale, gl1, gz1, gram)
+                       prior.Kfu_s, Gd, prior.X, prior.Z, prior.lengthscale, gl1, gz1, gram)
     _mirror_upper(gram)
     # a a^T - I + S^{-1} - 2 V diag(g) V^T
     inner = np.outer(a, a) + post.R.T @ post.R - gram + post.S
     inner.flat[::inner.shape[0] + 1] -= 2.0
     G_uu = -0.5 * (prior.Linv.T @ inner @ prior.Linv)
     G_uu = 0.5 * (G_uu + G_uu.T)
-    d_var = (wk + float(np.sum(G_uu * prior.Kuu)) + s2 * float(np.sum(g))) / s2
-    gl2, gz2 = grad_contract(prior.Z, prior.Z, prior.Kzz, G_uu, prior.family, s2,
+    if prior.bias_variance is None:
+        d_var = (wk + float(np.sum(G_uu * prior.Kuu)) + s2 * float(np.sum(g))) / s2
+    else:
+        # K_uu = K_zz,s + v_b + jitter s2 I: only the stationary part and the jitter scale
+        # with s2
+        d_var = (wk + float(np.sum(G_uu * prior.Kzz_s))) / s2 + float(np.sum(g)) \
+            + prior.jitter * float(np.trace(G_uu))
+    gl2, gz2 = grad_contract(prior.Z, prior.Z, prior.Kzz_s, G_uu, prior.family, s2,
                              prior.lengthscale, symmetric=True)
-    return d_var, gl1 + gl2, gz1 + gz2
+    if prior.bias_variance is None:
+        return d_var, gl1 + gl2, gz1 + gz2
+    # sum of dL/dK_fu = L^-T H: (H 1)^T (L^-1 1), H 1 = a sum(alpha) - S^-1 V omega - 2 V g
+    h1 = a * float(np.sum(alpha)) - post.R.T @ (post.R @ (prior.Vt.T @ omega)) \
+        - 2.0 * (prior.Vt.T @ g)
+    d_vb = float(h1 @ (prior.Linv @ np.ones(M))) + float(np.sum(G_uu)) + float(np.sum(g))
+    return d_var, gl1 + gl2, gz1 + gz2, d_vb
 
 
 def zero_site_log_evidence(y, bias, variance):
@@ -536,7 +561,7 @@ def fit_ep(prior, y, bias, tau0=None, nu0=None, **ep_kw):
     """
     res = run_ep(prior, y, bias, tau0, nu0, **ep_kw)
     lz, db, _ = log_evidence(prior, y, bias, res.tau, res.nu, res.post)
-    if tau0 is not None and not (lz >= zero_site_log_evidence(y, bias, prior.variance)):
+    if tau0 is not None and not (lz >= zero_site_log_evidence(y, bias, prior.prior_variance)):
         res = run_ep(prior, y, bias, None, None, **ep_kw)
         lz, db, _ = log_evidence(prior, y, bias, res.tau, res.nu, res.post)
     return res, lz, db

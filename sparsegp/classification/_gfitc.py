@@ -20,7 +20,7 @@ from ..exceptions import ConvergenceWarning
 from ..kernels import kernel_matrix
 from ._binary import (
     _BinaryGPClassifierMixin, optimizer_advice, pack_theta, search_box, theta_gradient,
-    theta_to_model, unpack_theta,
+    theta_to_model, unpack_theta_vb,
 )
 from ._fitc_ep import SCHEDULES, _FITCPrior, fit_ep, log_evidence_gradient
 
@@ -62,7 +62,9 @@ class GFITCClassifier(_BinaryGPClassifierMixin, ClassifierMixin, InducingPointEs
     kernel : Kernel, optional
         The covariance: a :mod:`sparsegp.kernels` stationary kernel (``SquaredExponential``,
         ``Matern`` with ν = 1/2, 3/2, 5/2; ARD when its length-scale is an array), optionally
-        times a constant, or the same built from scikit-learn's ``ConstantKernel``, ``RBF``
+        times a constant, plus ``ConstantKernel`` summands (the bias variance v_b, added to
+        K_fu, K_uu and the diagonal; learnt unless "fixed"), or the same built from
+        scikit-learn's ``ConstantKernel``, ``RBF``
         and ``Matern``. Its values are the start; hyper-parameters it holds "fixed" are not
         learnt, and its bounds box the search with ``optimizer="lbfgs"`` (``"cg"`` is
         unconstrained). Never modified; the fitted copy is ``kernel_``. None: the isotropic
@@ -141,7 +143,8 @@ class GFITCClassifier(_BinaryGPClassifierMixin, ClassifierMixin, InducingPointEs
     inducing_points_ : ndarray of shape (M, n_features)
     kernel_ : Kernel
         The fitted covariance in the units of X (a copy of ``kernel``, or of the default SE
-        kernel) at ``variance_`` and ``lengthscale_``. The default covariance, isotropic on
+        kernel) at ``variance_`` and ``lengthscale_``, plus one ``ConstantKernel`` at the
+        fitted v_b when ``kernel`` has constant summands. The default covariance, isotropic on
         standardised inputs, comes back with one length-scale per feature, ``lengthscale_``
         times that feature's standard deviation.
     lengthscale_ : float or ndarray of shape (n_features,)
@@ -150,7 +153,7 @@ class GFITCClassifier(_BinaryGPClassifierMixin, ClassifierMixin, InducingPointEs
     variance_ : float
     bias_ : float
     theta_ : ndarray of shape (n_free + 1,)
-        ``[log variance, log lengthscale(s), bias]`` without the kernel's fixed
+        ``[log variance, log lengthscale(s), (log v_b,) bias]`` without the kernel's fixed
         hyper-parameters, length-scales as ``lengthscale_``: the vector of
         :meth:`log_marginal_likelihood`.
     log_evidence_ : float
@@ -158,7 +161,8 @@ class GFITCClassifier(_BinaryGPClassifierMixin, ClassifierMixin, InducingPointEs
     log_evidence_gradient_ : dict
         Derivatives of ``log_evidence_`` w.r.t. the natural parameters: ``"variance"`` (float),
         ``"lengthscale"`` (float, or (n_features,) with ARD), ``"bias"`` (float),
-        ``"inducing_points"`` (M, n_features); fixed kernel parameters included.
+        ``"inducing_points"`` (M, n_features), and ``"bias_variance"`` (float) with a
+        constant summand; fixed kernel parameters included.
     n_sweeps_ : int
         EP sweeps of the final EP run.
     log_marginal_likelihood_value_ : float
@@ -184,6 +188,8 @@ class GFITCClassifier(_BinaryGPClassifierMixin, ClassifierMixin, InducingPointEs
     """
 
     _auto_inducing = 10
+
+    _takes_bias_variance = True
 
     def __init__(self, n_inducing="auto", inducing_points=None, init="kmeans", kernel=None,
                  bias=0.0, jitter=JITTER, optimizer="lbfgs", max_iter=MAX_ITER, tol=TOL,
@@ -255,20 +261,23 @@ class GFITCClassifier(_BinaryGPClassifierMixin, ClassifierMixin, InducingPointEs
         spec = hp.spec
         family = spec.family
         variance, ls, bias, Z = hp.variance, hp.lengthscale, hp.bias, Z0
+        vb = None if spec.bias_term is None else float(spec.bias_term.constant_value)
         tau0 = nu0 = None
         search_rtol = float(self.ep_search_rtol)
         if hp.optimizer is not None and hp.max_iter > 0:
             def evaluate(theta, warm):
-                v, l, b, z = unpack_theta(theta, D, hp.ard, spec)
+                v, l, b, z, vb = unpack_theta_vb(theta, D, spec)
                 prior = _FITCPrior(X, z.reshape(M, D), v, l, hp.jitter, escalate=False,
-                                   family=family)
+                                   family=family, bias_variance=vb)
                 t0, n0 = (None, None) if warm is None else warm
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore", ConvergenceWarning)
                     res, lz, db = fit_ep(prior, y_pm, b, t0, n0, rtol=search_rtol,
                                          tol_max=SEARCH_EP_TOL_MAX, **ep_kw)
-                dv, dl, dz = log_evidence_gradient(prior, res.tau, res.nu, res.post)
-                grad = theta_gradient(dv, dl, db, v, l, hp.ard, dz, spec)
+                dv, dl, dz, *dvb = log_evidence_gradient(prior, res.tau, res.nu, res.post)
+                grad = theta_gradient(dv, dl, db, v, l, hp.ard, dz, spec,
+                                      g_bias_variance=dvb[0] if dvb else None,
+                                      bias_variance=vb)
                 return lz, grad, (res.tau, res.nu)
 
             def restart(theta, rng):
@@ -287,7 +296,7 @@ class GFITCClassifier(_BinaryGPClassifierMixin, ClassifierMixin, InducingPointEs
             # 5.6 s against 6.4 s)
             bounds, restart_mask = search_box(spec, D, Z0.size)
             opt = maximize(
-                evaluate, pack_theta(variance, ls, bias, hp.ard, Z0, spec),
+                evaluate, pack_theta(variance, ls, bias, hp.ard, Z0, spec, vb),
                 method=hp.optimizer, bounds=bounds, max_iter=hp.max_iter,
                 tol=stopping_gain(hp.tol, N), n_restarts=hp.n_restarts,
                 random_state=rng, restart_mask=restart_mask,
@@ -301,7 +310,7 @@ class GFITCClassifier(_BinaryGPClassifierMixin, ClassifierMixin, InducingPointEs
             if not np.isfinite(opt.value):
                 raise ValueError("the EP evidence could not be evaluated at any start; check "
                                  "the scale of X, the kernel's start values and jitter")
-            variance, ls, bias, z = unpack_theta(opt.theta, D, hp.ard, spec)
+            variance, ls, bias, z, vb = unpack_theta_vb(opt.theta, D, spec)
             Z = z.reshape(M, D)
             tau0, nu0 = opt.state
             self.n_iter_ = int(opt.n_iter)
@@ -309,15 +318,16 @@ class GFITCClassifier(_BinaryGPClassifierMixin, ClassifierMixin, InducingPointEs
         else:
             self.n_iter_ = 0
             self.converged_ = True
-        prior = _FITCPrior(X, Z, variance, ls, hp.jitter, family=family)
+        prior = _FITCPrior(X, Z, variance, ls, hp.jitter, family=family, bias_variance=vb)
         res, lz, db = fit_ep(prior, y_pm, bias, tau0, nu0, **ep_kw)
         if not res.converged:
             self._warn_ep_not_converged(res.n_sweeps, res.max_change)
         if not np.isfinite(lz):
             raise ValueError("EP produced a non-finite evidence; try a larger jitter or "
                              "damping < 1")
-        dv, dl, dz = log_evidence_gradient(prior, res.tau, res.nu, res.post)
-        self._set_hyper_attributes(variance, ls, bias, spec, scaling)
+        dv, dl, dz, *dvb = log_evidence_gradient(prior, res.tau, res.nu, res.post)
+        self._set_hyper_attributes(variance, ls, bias, spec, scaling, vb)
+        self._vb = vb
         # what log_marginal_likelihood(theta) re-runs EP with (model units)
         self._lml_state = _EPProblem(X, y_pm, spec, res.nu.copy(),
                                      {k: v for k, v in ep_kw.items() if k != "rng"})
@@ -329,7 +339,8 @@ class GFITCClassifier(_BinaryGPClassifierMixin, ClassifierMixin, InducingPointEs
         self.log_marginal_likelihood_value_ = self.log_evidence_
         self.log_evidence_gradient_ = self._gradient_dict(
             dv, dl, db, ard=hp.ard, scaling=scaling,
-            inducing_points=scaling.gradient_to_user(dz))
+            inducing_points=scaling.gradient_to_user(dz),
+            **({} if vb is None else {"bias_variance": dvb[0]}))
         self.n_sweeps_ = int(res.n_sweeps)
         self.site_precision_ = res.tau.copy()
         pos = res.tau > 0.0
@@ -348,16 +359,20 @@ class GFITCClassifier(_BinaryGPClassifierMixin, ClassifierMixin, InducingPointEs
         # in the model units of the fit (centred first: no digits lost to an offset)
         Ks = kernel_matrix(self._Z, self._scaling.transform(X), self._family, self.variance_,
                            self._ls)  # (M, n)
+        prior = self.variance_
+        if self._vb is not None:
+            Ks += self._vb
+            prior = self.variance_ + self._vb
         a = sla.solve_triangular(self._Lu, Ks, lower=True, check_finite=False)
         e = self._R @ a
         mean = e.T @ self._c
-        var = self.variance_ - np.einsum("ij,ij->j", a, a) + np.einsum("ij,ij->j", e, e)
+        var = prior - np.einsum("ij,ij->j", a, a) + np.einsum("ij,ij->j", e, e)
         return mean, var
 
     # ---------------------------------------------------------------- evidence at theta
     _lml_objective = "The EP log evidence log Z_EP"
-    _lml_notes = """``theta`` is ``[log variance, log lengthscale(s), bias]`` less the kernel's fixed
-hyper-parameters (``theta_``, length-scales as ``lengthscale_``). The pseudo-inputs stay at
+    _lml_notes = """``theta`` is ``[log variance, log lengthscale(s), (log v_b,) bias]`` less the
+kernel's fixed hyper-parameters (``theta_``, length-scales as ``lengthscale_``). The pseudo-inputs stay at
 ``inducing_points_``. EP is run to convergence at ``theta`` with the fit's schedule and
 tolerance, warm-started from the fitted sites; the gradient is that of notes §1.9 at its fixed
 point, exact there. K_uu takes the jitter the fit ended with (``jitter_``). At ``theta=None``
@@ -367,23 +382,26 @@ both are the fitted values."""
         g = self.log_evidence_gradient_
         return theta_gradient(g["variance"], np.atleast_1d(g["lengthscale"]), g["bias"],
                               self.variance_, np.atleast_1d(self.lengthscale_),
-                              self._lml_state.spec.ard, spec=self._lml_state.spec)
+                              self._lml_state.spec.ard, spec=self._lml_state.spec,
+                              g_bias_variance=g.get("bias_variance"), bias_variance=self._vb)
 
     def _log_marginal_likelihood(self, theta, eval_gradient):
         prob = self._lml_state
         D = self.n_features_in_
-        v, ls, b, _ = unpack_theta(theta_to_model(theta, self._scaling, prob.spec), D,
-                                   prob.spec.ard, prob.spec)
+        v, ls, b, _, vb = unpack_theta_vb(theta_to_model(theta, self._scaling, prob.spec), D,
+                                          prob.spec)
         prior = _FITCPrior(prob.X, self._Z, v, ls, self.jitter_, escalate=False,
-                           family=prob.spec.family)
+                           family=prob.spec.family, bias_variance=vb)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", ConvergenceWarning)
             res, lz, db = fit_ep(prior, prob.y, b, self.site_precision_, prob.site_nu,
                                  rng=np.random.default_rng(0), **prob.ep_options)
         if not eval_gradient:
             return float(lz)
-        dv, dl, _ = log_evidence_gradient(prior, res.tau, res.nu, res.post)
-        return float(lz), theta_gradient(dv, dl, db, v, ls, prob.spec.ard, spec=prob.spec)
+        dv, dl, _, *dvb = log_evidence_gradient(prior, res.tau, res.nu, res.post)
+        return float(lz), theta_gradient(dv, dl, db, v, ls, prob.spec.ard, spec=prob.spec,
+                                         g_bias_variance=dvb[0] if dvb else None,
+                                         bias_variance=vb)
 
 
 class _EPProblem(NamedTuple):
