@@ -11,6 +11,7 @@ import warnings
 
 import numpy as np
 import pytest
+from scipy import special as sps
 from sklearn.gaussian_process import kernels as skk
 
 import sparsegp
@@ -148,3 +149,38 @@ def test_gfitc_constant_sum_fits_and_predicts():
     proba = est.predict_proba(X)
     assert proba.shape == (60, 2) and np.all(np.isfinite(proba))
     assert np.mean(est.predict(X) == y) > 0.7
+
+
+@pytest.mark.parametrize("kernel", [
+    SquaredExponential(1.0, 1.0) + ConstantKernel(0.6),
+    ConstantKernel(0.3, "fixed") + Matern(1.2, [1.0, 2.0], nu=2.5),
+])
+def test_stagewise_objective_and_predictions_from_the_kernel_object(kernel):
+    X, y = _xor(50)
+    est = _fit(sparsegp.StagewiseGPClassifier(d_max=8, max_iter=2, kernel=kernel,
+                                              random_state=0), X, y)
+    k = est.kernel_
+    assert isinstance(k, Sum) and isinstance(k.k2, ConstantKernel)
+    # eq. 4 densely from the kernel object's covariances (each with the constant): with
+    # B = I + S K_uu S, C = S B^-1 S, f_i = k_iu C m, A_ii = k_ii - k_iu C k_ui
+    a = est.active_set_
+    rest = np.setdiff1d(np.arange(X.shape[0]), a)
+    S = np.diag(np.sqrt(est.site_precision_))
+    C = S @ np.linalg.solve(np.eye(a.size) + S @ k(X[a]) @ S, S)
+    Kcu = k(X[rest], X[a])
+    f = Kcu @ C @ est.site_mean_
+    A = k.diag(X[rest]) - np.einsum("ij,ij->i", Kcu @ C, Kcu)
+    y_pm = np.where(y[rest] == est.classes_[1], 1.0, -1.0)
+    nlp = -np.mean(np.log(sps.ndtr(y_pm * (f + est.bias_) / np.sqrt(1.0 + A))))
+    np.testing.assert_allclose(est.log_marginal_likelihood(est.theta_), -nlp, rtol=1e-8)
+    # predictions at new inputs: the same posterior
+    Xt = X[:9] + 0.2
+    Ktu = k(Xt, X[a])
+    mean, var = est.predict_latent(Xt)
+    np.testing.assert_allclose(mean, Ktu @ C @ est.site_mean_, rtol=1e-6, atol=1e-8)
+    np.testing.assert_allclose(var, k.diag(Xt) - np.einsum("ij,ij->i", Ktu @ C, Ktu),
+                               rtol=1e-6, atol=1e-8)
+    # the staged probabilities end at predict_proba's
+    *_, last = est.staged_predict_proba(Xt)
+    np.testing.assert_allclose(last, est.predict_proba(Xt), rtol=1e-10)
+    assert np.all(np.isfinite(est.predict_proba(X)))

@@ -84,7 +84,8 @@ _SUMS = (lambda: Matern(1.0, 0.8, nu=1.5) + ConstantKernel(0.5, (1e-3, 1e3)),
          lambda: ConstantKernel(0.3, "fixed") + SquaredExponential(1.0, np.ones(2)),
          lambda: (sk_kernels.ConstantKernel(1.5, (1e-2, 1e2)) * sk_kernels.RBF(0.8, (1e-2, 1e2))
                   + sk_kernels.ConstantKernel(0.4, (1e-2, 1e2))))
-for _key in ("EPClassifier", "GFITCClassifier", "GFITCClassifier-ard-parallel"):
+for _key in ("EPClassifier", "GFITCClassifier", "GFITCClassifier-ard-parallel",
+             "StagewiseGPClassifier"):
     _kwargs, _kind = CONFIGS[_key]
     for _i, _sum in enumerate(_SUMS):
         CONFIGS[f"{_key}-constant-sum-{_i}"] = (dict(_kwargs, kernel=_sum()), _kind)

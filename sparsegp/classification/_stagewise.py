@@ -17,7 +17,8 @@ notes §3.7) and keeps the best model by NLP.
 
 The covariance is one stationary kernel k = s2 g(|(x - x') / l|^2): by default the isotropic SE
 kernel from a start that follows the data, or any kernel given as ``kernel=`` (SE, Matérn 1/2,
-3/2, 5/2, optionally times a constant). Its family code (:mod:`sparsegp._numba.covfuncs`) reaches
+3/2, 5/2, optionally times a constant), plus a constant v_b in every entry when the kernel has
+``ConstantKernel`` summands (the ADF's bias variance). Its family code (:mod:`sparsegp._numba.covfuncs`) reaches
 every kernel evaluation: the ADF columns of the inner loop, eq. 4 and its gradient, and the
 predictions.
 
@@ -43,16 +44,15 @@ from .._numba import adf as _adf
 from .._numba.covfuncs import SE
 from ..kernels import kernel_matrix, kernel_spec
 from .._optimize import warn_at_bounds
-from .._params import BOX_OVERRIDES, kernel_log_bounds, unbounded
+from .._params import BOX_OVERRIDES, bias_variance_blocks, kernel_log_bounds, unbounded
 from ._binary import (
     OPTIMIZER_NAMES,
     OPTIMIZER_RENAMED,
     _BinaryGPClassifierMixin,
     pack_theta,
     theta_to_model,
-    unpack_theta,
 )
-from ._stagewise_eq4 import _optimise_hyper, nlp_eq4
+from ._stagewise_eq4 import _optimise_hyper, nlp_eq4, unpack_full
 from ._stagewise_select import _inner_loop
 
 __all__ = ["StagewiseGPClassifier"]
@@ -102,7 +102,8 @@ class StagewiseGPClassifier(_BinaryGPClassifierMixin, ClassifierMixin, SparseGPE
     kernel : None or kernel object, default=None
         The covariance: one stationary kernel of :mod:`sparsegp.kernels`
         (``SquaredExponential``, ``Matern`` with nu 0.5/1.5/2.5), optionally times a constant,
-        or scikit-learn's ``ConstantKernel() * RBF()`` / ``ConstantKernel() * Matern(nu=...)``.
+        plus ``ConstantKernel`` summands (the bias variance v_b, added to every covariance
+        entry; learnt unless "fixed"), or scikit-learn's ``ConstantKernel() * RBF()`` / ``ConstantKernel() * Matern(nu=...)``.
         Its values are the initial hyper-parameters; parameters with "fixed" bounds are not
         optimised, and the others stay within their bounds (the CG of Algorithm 1 sees eq. 4
         at the clipped point). None: the isotropic SE kernel with variance 1 on standardised
@@ -160,15 +161,16 @@ class StagewiseGPClassifier(_BinaryGPClassifierMixin, ClassifierMixin, SparseGPE
         The covariance at the kept (s2, l) in the units of X, of the same type as ``kernel``
         (our SquaredExponential for ``kernel=None``, with one length-scale per feature:
         ``lengthscale_`` times that feature's standard deviation; scikit-learn kernels come
-        back as their :mod:`sparsegp.kernels` equivalent).
+        back as their :mod:`sparsegp.kernels` equivalent), plus one ``ConstantKernel`` at the
+        kept v_b when ``kernel`` has constant summands.
     nlp_history_ : list of float
         NLP of eq. 4 after every outer iteration (the kept model has the smallest).
     inner_nlp_ : ndarray of shape (d_max,)
         Training NLP_a (eq. 5) after each inclusion of the kept model's inner loop (at the
         hyper-parameters that loop ran with).
     theta_ : ndarray of shape (n_free + 1,)
-        ``[log s2, log l (1, or n_features with ARD), b]`` of the kept model less the kernel's
-        fixed hyper-parameters, length-scales as ``lengthscale_``: the vector of
+        ``[log s2, log l (1, or n_features with ARD), (log v_b,) b]`` of the kept model less
+        the kernel's fixed hyper-parameters, length-scales as ``lengthscale_``: the vector of
         :meth:`log_marginal_likelihood`.
     log_marginal_likelihood_value_ : float
         The objective the fit maximised, under scikit-learn's name: minus the smallest NLP of
@@ -241,7 +243,8 @@ class StagewiseGPClassifier(_BinaryGPClassifierMixin, ClassifierMixin, SparseGPE
             kappa = check_int(self.kappa, "kappa", minimum=1)
         site_update = check_option(self.site_update, "site_update", SITE_UPDATES)
         # kernel=None: the default kernel, whose data-following start fit sets
-        spec = kernel_spec(self.kernel, D, type(self).__name__, default_bounds=DEFAULT_BOUNDS)
+        spec = kernel_spec(self.kernel, D, type(self).__name__, default_bounds=DEFAULT_BOUNDS,
+                           bias=True)
         bias = self.bias
         if isinstance(bias, (bool, np.bool_)) or not np.isscalar(bias) \
                 or not np.isfinite(float(bias)):
@@ -285,25 +288,35 @@ class StagewiseGPClassifier(_BinaryGPClassifierMixin, ClassifierMixin, SparseGPE
         spec = scaling.spec_to_model(spec)
         X_user, X = X, scaling.transform(X)
         s2, ls = spec.variance, spec.lengthscale.copy()
-        # the bias is always free; fixed kernel parameters keep their entries of theta
+        # the bias is always free; fixed kernel parameters keep their entries of theta, as
+        # does a held bias variance v_b (the kernel's constant summands; before the bias)
         free, lims = kernel_log_bounds(spec, X.shape[1])
+        vb_block = bias_variance_blocks(spec)
+        with_vb = bool(vb_block)
+        for block in vb_block:
+            free = np.append(free, block.free)
+            lims = np.vstack([lims, block.rows()])
         free = np.append(free, True)
         bounds = np.vstack([lims, unbounded(1)])[free]
         n_outer = max_iter if optimizer is not None else 1
         state = _adf.new_state(X.shape[0], d_max, s2)
         theta = pack_theta(s2, ls, b, ard)
+        if with_vb:
+            theta = np.insert(theta, theta.size - 1, np.log(vb_block[0].natural_value))
         history = []
         best = None
         for it in range(n_outer):
-            s2, ls, b, _ = unpack_theta(theta, X.shape[1], ard)
+            s2, ls, b, vb = unpack_full(theta, X.shape[1], ard, with_vb)
             active, p, m, trace = _inner_loop(X, y_pm, state, d_max, selection, kappa,
-                                              site_update, s2, ls, b, rng, family)
+                                              site_update, s2, ls, b, rng, family,
+                                              bias_variance=0.0 if vb is None else vb)
             if optimizer is not None:
                 theta_new, nlp = _optimise_hyper(X, y_pm, active, p, m, theta, ard, family,
-                                                 free, bounds, optimizer)
+                                                 free, bounds, optimizer, with_vb)
             else:
                 theta_new = theta
-                nlp = nlp_eq4(theta, X, y_pm, active, p, m, ard, family=family)[0]
+                nlp = nlp_eq4(theta, X, y_pm, active, p, m, ard, family=family,
+                              with_bias_variance=with_vb)[0]
             history.append(nlp)
             if self.verbose:
                 print(f"[StagewiseGPClassifier] outer {it + 1}: NLP (eq. 4) {nlp:.6f}")
@@ -315,11 +328,13 @@ class StagewiseGPClassifier(_BinaryGPClassifierMixin, ClassifierMixin, SparseGPE
         _, theta, active, p, m, trace = best
         if optimizer is not None and self.kernel is None:
             self._warn_at_default_box(theta, bounds)
-        s2, ls, b, _ = unpack_theta(theta, X.shape[1], ard)
-        self._family = family
+        s2, ls, b, vb = unpack_full(theta, X.shape[1], ard, with_vb)
+        if with_vb and not vb_block[0].free:
+            vb = vb_block[0].natural_value                    # held: as the kernel gave it
+        self._family, self._vb = family, vb
         # theta_ too (pack_theta with the spec leaves out what the kernel holds fixed, as
         # ``free`` does)
-        self._set_hyper_attributes(s2, ls, b, spec, scaling)
+        self._set_hyper_attributes(s2, ls, b, spec, scaling, vb)
         self.active_set_ = active
         self.basis_vectors_ = X_user[active].copy()
         self.site_precision_ = p
@@ -328,7 +343,8 @@ class StagewiseGPClassifier(_BinaryGPClassifierMixin, ClassifierMixin, SparseGPE
         self.n_iter_ = len(history)
         # predictions run in model units: the basis vectors' rows and the length-scales
         self._scaling, self._basis, self._ls = scaling, X[active], ls
-        self.cholesky_, self.predictive_weights_ = _predictor(self._basis, p, m, s2, ls, family)
+        self.cholesky_, self.predictive_weights_ = _predictor(self._basis, p, m, s2, ls, family,
+                                                              vb)
         self.nlp_history_ = history
         # the objective this estimator optimises is the NLP of eq. 4 (minimised)
         self.log_marginal_likelihood_value_ = -float(min(history, default=np.nan))
@@ -355,8 +371,8 @@ class StagewiseGPClassifier(_BinaryGPClassifierMixin, ClassifierMixin, SparseGPE
     # the objective at other hyper-parameters
 
     _lml_objective = "Minus the NLP of eq. 4 (the mean over the non-active points)"
-    _lml_notes = """``theta`` is ``[log s2, log l (1, or n_features with ARD), b]`` less the kernel's
-fixed hyper-parameters (``theta_``, length-scales as ``lengthscale_``). The basis vectors and
+    _lml_notes = """``theta`` is ``[log s2, log l (1, or n_features with ARD), (log v_b,) b]`` less
+the kernel's fixed hyper-parameters (``theta_``, length-scales as ``lengthscale_``). The basis vectors and
 their sites (``active_set_``, ``site_precision_``, ``site_mean_``) stay at the kept model's:
 this is the function the outer loop's conjugate gradients maximise (Algorithm 1 step 6), and
 its gradient (notes §3.7) is exact."""
@@ -366,7 +382,8 @@ its gradient (notes §3.7) is exact."""
         full = full.copy()
         full[free] = theta_to_model(theta, self._scaling, spec)
         nlp, grad = nlp_eq4(full, X, y, self.active_set_, self.site_precision_,
-                            self.site_mean_, ard, gradient=eval_gradient, family=self._family)
+                            self.site_mean_, ard, gradient=eval_gradient, family=self._family,
+                            with_bias_variance=self._vb is not None)
         return (-nlp, -grad[free]) if eval_gradient else -nlp
 
     # ------------------------------------------------------------------------------------
@@ -375,14 +392,20 @@ its gradient (notes §3.7) is exact."""
     def _latent_parts(self, X):
         Kus = kernel_matrix(self._basis, self._scaling.transform(X), self._family,
                             self.variance_, self._ls)                       # (d, n*)
+        if self._vb is not None:
+            Kus += self._vb
         S = np.sqrt(self.site_precision_)
         V = sla.solve_triangular(self.cholesky_, S[:, None] * Kus, lower=True)
         return Kus, V
 
+    def _prior_variance(self):
+        """k(x, x): s2, plus v_b with a constant summand."""
+        return self.variance_ if self._vb is None else self.variance_ + self._vb
+
     def _predict_latent(self, X):
         Kus, V = self._latent_parts(X)
         mean = Kus.T @ self.predictive_weights_
-        var = self.variance_ - np.sum(V * V, axis=0)
+        var = self._prior_variance() - np.sum(V * V, axis=0)
         return mean, var
 
     def staged_predict_proba(self, X):
@@ -406,7 +429,7 @@ its gradient (notes §3.7) is exact."""
         S = np.sqrt(self.site_precision_)
         c = sla.solve_triangular(self.cholesky_, S * self.site_mean_, lower=True)
         mean = np.zeros(X.shape[0])
-        var = np.full(X.shape[0], self.variance_)
+        var = np.full(X.shape[0], self._prior_variance())
         for t in range(V.shape[0]):
             mean += c[t] * V[t]
             var -= V[t] * V[t]
@@ -419,9 +442,12 @@ its gradient (notes §3.7) is exact."""
 # the kept model's prediction factor
 
 
-def _predictor(Xu, p, m, s2, ls, family=SE):
-    """(L, w) with L L^T = I + S K_uu S and w = S B^-1 S m (notes §2.5)."""
+def _predictor(Xu, p, m, s2, ls, family=SE, bias_variance=None):
+    """(L, w) with L L^T = I + S K_uu S and w = S B^-1 S m (notes §2.5); K_uu with the
+    constant ``bias_variance`` v_b in every entry when given."""
     Kuu = kernel_matrix(Xu, Xu, family, s2, np.ascontiguousarray(ls))
+    if bias_variance is not None:
+        Kuu += bias_variance
     S = np.sqrt(p)
     L = np.linalg.cholesky(np.eye(len(p)) + S[:, None] * Kuu * S[None, :])
     w = S * sla.cho_solve((L, True), S * m)

@@ -24,13 +24,26 @@ from ._binary import theta_gradient, unpack_theta
 CG_MAXITER = 20
 
 
-def nlp_eq4(theta, X, y, active, p, m, ard, gradient=False, family=SE, sqdist=None):
+def unpack_full(theta, D, ard, with_bias_variance=False):
+    """``(s2, l (D,), b, v_b)`` of the full vector ``[log s2, log l (1 or D), (log v_b,) b]``;
+    v_b is None without ``with_bias_variance``."""
+    if not with_bias_variance:
+        s2, ls, b, _ = unpack_theta(theta, D, ard)
+        return s2, ls, b, None
+    s2, ls, b, _ = unpack_theta(np.delete(theta, -2), D, ard)
+    return s2, ls, b, float(np.exp(theta[-2]))
+
+
+def nlp_eq4(theta, X, y, active, p, m, ard, gradient=False, family=SE, sqdist=None,
+            with_bias_variance=False):
     """NLP of eq. 4 over the non-active points, and optionally d NLP / d theta.
 
     Parameters
     ----------
     theta : ndarray
-        ``[log s2, log l (1 or D), b]`` (:func:`pack_theta`).
+        ``[log s2, log l (1 or D), b]`` (:func:`pack_theta`), or with
+        ``with_bias_variance`` ``[log s2, log l, log v_b, b]`` (:func:`unpack_full`): the
+        kernel plus the constant v_b in every entry.
     X : ndarray of shape (n, D)
     y : ndarray of shape (n,)
         Labels in {-1, +1}.
@@ -56,7 +69,7 @@ def nlp_eq4(theta, X, y, active, p, m, ard, gradient=False, family=SE, sqdist=No
     f_hat_i = k_iu w, A_ii = s2 - |L^-1 S k_ui|^2. Cost O(n d^2 + n d D).
     """
     n, D = X.shape
-    s2, ls, b, _ = unpack_theta(theta, D, ard)
+    s2, ls, b, vb = unpack_full(theta, D, ard, with_bias_variance)
     mask = np.ones(n, dtype=bool)
     mask[active] = False
     yc = y[mask]
@@ -70,17 +83,21 @@ def nlp_eq4(theta, X, y, active, p, m, ard, gradient=False, family=SE, sqdist=No
             raise ValueError("sqdist holds isotropic distances; it cannot serve an ARD kernel")
         (Kcu, Fcu), (Kuu, Fuu) = (_cov.from_iso_sqdist(d2, family, s2, ls[0], gradient)
                                   for d2 in sqdist)
+    # the stationary parts stay in Kcu, Kuu (the derivatives contract with them)
+    Kcu_b, Kuu_b, prior = Kcu, Kuu, s2
+    if vb is not None:
+        Kcu_b, Kuu_b, prior = Kcu + vb, Kuu + vb, s2 + vb
     S = np.sqrt(p)
-    B = np.eye(len(active)) + S[:, None] * Kuu * S[None, :]
+    B = np.eye(len(active)) + S[:, None] * Kuu_b * S[None, :]
     L = np.linalg.cholesky(B)
     # V is (d, nc) in Fortran order, the layout LAPACK's triangular solves use, so each solve
     # works in place; this function runs at every CG step, and its d x nc temporaries are what
     # it costs beyond the two solves
-    V = np.multiply(Kcu.T, S[:, None], order="F")
+    V = np.multiply(Kcu_b.T, S[:, None], order="F")
     V = sla.solve_triangular(L, V, lower=True, overwrite_b=True, check_finite=False)
     c = sla.solve_triangular(L, S * m, lower=True, check_finite=False)
     f = c @ V
-    A = np.maximum(s2 - np.einsum("ij,ij->j", V, V), 0.0)
+    A = np.maximum(prior - np.einsum("ij,ij->j", V, V), 0.0)
     s = np.sqrt(1.0 + A)
     z = yc * (f + b) / s
     nlp = -float(np.mean(log_ndtr_vec(z)))
@@ -111,7 +128,14 @@ def nlp_eq4(theta, X, y, active, p, m, ard, gradient=False, family=SE, sqdist=No
         g_ls = np.array([scale * sum_l / ls[0] ** 3])
     g_s2 = scale * ((sum_k + np.vdot(G_uu, Kuu)) / s2 + np.sum(q))
     g_b = scale * np.sum(g)
-    return nlp, theta_gradient(g_s2, g_ls, g_b, s2, ls, ard)
+    grad = theta_gradient(g_s2, g_ls, g_b, s2, ls, ard)
+    if vb is None:
+        return nlp, grad
+    # every entry's derivative by v_b is one: the sums of the adjoints of K_cu (G_cu =
+    # g w^T - 2 diag(q) W^T), K_uu and diag A
+    g_vb = scale * (np.sum(g) * np.sum(w) - 2.0 * float(q @ W.sum(axis=0)) + np.sum(G_uu)
+                    + np.sum(q))
+    return nlp, np.insert(grad, grad.size - 1, vb * g_vb)
 
 
 def active_sqdist(X, active):
@@ -126,7 +150,7 @@ def active_sqdist(X, active):
 
 
 def _optimise_hyper(X, y, active, p, m, theta0, ard, family=SE, free=None, bounds=None,
-                    method="cg"):
+                    method="cg", with_bias_variance=False):
     """``method`` ("cg" or "lbfgs") on the NLP of eq. 4 (Algorithm 1 step 6); returns
     (theta, nlp).
 
@@ -142,7 +166,7 @@ def _optimise_hyper(X, y, active, p, m, theta0, ard, family=SE, free=None, bound
         theta = theta0.copy()
         theta[free] = x
         nlp, grad = nlp_eq4(theta, X, y, active, p, m, ard, gradient=True, family=family,
-                            sqdist=sqdist)
+                            sqdist=sqdist, with_bias_variance=with_bias_variance)
         return -nlp, -grad[free], None
 
     # one CG run per outer iteration of Algorithm 1: its cap is the algorithm's, not a fit's

@@ -32,14 +32,14 @@ SITE_MAXITER = 50
 
 
 def _inner_loop(X, y, state, d_max, selection, kappa, site_update, s2, ls, b, rng,
-                family=SE):
+                family=SE, bias_variance=0.0):
     """One inner loop from the prior; returns (active, p, m, NLP_a after each inclusion).
 
     ``family`` is the stationary family code of :mod:`sparsegp._numba.covfuncs` (0: SE) of
-    the kernel s2 g(q) whose ADF columns the loop computes.
+    the kernel s2 g(q) + v_b (``bias_variance``) whose ADF columns the loop computes.
     """
     n = X.shape[0]
-    _adf.reset_state(state, s2, 0.0)
+    _adf.reset_state(state, s2, bias_variance)
     cols = np.arange(n, dtype=np.int64)
     # every column stays up to date (cols = all points), so the core's BLAS column path applies
     Xs, sq_norms = _adf.scaled_inputs(X, ls)
@@ -73,7 +73,7 @@ def _inner_loop(X, y, state, d_max, selection, kappa, site_update, s2, ls, b, rn
                               selection == "adaptive", keys)
             found = _sw.smallest_keys(keys, min(kappa, n_free), J)
             Jc = J[:found]
-            _adf.cov_columns_blas(Xs, sq_norms, s2, 0.0, state, Jc, kt, family)
+            _adf.cov_columns_blas(Xs, sq_norms, s2, bias_variance, state, Jc, kt, family)
             _sw.lookahead_moment(Jc, kt, state.diag_A, state.h, y, b, weights, validation,
                                  nlp, alpha, nu)
             losses = nlp[:found] / norm
@@ -95,7 +95,7 @@ def _inner_loop(X, y, state, d_max, selection, kappa, site_update, s2, ls, b, rn
             c = _scoring.select_best(scores, cols, blocked, rng.random(n))
             j = int(cols[c])
             col = kt[0]
-            _adf.cov_column_blas(Xs, sq_norms, s2, 0.0, state, j, col, family)
+            _adf.cov_column_blas(Xs, sq_norms, s2, bias_variance, state, j, col, family)
             if site_update == "optimize":
                 p_j, m_j, _ = _optimise_site(state, y, b, weights, norm, col, j, -1)
             else:
