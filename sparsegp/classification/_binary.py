@@ -38,8 +38,9 @@ What lives here, and how a classifier uses it:
 
 Parameter packing (log space for the optimiser): ``theta = [log s2, log l (1 value, or D with
 ARD), (log v_b,) bias, *extra]`` (log v_b, the bias variance, only for a kernel with a
-``ConstantKernel`` summand and a classifier that takes one) where ``extra`` is an optional flat block (GFITC: the inducing inputs
-``Z.ravel()``), the packing of :mod:`sparsegp._params` (``theta_packing``).  ``pack_theta``,
+``ConstantKernel`` summand and a classifier that takes one) where ``extra`` is an optional
+flat block (GFITC: the inducing inputs ``Z.ravel()``), the packing of :mod:`sparsegp._params`
+(``theta_packing``).  ``pack_theta``,
 ``unpack_theta`` and ``theta_gradient`` (chain rule from the natural-parameter gradient:
 d/dlog p = p d/dp) convert between the two.  Given a ``spec``, a
 hyper-parameter the kernel holds fixed is left out of theta (and its value comes from the

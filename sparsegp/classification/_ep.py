@@ -473,10 +473,10 @@ class EPClassifier(_BinaryGPClassifierMixin, ClassifierMixin, SparseGPEstimator)
 
     _lml_objective = "The EP log evidence log Z_EP"
     _lml_notes = """``theta`` is ``[log variance, log lengthscale(s), (log v_b,) bias]`` less the
-kernel's fixed hyper-parameters (``theta_``, length-scales as ``lengthscale_``). EP is run to convergence
-at ``theta`` (tolerance ``ep_tol``), warm-started from the fitted sites, and the gradient is
-that of RW Algorithm 5.2 at its fixed point, exact there; at ``theta=None`` both are the
-fitted values."""
+kernel's fixed hyper-parameters (``theta_``, length-scales as ``lengthscale_``). EP is run to
+convergence at ``theta`` (tolerance ``ep_tol``), warm-started from the fitted sites, and the
+gradient is that of RW Algorithm 5.2 at its fixed point, exact there; at ``theta=None`` both
+are the fitted values."""
 
     def _log_marginal_likelihood_gradient(self):
         g = self.log_evidence_gradient_

@@ -543,8 +543,9 @@ def log_evidence_gradient(prior, tau, nu, post):
     if prior.bias_variance is None:
         return d_var, gl1 + gl2, gz1 + gz2
     # sum of dL/dK_fu = L^-T H: (H 1)^T (L^-1 1), H 1 = a sum(alpha) - S^-1 V omega - 2 V g
-    h1 = a * float(np.sum(alpha)) - post.R.T @ (post.R @ (prior.Vt.T @ omega)) \
-        - 2.0 * (prior.Vt.T @ g)
+    h1 = a * float(np.sum(alpha))
+    h1 -= post.R.T @ (post.R @ (prior.Vt.T @ omega))
+    h1 -= prior.Vt.T @ (2.0 * g)
     d_vb = float(h1 @ (prior.Linv @ np.ones(M))) + float(np.sum(G_uu)) + float(np.sum(g))
     return d_var, gl1 + gl2, gz1 + gz2, d_vb
 

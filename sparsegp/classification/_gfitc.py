@@ -372,11 +372,11 @@ class GFITCClassifier(_BinaryGPClassifierMixin, ClassifierMixin, InducingPointEs
     # ---------------------------------------------------------------- evidence at theta
     _lml_objective = "The EP log evidence log Z_EP"
     _lml_notes = """``theta`` is ``[log variance, log lengthscale(s), (log v_b,) bias]`` less the
-kernel's fixed hyper-parameters (``theta_``, length-scales as ``lengthscale_``). The pseudo-inputs stay at
-``inducing_points_``. EP is run to convergence at ``theta`` with the fit's schedule and
+kernel's fixed hyper-parameters (``theta_``, length-scales as ``lengthscale_``). The pseudo-inputs
+stay at ``inducing_points_``. EP is run to convergence at ``theta`` with the fit's schedule and
 tolerance, warm-started from the fitted sites; the gradient is that of notes §1.9 at its fixed
-point, exact there. K_uu takes the jitter the fit ended with (``jitter_``). At ``theta=None``
-both are the fitted values."""
+point, exact there. K_uu takes the jitter the fit ended with (``jitter_``). At ``theta=None`` both
+are the fitted values."""
 
     def _log_marginal_likelihood_gradient(self):
         g = self.log_evidence_gradient_

@@ -16,11 +16,11 @@ gradients on the NLP of eq. 4 with the active set and the sites fixed (gradient 
 notes §3.7) and keeps the best model by NLP.
 
 The covariance is one stationary kernel k = s2 g(|(x - x') / l|^2): by default the isotropic SE
-kernel from a start that follows the data, or any kernel given as ``kernel=`` (SE, Matérn 1/2,
-3/2, 5/2, optionally times a constant), plus a constant v_b in every entry when the kernel has
-``ConstantKernel`` summands (the ADF's bias variance). Its family code (:mod:`sparsegp._numba.covfuncs`) reaches
-every kernel evaluation: the ADF columns of the inner loop, eq. 4 and its gradient, and the
-predictions.
+kernel from a start that follows the data, or any kernel given as ``kernel=`` (SE, Matérn 1/2, 3/2,
+5/2, optionally times a constant), plus a constant v_b in every entry when the kernel has
+``ConstantKernel`` summands (the ADF's bias variance). Its family code
+(:mod:`sparsegp._numba.covfuncs`) reaches every kernel evaluation: the ADF columns of the inner
+loop, eq. 4 and its gradient, and the predictions.
 
 The inner loop lives in :mod:`sparsegp.classification._stagewise_select`, eq. 4, its gradient
 and the outer loop's search in :mod:`sparsegp.classification._stagewise_eq4`; this module holds
@@ -103,7 +103,8 @@ class StagewiseGPClassifier(_BinaryGPClassifierMixin, ClassifierMixin, SparseGPE
         The covariance: one stationary kernel of :mod:`sparsegp.kernels`
         (``SquaredExponential``, ``Matern`` with nu 0.5/1.5/2.5), optionally times a constant,
         plus ``ConstantKernel`` summands (the bias variance v_b, added to every covariance
-        entry; learnt unless "fixed"), or scikit-learn's ``ConstantKernel() * RBF()`` / ``ConstantKernel() * Matern(nu=...)``.
+        entry; learnt unless "fixed"), or scikit-learn's ``ConstantKernel() * RBF()`` /
+        ``ConstantKernel() * Matern(nu=...)``.
         Its values are the initial hyper-parameters; parameters with "fixed" bounds are not
         optimised, and the others stay within their bounds (the CG of Algorithm 1 sees eq. 4
         at the clipped point). None: the isotropic SE kernel with variance 1 on standardised
@@ -372,10 +373,10 @@ class StagewiseGPClassifier(_BinaryGPClassifierMixin, ClassifierMixin, SparseGPE
 
     _lml_objective = "Minus the NLP of eq. 4 (the mean over the non-active points)"
     _lml_notes = """``theta`` is ``[log s2, log l (1, or n_features with ARD), (log v_b,) b]`` less
-the kernel's fixed hyper-parameters (``theta_``, length-scales as ``lengthscale_``). The basis vectors and
-their sites (``active_set_``, ``site_precision_``, ``site_mean_``) stay at the kept model's:
-this is the function the outer loop's conjugate gradients maximise (Algorithm 1 step 6), and
-its gradient (notes §3.7) is exact."""
+the kernel's fixed hyper-parameters (``theta_``, length-scales as ``lengthscale_``). The basis
+vectors and their sites (``active_set_``, ``site_precision_``, ``site_mean_``) stay at the kept
+model's: this is the function the outer loop's conjugate gradients maximise (Algorithm 1 step 6),
+and its gradient (notes §3.7) is exact."""
 
     def _log_marginal_likelihood(self, theta, eval_gradient):
         X, y, full, free, ard, spec = self._nlp_problem
