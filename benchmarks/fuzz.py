@@ -67,6 +67,10 @@ COLUMNS = ("ok",) + FAILURES + ("value_error", "warned")
 THREAD_VARS = ("OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "OMP_NUM_THREADS", "NUMBA_NUM_THREADS")
 #: A fit is also a hang once its wall time passes this many time limits, whatever its CPU time
 HANG_WALL_FACTOR = 10.0
+#: The harness polls its workers at least every second; a longer gap between two polls means
+#: the harness itself was stopped (SIGSTOP) or starved, and only this much of it counts toward
+#: a fit's wall time (a run stopped for half an hour is not a half-hour fit)
+MAX_POLL_GAP = 5.0
 #: A probability row may sum to 1 off by at most this
 PROBA_SUM_TOL = 1e-9
 #: How far above the majority rate (accuracy) or zero (R²) the linear baseline must be for
@@ -292,11 +296,21 @@ class _Worker:
             self.process.start()
         child.close()
         self.ready, self.task, self.started, self.cpu_started = False, None, 0.0, None
+        self.awake, self.polled = 0.0, 0.0
 
     def submit(self, task):
         self.task, self.started = task, time.perf_counter()
+        self.awake, self.polled = 0.0, self.started
         self.cpu_started = self.cpu_seconds()
         self.conn.send(task)
+
+    def wall_seconds(self):
+        """Wall seconds of the running task while the harness was polling: each gap between
+        polls counts up to :data:`MAX_POLL_GAP`."""
+        now = time.perf_counter()
+        self.awake += min(now - self.polled, MAX_POLL_GAP)
+        self.polled = now
+        return self.awake
 
     def cpu_seconds(self):
         """The worker's CPU seconds so far, all threads (None where /proc cannot say)."""
@@ -311,8 +325,9 @@ class _Worker:
 
     def over(self, time_limit):
         """Whether the running task has used up ``time_limit``: CPU seconds where known, wall
-        seconds otherwise, and in any case :data:`HANG_WALL_FACTOR` limits of wall time."""
-        wall = time.perf_counter() - self.started
+        seconds otherwise, and in any case :data:`HANG_WALL_FACTOR` limits of wall time (wall
+        time the harness was awake for, :meth:`wall_seconds`)."""
+        wall = self.wall_seconds()
         now = self.cpu_seconds()
         if now is None or self.cpu_started is None:
             return wall > time_limit

@@ -105,12 +105,29 @@ def test_hang_clock_counts_cpu_time_not_a_stopped_worker():
     w = fuzz._Worker.__new__(fuzz._Worker)
     w.process = SimpleNamespace(pid=os.getpid())        # this process stands in for a worker
     w.started, w.cpu_started = time.perf_counter(), w.cpu_seconds()
+    w.awake, w.polled = 0.0, w.started
     time.sleep(0.5)                                      # wall time passes, no CPU time
     assert not w.over(0.3)
     end = time.process_time() + 0.6
     while time.process_time() < end:                     # CPU time passes
         pass
     assert w.over(0.3)
-    w.started = time.perf_counter() - fuzz.HANG_WALL_FACTOR * 100.0   # blocked far too long
+    # blocked far too long while the harness kept polling
+    w.awake = fuzz.HANG_WALL_FACTOR * 100.0
     w.cpu_started = w.cpu_seconds()
     assert w.over(100.0)
+
+
+def test_a_stopped_harness_does_not_count_its_own_pause_as_a_hang():
+    # the whole run stopped by SIGSTOP for half an hour (another job's timing, CI): on resuming,
+    # the gap since the last poll counts at most MAX_POLL_GAP toward the fit's wall time
+    import time
+    from types import SimpleNamespace
+
+    w = fuzz._Worker.__new__(fuzz._Worker)
+    w.process = SimpleNamespace(pid=os.getpid())
+    w.started = time.perf_counter() - 1800.0
+    w.cpu_started = w.cpu_seconds()
+    w.awake, w.polled = 1.0, w.started + 1.0              # polled for a second, then stopped
+    assert not w.over(60.0)
+    assert w.wall_seconds() <= 1.0 + 2 * fuzz.MAX_POLL_GAP
