@@ -343,7 +343,7 @@ class MultiClassGFITCClassifier(MultiClassGPClassifier):
         """Class probabilities (n, C) by 1-D quadrature of the exact likelihood (notes §6).
 
         Columns follow ``classes_``; rows are renormalised to sum to one (the quadrature
-        error is below 1e-6).
+        error is below 1e-13 by the bound :func:`.likelihood.class_probabilities` states).
         """
         return self._proba(*self.predict_latent(X))
 
