@@ -115,13 +115,14 @@ def test_kernel_part_of_the_gradient_matches_finite_differences(monkeypatch, fam
     kern = reference_kernel(family)
     h = 1e-6
     for args, kwargs, out in calls:
-        (Xc, Zc, s2, lsc, sn, _, _, W_uu, W_fu, w_kappa, nik) = args[:11]
-        assert kwargs.get("family", args[11] if len(args) > 11 else cf.SE) == family
+        (Xc, Zc, s2, lsc, sn, _, _, W_uu, W_fu, w_kappa, nik, jit) = args[:12]
+        assert jit == 1e-10
+        assert kwargs.get("family", args[12] if len(args) > 12 else cf.SE) == family
         W_uu = 0.5 * (W_uu + W_uu.T)
 
         def objective(lv, ln, ll, Zv):
             v, n, l_ = np.exp(lv), np.exp(ln), np.exp(ll)
-            Kuu = kern(Zv, Zv, v, l_) + (n if nik else 0.0) * np.eye(Zv.shape[0])
+            Kuu = kern(Zv, Zv, v, l_) + ((n if nik else 0.0) + jit * v) * np.eye(Zv.shape[0])
             val = np.sum(W_uu * Kuu) + np.sum(w_kappa) * (v + n)
             if W_fu is not None:
                 val += np.sum(W_fu * kern(Xc, Zv, v, l_))
@@ -428,3 +429,29 @@ def test_prior_and_class_kernel_factor_a_singular_k_with_the_jitter_added_to_k()
             assert 1e-10 * prior.variance[c] <= added <= 1e-6 * prior.variance[c]
             np.testing.assert_allclose(np.diag(K_c) - np.diag(prior.K_se[c]), added, rtol=1e-12)
             np.testing.assert_allclose(L @ L.T, K_c, rtol=1e-12, atol=1e-15)
+
+
+@pytest.mark.parametrize("nik", [True, False])
+def test_jitter_is_relative_to_the_class_variance_and_its_gradient_follows(nik):
+    # issue 48: jitter means jitter x variance in every estimator; the multi-class K_c held an
+    # absolute 1e-10 before. A jitter large enough to matter shows the term and its share of
+    # d/dlog variance (at 1e-10 a missing term would hide below the difference's round-off).
+    rng = np.random.default_rng(7)
+    Z = rng.normal(size=(4, 2))
+    ls = np.array([0.8, 1.7])
+    var, noise, jit = 250.0, 0.1, 1e-2
+    K, K_se = mck.kernel_kuu(Z, var, ls, noise, nik, jit)
+    np.testing.assert_allclose(np.diag(K - K_se), (noise if nik else 0.0) + jit * var,
+                               rtol=1e-12)
+    A = rng.normal(size=(4, 4))
+    W = A + A.T
+
+    def objective(log_var):
+        return np.sum(W * mck.kernel_kuu(Z, np.exp(log_var), ls, noise, nik, jit)[0])
+
+    g_var = mck.kernel_grads(None, Z, var, ls, noise, K_se, None, W, None, 0.0, nik, jit)[0]
+    h = 1e-6
+    fd = (objective(np.log(var) + h) - objective(np.log(var) - h)) / (2 * h)
+    assert g_var == pytest.approx(fd, rel=1e-7)
+    # the jitter's own share is a thousand times the tolerance: without it the test above fails
+    assert abs(np.trace(W) * jit * var) > 1e-4 * abs(fd)

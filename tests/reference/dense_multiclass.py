@@ -19,10 +19,11 @@ def se(X, Z, variance, lengthscale):
 def fitc_terms(X, Z, variance, lengthscale, noise, noise_in_kuu, jitter, kernel=se):
     """K_c, directions V = K_fu K_c^{-1} (N, M) and FITC variances d (N,) of one class.
 
-    ``kernel(A, B, variance, lengthscale)`` is the signal covariance (SE by default).
+    ``kernel(A, B, variance, lengthscale)`` is the signal covariance (SE by default); the
+    jitter is relative to ``variance``.
     """
     K = (kernel(Z, Z, variance, lengthscale)
-         + ((noise if noise_in_kuu else 0.0) + jitter) * np.eye(len(Z)))
+         + ((noise if noise_in_kuu else 0.0) + jitter * variance) * np.eye(len(Z)))
     Kfu = kernel(X, Z, variance, lengthscale)
     V = np.linalg.solve(K, Kfu.T).T
     d = variance + noise - np.sum(Kfu * V, axis=1)

@@ -86,7 +86,8 @@ noise_variance_bounds : "deprecated"
 noise_in_kuu : bool, default=True
     Put sigma0_c on the diagonal of K_c (the R code's nugget convention, notes §1.1).
 jitter : float, default=1e-10
-    Absolute jitter on K_c's diagonal.""",
+    ``jitter * sigma_c`` is added to K_c's diagonal: relative to each class's signal
+    variance, as in every estimator of the library (at sigma_c = 1, the R code's nugget).""",
     "fitted": """\
 Attributes
 ----------

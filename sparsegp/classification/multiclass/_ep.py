@@ -487,7 +487,8 @@ in-memory array keeps."""
     def predict_proba(self, X):
         """Class probabilities by 1-D quadrature of the exact likelihood (notes §6), (N, C).
 
-        Accurate to well below 1e-4 (trapezoid rule resolving the narrowest latent sd).
+        Gauss-Legendre panels sized to the narrowest latent sd in use, each probability
+        within :data:`.likelihood.QUAD_TOL` (:func:`.likelihood.class_probabilities`).
         """
         return self._proba(*self.predict_latent(X))
 

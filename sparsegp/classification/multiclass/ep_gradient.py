@@ -53,7 +53,8 @@ def _row_gradient(X, hyp, prior, Kfu, V, res, scale, noise_in_kuu):
     for c in range(C):
         g_lv[c], g_ln[c], g_ll[c], g_Z[c] = _k.kernel_grads(
             X, hyp.Z[c], prior.variance[c], prior.lengthscale[c], prior.noise[c],
-            prior.K_se[c], Kfu[c], zero, W_fu[c], wsum[:, c], noise_in_kuu, hyp.family)
+            prior.K_se[c], Kfu[c], zero, W_fu[c], wsum[:, c], noise_in_kuu, prior.jitter,
+            hyp.family)
     return _k.pack_params(g_lv, g_ln, g_ll, g_Z), GVtV
 
 
@@ -80,7 +81,8 @@ def _kuu_gradient(hyp, prior, W_uu, noise_in_kuu):
     for c in range(C):
         g_lv[c], g_ln[c], g_ll[c], g_Z[c] = _k.kernel_grads(
             None, hyp.Z[c], prior.variance[c], prior.lengthscale[c], prior.noise[c],
-            prior.K_se[c], None, W_uu[c], None, 0.0, noise_in_kuu, hyp.family)
+            prior.K_se[c], None, W_uu[c], None, 0.0, noise_in_kuu, prior.jitter,
+            hyp.family)
     return _k.pack_params(g_lv, g_ln, g_ll, g_Z)
 
 

@@ -64,6 +64,7 @@ class Prior:
         self.lengthscale = np.exp(hyp.log_lengthscale)
         self.kappa = _k.kernel_kappa(self.variance, self.noise)
         self.family = hyp.family
+        self.jitter = jitter
         self.K = np.empty((C, M, M))
         self.K_se = np.empty((C, M, M))
         self.L = np.empty((C, M, M))

@@ -8,7 +8,8 @@ R code's squared length-scale is l^2) and additive Gaussian latent noise
 
     k_c(x, x') = sigma_c g(sum_d (x_d - x'_d)^2 / l_{c,d}^2)                (signal, K_fu)
     kappa_c    = sigma_c + sigma0_c                                         (prior var of f_ic)
-    K_c        = k_c(Z_c, Z_c) + sigma0_c I [if noise_in_kuu] + jitter I    (inducing prior)
+    K_c        = k_c(Z_c, Z_c) + sigma0_c I [if noise_in_kuu] + jitter sigma_c I
+                                                                  (inducing prior)
 
 with g(q) = exp(-q/2) for SE and the Matérn forms of :mod:`sparsegp._numba.covfuncs` otherwise.
 ``noise_in_kuu=True`` is the R nugget convention used by the paper; ``False`` gives noise-free
@@ -30,7 +31,8 @@ from ..._linalg import cholesky_jitter
 from ..._params import Block, Packing, log_box
 from ..._numba import covfuncs as _cf
 
-#: Default absolute jitter on K_c's diagonal (the R code's 1e-10 nugget).
+#: Default jitter on K_c's diagonal, relative to the class's signal variance sigma_c as in
+#: every estimator of the library (notes §0.2); at sigma_c = 1 it is the R code's 1e-10 nugget.
 DEFAULT_JITTER = 1e-10
 #: The box of the baselines' L-BFGS-B searches (GFITC, batch VI), named in sparsegp._params
 LBFGS_BOX = "multiclass_lbfgs"
@@ -60,7 +62,7 @@ def kernel_kfu(X, Z, variance, lengthscale, family=_cf.SE):
 
 def kernel_kuu(Z, variance, lengthscale, noise, noise_in_kuu=True, jitter=DEFAULT_JITTER,
                family=_cf.SE):
-    """Inducing prior covariance K_c = k_c(Z, Z) [+ noise I] + jitter I, shape (M, M).
+    """Inducing prior covariance K_c = k_c(Z, Z) [+ noise I] + jitter variance I, shape (M, M).
 
     Parameters
     ----------
@@ -69,6 +71,7 @@ def kernel_kuu(Z, variance, lengthscale, noise, noise_in_kuu=True, jitter=DEFAUL
     lengthscale : ndarray of shape (D,)
     noise_in_kuu : bool, default=True
     jitter : float, default=1e-10
+        Relative to ``variance``: ``jitter * variance`` is added to the diagonal.
     family : int, default=SE
         Stationary family code of :mod:`sparsegp._numba.covfuncs`.
 
@@ -81,7 +84,7 @@ def kernel_kuu(Z, variance, lengthscale, noise, noise_in_kuu=True, jitter=DEFAUL
     """
     K_se = _cov.cross_by_size(Z, Z, family, variance, lengthscale)
     K = K_se.copy()
-    K[np.diag_indices_from(K)] += (noise if noise_in_kuu else 0.0) + jitter
+    K[np.diag_indices_from(K)] += (noise if noise_in_kuu else 0.0) + jitter * variance
     return K, K_se
 
 
@@ -91,7 +94,7 @@ def kernel_kappa(variance, noise):
 
 
 def kernel_grads(X, Z, variance, lengthscale, noise, K_se, Kfu, W_uu, W_fu, w_kappa,
-                 noise_in_kuu=True, family=_cf.SE):
+                 noise_in_kuu, jitter, family=_cf.SE):
     """Gradient of <W_uu, K_c> + <W_fu, K_fu> + sum(w_kappa) * kappa_c for one class.
 
     Parameters
@@ -110,6 +113,9 @@ def kernel_grads(X, Z, variance, lengthscale, noise, K_se, Kfu, W_uu, W_fu, w_ka
     w_kappa : float or ndarray of shape (N,)
         Weights of kappa (summed).
     noise_in_kuu : bool
+    jitter : float
+        The relative jitter of :func:`kernel_kuu`: its ``jitter * variance`` on K_c's diagonal
+        moves with the variance.
     family : int, default=SE
         Stationary family code of :mod:`sparsegp._numba.covfuncs`.
 
@@ -122,7 +128,7 @@ def kernel_grads(X, Z, variance, lengthscale, noise, K_se, Kfu, W_uu, W_fu, w_ka
     """
     W_uu = 0.5 * (W_uu + W_uu.T)
     wk = float(np.sum(w_kappa))
-    g_var = float(np.sum(W_uu * K_se)) + wk * variance
+    g_var = float(np.sum(W_uu * K_se)) + wk * variance + float(np.trace(W_uu)) * jitter * variance
     g_noise = wk * noise
     if noise_in_kuu:
         g_noise += float(np.trace(W_uu)) * noise
@@ -175,7 +181,7 @@ def tie_lengthscales(grad, C, D):
 def chol_kuu(K, name="K_c"):
     """Lower Cholesky factor of an inducing prior K_c through the library's one jitter ladder.
 
-    The first try factors K_c as given (it already holds the absolute ``jitter`` of
+    The first try factors K_c as given (it already holds the ``jitter * variance`` of
     :func:`kernel_kuu`); on failure :func:`sparsegp._linalg.cholesky_jitter` grows a jitter
     relative to the mean of K_c's diagonal (sigma_c [+ sigma0_c]) from 1e-10 tenfold, and that
     jitter is then added to ``K`` in place, so that K and its factor agree. Silent, as during
@@ -338,6 +344,7 @@ class ClassKernel:
         self.Z = hyp.Z[c]
         self.family = hyp.family
         self.noise_in_kuu = noise_in_kuu
+        self.jitter = jitter
         self.K, self.K_se = kernel_kuu(self.Z, self.variance, self.lengthscale, self.noise,
                                            noise_in_kuu, jitter, self.family)
         self.LK = chol_kuu(self.K, f"K_c of class {c}")
@@ -350,4 +357,5 @@ class ClassKernel:
         <W_uu, K> + <W_fu, K_fu> + sum(w_kappa) kappa."""
         return kernel_grads(X, self.Z, self.variance, self.lengthscale, self.noise,
                                 self.K_se, self.P, W_uu, W_fu, w_kappa, self.noise_in_kuu,
+                                self.jitter,
                                 self.family)
