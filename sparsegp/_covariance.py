@@ -13,7 +13,8 @@ checks it). They are:
   the row-block and column forms of the fused compiled passes are in
   :mod:`sparsegp._numba.covfuncs` (``stationary_rows``, ``gram_column``, ``pair_value``);
 * the gradient contraction of L = Σ W ⊙ K(X, Z): natural-parameter (:func:`grad_contract`,
-  :func:`grad_by_size`) and in log space with the variance term (:func:`log_gradient`).
+  :func:`grad_by_size`) and in log space with the variance term (:func:`log_gradient`);
+  the variance term alone is :func:`variance_gradient`, the one place it is written.
 
 The squared-exponential names (``se_kernel``, ``kuu``, ``se_grad_contract``) are the forms the
 engines called before the other families came.
@@ -160,6 +161,19 @@ def deriv_factor(X, Z, K, family, variance, lengthscale):
 
 
 # ----------------------------------------------------------------------------------------------
+# the variance term, written once
+
+def variance_gradient(W, K):
+    """d/dlog s² of L = Σ W ⊙ K for K = k(X, Z) (N, M) and its adjoint W (N, M).
+
+    Every family is s² g(·), so the derivative by log s² is L itself, whatever g is, and needs
+    no pass over the inputs. An engine that wants d/ds² divides by s² (its chain rule, not a
+    second formula). Returns a Python float.
+    """
+    return float(np.sum(W * K))
+
+
+# ----------------------------------------------------------------------------------------------
 # the one gradient contraction in log space (what the kernel objects' gradient returns)
 
 def log_gradient(X, Z, W, family, variance, lengthscale, *, K=None, symmetric=False,
@@ -204,7 +218,7 @@ def log_gradient(X, Z, W, family, variance, lengthscale, *, K=None, symmetric=Fa
     g_ls, g_Z = out[0], out[1]
     parts = []
     if free_variance:
-        parts.append([float(np.sum(W * K))])
+        parts.append([variance_gradient(W, K)])
     if free_lengthscale:
         gl = g_ls * ls                                          # chain rule to log ℓ
         parts.append(gl if ard else [float(np.sum(gl))])
