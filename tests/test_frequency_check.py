@@ -17,7 +17,8 @@ from sklearn.preprocessing import StandardScaler
 
 import sparsegp
 from sparsegp.classification._frequencies import (
-    JUDGED_SAMPLE, LINEAR_MARGIN, FrequencyCheckMixin, compare_with_frequencies, judged_rows,
+    JUDGED_SAMPLE, LINEAR_MARGIN, FrequencyCheckMixin, compare_with_frequencies, credited,
+    judged_rows,
     one_class_verdict,
 )
 from sparsegp.exceptions import ConvergenceWarning
@@ -247,4 +248,73 @@ def test_fuzz_fits_that_were_silently_flat_now_say_so(name, index):
     messages = _fit_recording(est, X[:N], y[:N])
     assert np.unique(est.predict(X[:N])).size == 1
     assert any(ONE_CLASS in m for m in messages), messages
+    assert fuzz.fit_one(name, 0, index)["flags"] == {"ok", "warned"}
+
+
+def test_a_tie_counts_for_neither_class_in_either_verdict():
+    # rows 1 and 2 sit at probability 1/2 to within round-off: which class argmax gives them
+    # is decided by the last bit, so neither verdict may read them as a prediction
+    half = 0.5 + np.array([0.0, 3e-17, -1e-13])
+    proba = np.column_stack([1 - half, half])
+    proba[0] = [0.1, 0.9]
+    y = np.array([1, 0, 0])
+    share, decided = credited(proba, y)
+    np.testing.assert_array_equal(decided, [True, False, False])
+    np.testing.assert_allclose(share, [1.0, 0.5, 0.5])
+    v = compare_with_frequencies(proba, y)
+    assert v["accuracy"] == pytest.approx(2 / 3) and v["no_better"]
+    # argmax alone would give rows 1 and 2 class 0 and so 3 of 3 right: no warning
+    assert np.mean(np.argmax(proba, axis=1) == y) == 1.0
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((3, 2))
+    X[:, 0] += 3 * (y == 1)
+    w = one_class_verdict(proba, y, X)
+    assert w is not None and w["predicted"] == 1 and w["ties"] == 2
+    # a probability difference a fit means is no tie
+    proba[1] = [0.5 + 1e-9, 0.5 - 1e-9]
+    assert credited(proba, y)[1][1] and one_class_verdict(proba, y, X) is None
+
+
+def test_three_ties_at_the_top_share_the_credit():
+    proba = np.array([[0.3, 0.3, 0.3 + 1e-15, 0.1], [0.7, 0.1, 0.1, 0.1]])
+    share, decided = credited(proba, np.array([1, 0]))
+    np.testing.assert_allclose(share, [1 / 3, 1.0])
+    np.testing.assert_array_equal(decided, [False, True])
+
+
+@pytest.mark.parametrize("name", ["EPClassifier", "IVMClassifier", "StagewiseGPClassifier"])
+def test_predict_is_the_argmax_of_predict_proba_on_a_tie(name, monkeypatch):
+    # d = +1e-17 gives probability 1/2 exactly: predict and predict_proba must agree on it
+    X, y = np.r_[np.zeros((4, 1)), np.ones((4, 1))], np.r_[np.zeros(4), np.ones(4)]
+    est = getattr(sparsegp, name)(random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        est.fit(X, y)
+    d = np.array([1e-17, -1e-17, 0.3, -0.3])
+    if name == "IVMClassifier":     # its probabilities come from its one model's argument
+        monkeypatch.setattr(est.models_[0], "probit_argument", lambda X: d)
+    else:
+        monkeypatch.setattr(type(est), "decision_function", lambda self, X: d)
+    proba = est.predict_proba(X[:4])
+    assert proba[0, 0] == proba[0, 1] == 0.5
+    np.testing.assert_array_equal(est.predict(X[:4]),
+                                  est.classes_[np.argmax(proba, axis=1)])
+    np.testing.assert_array_equal(est.predict(X[:4]), [0, 0, 1, 0])
+
+
+def test_fuzz_problem_1901_a_one_class_fit_behind_a_tie_is_reported():
+    # Stagewise on 3 rows in 19 dimensions: two decided rows take class 1, one sits at a tie;
+    # before ties were read as such, the check gave the tie to class 0 while predict gave it
+    # class 1 (d > 0 by 1e-17), and the fit went unreported
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(
+        __file__))), "benchmarks"))
+    import fuzz
+    name, index = "StagewiseGPClassifier", 1901
+    X, y, N = fuzz.problem(0, index, fuzz.kind_of(name))
+    est = fuzz.make_estimator(name, index)
+    messages = _fit_recording(est, X[:N], y[:N])
+    share, decided = credited(est.predict_proba(X[:N]), np.searchsorted(est.classes_, y[:N]))
+    assert not decided.all()
+    assert any(ONE_CLASS in m and "tied at equal probabilities" in m for m in messages), \
+        messages
     assert fuzz.fit_one(name, 0, index)["flags"] == {"ok", "warned"}

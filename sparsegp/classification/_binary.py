@@ -513,6 +513,8 @@ class _BinaryGPClassifierMixin(FrequencyCheckMixin):
         return np.column_stack([special.ndtr(-d), special.ndtr(d)])
 
     def predict(self, X):
-        """Most probable class label for each row of X, shape (n_samples,)."""
-        positive = self.decision_function(X) > 0
-        return self.classes_[positive.astype(np.int64)]
+        """Most probable class label for each row of X, shape (n_samples,): the argmax of
+        :meth:`predict_proba`, as in scikit-learn, so that the two never disagree (an exact
+        tie at probability 1/2 goes to ``classes_[0]``)."""
+        proba = self.predict_proba(X)      # checks that the model is fitted
+        return self.classes_[np.argmax(proba, axis=1)]

@@ -31,6 +31,14 @@ class, predicting one class is what the data support, and nothing is said. The f
 while the same logistic regression beats the majority rate by that margin, so the check and
 the count read one definition.
 
+A row whose two largest probabilities are within ``TIE_PROBA`` of each other is a tie: which
+class it gets is decided by round-off, and another path to the same probabilities (a larger
+batch in ``predict``, another thread count) can turn it. Both verdicts read such a row as
+evidence for neither class: it earns 1/t of a correct answer when its label is among the t
+tied classes, and it does not count as predicting a class (issue 49's fuzz problem 1901, three
+rows, two of them at probability 1/2 to the last bit, where ``predict`` and the check broke the
+tie differently and a one-class fit went unreported).
+
 Every public classifier mixes in :class:`FrequencyCheckMixin` and calls
 :meth:`FrequencyCheckMixin._check_against_frequencies` at the end of ``fit``; it provides
 ``_judged_proba(X, rows)`` (its probabilities on those rows of the fit's X, columns as
@@ -46,7 +54,7 @@ from .._inducing_base import take_rows
 from .._validation import plain
 from ..exceptions import ConvergenceWarning, warn
 
-__all__ = ["FrequencyCheckMixin", "judged_rows", "compare_with_frequencies",
+__all__ = ["FrequencyCheckMixin", "judged_rows", "credited", "compare_with_frequencies",
            "one_class_verdict"]
 
 #: At most this many evenly spaced training rows are judged (:func:`judged_rows`)
@@ -66,6 +74,11 @@ CLIP = 1e-15
 #: fuzz suite's SIGNAL_MARGIN
 LINEAR_MARGIN = 0.1
 
+#: Two probabilities closer than this are a tie (module docstring): far above the round-off of
+#: two paths to one probability (~1e-16 times the latent's scale), far below any probability
+#: difference a fit means
+TIE_PROBA = 1e-12
+
 #: The judged rows as both verdicts read them (filled into their docstrings by fill_doc)
 _JUDGED = {"judged": """proba : ndarray of shape (k, n_classes)
     Predicted probabilities of the judged rows, columns in label order.
@@ -81,6 +94,24 @@ def judged_rows(n_samples):
 
 
 @fill_doc(_JUDGED)
+def credited(proba, y_index):
+    """Each judged row's share of a correct answer, shape (k,): 1 when its label has the
+    largest probability alone, 1/t when the label is one of t classes tied at the top (within
+    ``TIE_PROBA``), else 0; and whether the row is decided (no tie), shape (k,), bool.
+
+    Parameters
+    ----------
+    %(judged)s
+    """
+    proba = np.asarray(proba, dtype=np.float64)
+    top = proba.max(axis=1, keepdims=True)
+    tied = proba >= top - TIE_PROBA
+    n_top = tied.sum(axis=1)
+    share = tied[np.arange(proba.shape[0]), y_index] / n_top
+    return share, n_top == 1
+
+
+@fill_doc(_JUDGED)
 def compare_with_frequencies(proba, y_index):
     """The fit's accuracy and log loss against the constant predictor of the frequencies.
 
@@ -91,7 +122,8 @@ def compare_with_frequencies(proba, y_index):
     Returns
     -------
     verdict : dict
-        ``accuracy`` and ``majority`` (the majority rate), ``log_loss`` and ``entropy`` (of
+        ``accuracy`` (ties credited by :func:`credited`) and ``majority`` (the majority
+        rate), ``log_loss`` and ``entropy`` (of
         the class frequencies, nats), ``spread`` (largest median absolute deviation of a
         column of ``proba``), ``rows`` (k) and ``no_better`` (bool: accuracy <= majority,
         and log loss >= entropy or spread < ``FLAT_PROBA``; see the module docstring).
@@ -100,7 +132,7 @@ def compare_with_frequencies(proba, y_index):
     y_index = np.asarray(y_index, dtype=np.int64)
     k, n_classes = proba.shape
     freq = np.bincount(y_index, minlength=n_classes) / k
-    accuracy = float(np.mean(np.argmax(proba, axis=1) == y_index))
+    accuracy = float(np.mean(credited(proba, y_index)[0]))
     majority = float(freq.max())
     log_loss = -float(np.mean(np.log(np.clip(proba[np.arange(k), y_index], CLIP, 1.0))))
     entropy = -float(np.sum(freq[freq > 0] * np.log(freq[freq > 0])))
@@ -139,22 +171,28 @@ def one_class_verdict(proba, y_index, X):
     Returns
     -------
     verdict : dict or None
-        None when the predictions take more than one class, or the labels only one.
-        Otherwise ``predicted`` (the column index every row gets), ``accuracy`` (the fit's),
+        None when the decided rows (:func:`credited`) take more than one class, or the
+        labels only one.
+        Otherwise ``predicted`` (the column index every decided row gets), ``accuracy`` (the
+        fit's, ties credited),
         ``linear`` (the logistic regression's training accuracy, :func:`linear_accuracy`),
-        ``rows`` (k), ``features`` (D) and ``one_class`` (bool: ``linear - accuracy >=
+        ``rows`` (k), ``ties`` (rows not decided), ``features`` (D) and ``one_class`` (bool: ``linear - accuracy >=
         LINEAR_MARGIN``).
     """
     proba = np.asarray(proba, dtype=np.float64)
     y_index = np.asarray(y_index, dtype=np.int64)
-    predicted = np.argmax(proba, axis=1)
+    share, decided = credited(proba, y_index)
+    # a tie predicts no class: the classes the decided rows get (all rows tied: the tie-break
+    # predict applies, the first of the tied classes)
+    predicted = np.argmax(proba[decided] if decided.any() else proba, axis=1)
     if np.unique(predicted).size > 1 or np.unique(y_index).size < 2:
         return None
-    accuracy = float(np.mean(predicted == y_index))
+    accuracy = float(np.mean(share))
     X = X() if callable(X) else X
     linear = linear_accuracy(X, y_index)
     return dict(predicted=int(predicted[0]), accuracy=accuracy, linear=linear,
-                rows=int(y_index.size), features=int(np.shape(X)[1]),
+                rows=int(y_index.size), ties=int(np.sum(~decided)),
+                features=int(np.shape(X)[1]),
                 one_class=linear - accuracy >= LINEAR_MARGIN)
 
 
@@ -231,12 +269,14 @@ class FrequencyCheckMixin:
         others = int(np.sum(y_index != w["predicted"]))
         few = (f"; with {k} rows and {D} features a linear model can fit almost any labels, "
                f"so its lead may not carry over to new rows" if k <= D + 1 else "")
+        tied = (f" ({w['ties']} tied at equal probabilities, counted for neither class)"
+                if w["ties"] else "")
         threshold = ("a threshold on predict_proba other than 1/2" if proba.shape[1] == 2
                      else "ranking by predict_proba instead of predict")
         warn(
             f"{label or type(self).__name__}: predicts class {name!r} for all {k} training "
             f"rows though {others} of them {'is' if others == 1 else 'are'} of another "
-            f"class: its accuracy {w['accuracy']:.3f} against {w['linear']:.3f} for a "
+            f"class{tied}: its accuracy {w['accuracy']:.3f} against {w['linear']:.3f} for a "
             f"logistic regression on the standardised inputs{few}. Its probabilities beat the "
             f"class frequencies (log loss {v['log_loss']:.4f} against their entropy "
             f"{v['entropy']:.4f}) but none crosses the decision boundary; try more training "

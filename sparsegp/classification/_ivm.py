@@ -566,8 +566,8 @@ fixed or absent). The active sets and their sites (``active_set_``, ``site_preci
         return one_vs_rest_proba(Z)
 
     def predict(self, X):
-        """Class of each row of X: sign(mu + b) (binary) or argmax_c log P_c(y = +1 | x)."""
-        d = self.decision_function(X)
-        if d.ndim == 1:
-            return self.classes_[(d > 0).astype(np.int64)]
-        return self.classes_[np.argmax(d, axis=1)]
+        """Class of each row of X, shape (n_samples,): the argmax of :meth:`predict_proba`
+        (the sign of mu + b, binary; the largest log P_c(y = +1 | x), multi-class), so that
+        the two never disagree on a tie."""
+        proba = self.predict_proba(X)      # checks that the model is fitted
+        return self.classes_[np.argmax(proba, axis=1)]
