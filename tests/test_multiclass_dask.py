@@ -62,7 +62,8 @@ def test_scheduler_address_and_dask_labels_give_the_same_fit(cluster):
     _assert_same_fit(ref, est)
 
 
-def test_minibatch_steps_never_bring_x_to_the_driver(client, monkeypatch):
+@pytest.mark.parametrize("init", ["random", "kmeans"])
+def test_minibatch_steps_never_bring_x_to_the_driver(client, monkeypatch, init):
     X, y = _data(n=4000)
     Xd = da.from_array(X, chunks=(1000, 3))
     seen = []
@@ -78,14 +79,17 @@ def test_minibatch_steps_never_bring_x_to_the_driver(client, monkeypatch):
         monkeypatch.setattr(da.Array, name, recording(getattr(da.Array, name)))
     steps = []
     est = MultiClassEPClassifier(method="sep", n_inducing=8, batch_size=100, max_iter=1,
-                                 random_state=0, callback=lambda e, s: steps.append(s))
+                                 init=init, random_state=0,
+                                 callback=lambda e, s: steps.append(s))
     with client.as_current():
         est.fit(Xd, y)
     # two workers, minibatches of 100 from two chunks: 4000 / 200 = 20 steps in the epoch
     assert steps == list(range(1, 21))
     assert np.isfinite(est.log_evidence_) and np.all(np.isfinite(est.posterior_mean_))
-    # only the start's draws came here: the inducing inputs and the median-heuristic sample
-    assert seen and max(shape[0] for shape in seen) <= 1000 < X.shape[0]
+    # only the start's draws came here: the inducing inputs and the median-heuristic sample,
+    # and for k-means (the default) its subsample of 20 M + 1000 rows, whatever N is
+    bound = 1000 if init == "random" else 20 * 8 + 1000
+    assert seen and max(shape[0] for shape in seen) <= bound < X.shape[0]
     assert np.mean(est.predict(X) == y) > 0.8
 
 

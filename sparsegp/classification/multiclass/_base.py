@@ -11,6 +11,7 @@ from sklearn.base import ClassifierMixin
 
 from ... import kernels as _kernels
 from ..._numba import covfuncs as _cf
+from ... import _covariance as _cov
 from ..._docstrings import fill_doc
 from ..._inducing_base import InducingPointEstimator, median_lengthscale, take_rows  # noqa: F401
 from ..._scaling import InputScaling
@@ -21,7 +22,7 @@ from .kernel import pack_params
 from .._frequencies import FrequencyCheckMixin
 from .rows import check_multiclass_labels, check_row_sliceable, is_lazy_store
 
-#: A start whose median 0.5 |x - z|^2 / l^2 exceeds this (k/s2 < 1e-9) has vanishing kernel
+#: A start whose median 0.5 |x - x'|^2 / l^2 over training rows exceeds this (k/s2 < 1e-9) has vanishing kernel
 #: values and gradients; see MultiClassGPClassifier._rescue_degenerate_lengthscale
 DEGENERATE_EXPONENT = 20.0
 #: Below this many inducing points a class, a fit no better than the class frequencies is
@@ -52,9 +53,12 @@ n_inducing : int or "auto", default="auto"
     that is smaller (ignored when ``inducing_points`` is given).
 inducing_points : ndarray of shape (M, D) or (C, M, D), optional
     Initial inducing inputs (shared by every class when 2-D).
-init : {"random", "kmeans", "subset"}, default="random"
-    Initial Z_c: M random training rows drawn independently per class (the paper), k-means
-    centres started from them, or M random rows of class c (requires M <= every class size).""",
+init : {"random", "kmeans", "subset"}, default="kmeans"
+    Initial Z_c: M random training rows drawn independently per class (``"random"``, the
+    paper's start), k-means centres started from them (``"kmeans"``), or M random rows of
+    class c (``"subset"``, requires M <= every class size). The default is the one every
+    estimator that places inducing inputs takes: by ``benchmarks/INIT.md`` k-means wins for
+    EP and the variational bound and ties for GFITC, at the same cost.""",
     "kernel": """\
 kernel : Kernel or list of Kernel, optional
     The signal covariance of every class: a :mod:`sparsegp.kernels` stationary kernel
@@ -402,7 +406,7 @@ class MultiClassGPClassifier(FrequencyCheckMixin, ClassifierMixin, InducingPoint
         return [spec.fitted(float(v), ls) for spec, v, ls in zip(specs, variance, lengthscale)]
 
     def _rescue_degenerate_lengthscale(self, X, Z, lengthscale, rng, learnt):
-        """Scale given length-scales up when the kernel between the data and Z vanishes.
+        """Scale given length-scales up when the kernel between training points vanishes.
 
         With length-scales far below the distances between points (unit length-scales on
         standardised 36-D data: k/s2 ~ exp(-36) between typical points) every kernel value and
@@ -418,19 +422,21 @@ class MultiClassGPClassifier(FrequencyCheckMixin, ClassifierMixin, InducingPoint
         pick = np.random.default_rng(0).choice(X.shape[0], size=min(X.shape[0], 500),
                                                replace=False)
         rows = take_rows(X, np.sort(pick))
-        exponents = []
-        for c in range(Z.shape[0]):
-            a = rows / lengthscale[c]
-            b = Z[c] / lengthscale[c]
-            d2 = np.maximum(np.sum(a * a, 1)[:, None] + np.sum(b * b, 1)[None, :]
-                            - 2.0 * a @ b.T, 0.0)
-            exponents.append(0.5 * np.median(d2))
+        if rows.shape[0] < 2:
+            return lengthscale
+        # between training rows, not rows and Z: k-means centres (the default start) sit
+        # nearer every row than rows sit to each other (about half the squared distance), so
+        # a kernel that vanishes between the data would pass unseen, and the fit would stay
+        # near the prior without a word
+        pairs = np.triu_indices(rows.shape[0], 1)
+        exponents = [0.5 * np.median(_cov.sqdist(rows / ls, rows / ls)[pairs])
+                     for ls in lengthscale]
         if max(exponents) <= DEGENERATE_EXPONENT:
             return lengthscale
         if not learnt.any():
             warn(
-                f"the given lengthscale makes the kernel between training points and inducing "
-                f"inputs vanish (median k/variance = exp(-{max(exponents):.0f})) and it is held "
+                f"the given lengthscale makes the kernel between training points vanish "
+                f"(median k/variance = exp(-{max(exponents):.0f})) and it is held "
                 f"(fixed bounds or optimizer=None), so the predictions will stay near the "
                 f"prior; longer length-scales or standardised inputs help.",
                 ConvergenceWarning)
@@ -439,8 +445,8 @@ class MultiClassGPClassifier(FrequencyCheckMixin, ClassifierMixin, InducingPoint
         geo = np.exp(np.mean(np.log(lengthscale), axis=1, keepdims=True))
         rescued = np.where(learnt[:, None], lengthscale * (target / geo), lengthscale)
         warn(
-            f"the initial lengthscale makes the kernel between training points and inducing "
-            f"inputs vanish (median k/variance = exp(-{max(exponents):.0f})), so no gradient "
+            f"the initial lengthscale makes the kernel between training points vanish "
+            f"(median k/variance = exp(-{max(exponents):.0f})), so no gradient "
             f"could move it; starting instead from length-scales scaled by "
             f"{float(np.mean((target / geo)[learnt])):.3g} to the median heuristic "
             f"({target:.3g}; kernel=None uses it directly). Standardised inputs help.",

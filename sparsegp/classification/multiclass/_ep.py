@@ -143,7 +143,7 @@ class MultiClassEPClassifier(MultiClassGPClassifier):
     """
 
     def __init__(self, method="ep", training="inner", n_inducing="auto", inducing_points=None,
-                 init="random", kernel=None, latent_noise_variance=1.0,
+                 init="kmeans", kernel=None, latent_noise_variance=1.0,
                  latent_noise_variance_bounds=None,
                  batch_size=None, max_iter=250, tol=None, optimizer="auto",
                  learning_rate=None,

@@ -170,7 +170,7 @@ class MultiClassGFITCClassifier(MultiClassGPClassifier):
     A. Naish-Guzman and S. Holden. The generalized FITC approximation. NIPS 2008.
     """
 
-    def __init__(self, n_inducing="auto", inducing_points=None, init="random", kernel=None,
+    def __init__(self, n_inducing="auto", inducing_points=None, init="kmeans", kernel=None,
                  latent_noise_variance=1.0, latent_noise_variance_bounds=None, max_iter=250,
                  tol=None, optimizer="lbfgs", noise_in_kuu=True, jitter=_k.DEFAULT_JITTER,
                  ep_schedule="auto", ep_damping=1.0, ep_tol=None,

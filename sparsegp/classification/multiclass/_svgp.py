@@ -267,7 +267,7 @@ class MultiClassSVGPClassifier(MultiClassGPClassifier):
     %(villacampa2017)s
     """
 
-    def __init__(self, n_inducing="auto", inducing_points=None, init="random", kernel=None,
+    def __init__(self, n_inducing="auto", inducing_points=None, init="kmeans", kernel=None,
                  latent_noise_variance=1.0, latent_noise_variance_bounds=None, batch_size=None,
                  max_iter=250, tol=None, optimizer="auto", learning_rate=1e-3, noise_in_kuu=True,
                  jitter=_k.DEFAULT_JITTER, epsilon=1e-3, n_quadrature=100, random_state=None,
