@@ -534,3 +534,18 @@ def test_the_measured_rule_stops_and_tol_none_runs_the_budget():
     assert est.converged_ and 0 < est.n_iter_ < 100
     budget = MultiClassGFITCClassifier(random_state=20, tol=None, max_iter=60).fit(X[:N], y[:N])
     assert budget.n_iter_ == 60 and not budget.converged_
+
+
+def test_a_model_pickled_before_the_engine_split_still_loads():
+    # before the split the EP state class lived in _gfitc; such a pickle names it there
+    import pickle
+
+    from sklearn.datasets import load_iris
+    X, y = load_iris(return_X_y=True)
+    est = MultiClassGFITCClassifier(n_inducing=4, max_iter=3, random_state=0).fit(X, y)
+    new = pickle.dumps(est, protocol=2)           # protocol 2: globals as "module\nname"
+    engine = b"sparsegp.classification.multiclass.gfitc_ep\n"
+    assert engine + b"_GFITCState" in new
+    old = new.replace(engine, b"sparsegp.classification.multiclass._gfitc\n")
+    twin = pickle.loads(old)
+    np.testing.assert_array_equal(twin.predict_proba(X), est.predict_proba(X))

@@ -32,6 +32,8 @@ from ..._config import MC_GFITC_AUTO_SEQUENTIAL_WORK as _AUTO_SEQUENTIAL_WORK
 from . import kernel as _k
 from ._base import DEPRECATED, MultiClassGPClassifier, fill_shared_docs
 from .gfitc_ep import _Sites, _ep_evidence, _ep_runner, gfitc_gradient, gfitc_predict_latent
+# a model pickled before the engine moved to gfitc_ep names its state class here
+from .gfitc_ep import _GFITCState  # noqa: F401
 from .likelihood import class_probabilities
 
 __all__ = ["MultiClassGFITCClassifier"]
