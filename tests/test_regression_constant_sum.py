@@ -250,3 +250,36 @@ def test_unsupported_sums_raise(kernel):
     X, y = _data(20)
     with pytest.raises(ValueError, match="one stationary kernel|bias variance"):
         SparseGPRegressor(kernel=kernel, optimizer=None).fit(X, y)
+
+
+def test_greedy_start_takes_the_constant_into_the_prior_variance():
+    """The greedy start picks, each time, the largest Var[f(x) | u] under k + v_b: the same
+    points as brute-force pivoting of the dense k(X, X) + v_b."""
+    from sparsegp.regression._inducing import greedy_variance_selection
+
+    rng = np.random.default_rng(8)
+    X = rng.uniform(-2, 2, size=(40, 2))
+    ls, vb = np.array([0.7, 1.1]), 3.0
+    idx = greedy_variance_selection(X, 6, 1.2, ls, np.random.default_rng(0), 1e-10,
+                                    bias_variance=vb)
+    K = (SquaredExponential(1.2, ls) + ConstantKernel(vb))(X)
+    chosen = [int(idx[0])]                          # the first point is drawn at random
+    for _ in range(5):
+        S = np.array(chosen)
+        resid = np.diag(K) - np.einsum("ij,ji->i", K[:, S],
+                                       np.linalg.solve(K[np.ix_(S, S)], K[S, :]))
+        resid[S] = -np.inf
+        chosen.append(int(np.argmax(resid)))
+    np.testing.assert_array_equal(idx, chosen)
+    # and without v_b the choice differs here (the constant is explained by the first point)
+    plain = greedy_variance_selection(X, 6, 1.2, ls, np.random.default_rng(0), 1e-10)
+    assert not np.array_equal(plain, idx)
+
+
+@pytest.mark.parametrize("method", ["sod", "fitc"])
+def test_greedy_starts_and_restarts_with_the_constant(method):
+    X, y = _data(seed=9)
+    est = _fit(SparseGPRegressor(method, n_inducing=8, init="greedy", n_restarts=1,
+                                 kernel=_kernel(0), max_iter=5, random_state=0), X, y)
+    assert np.isfinite(est.log_marginal_likelihood_)
+    assert np.all(np.isfinite(est.predict(X)))

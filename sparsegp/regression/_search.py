@@ -242,8 +242,8 @@ class _SearchMixin:
 
         def restart(x, rng):
             if move_Z and self.inducing_points is None:
-                s2r, lsr, _, _ = self._unpack(x[:n_th], D)
-                x[n_th:] = self._init_Z(X_all, s2r, lsr, jitter, rng).ravel()
+                s2r, lsr, _, vbr = self._unpack(x[:n_th], D)
+                x[n_th:] = self._init_Z(X_all, s2r, lsr, jitter, rng, vbr).ravel()
             return x
 
         bounds = np.vstack([self._theta_bounds(), unbounded(x0.size - n_th)])

@@ -430,13 +430,13 @@ class SparseGPRegressor(RegressorMixin, _FitCheckMixin, _PredictMixin, _SearchMi
             if Z is not None:
                 raise ValueError("approximation='sod' selects a subset of the training data; "
                                  "pass n_inducing instead of inducing_points")
-            idx = self._choose_subset(X, s2, ls, jitter, rng)
+            idx = self._choose_subset(X, s2, ls, jitter, rng, vb)
             self.subset_indices_ = idx
             Xfit, yfit = X[idx], y[idx]
         else:
             Xfit, yfit = X, y
         if method in _base.SPARSE_METHODS and Z is None:
-            Z = self._init_Z(X, s2, ls, jitter, rng)
+            Z = self._init_Z(X, s2, ls, jitter, rng, vb)
         if method == "pitc":
             if blocks is None and self.blocks is not None:
                 blocks = kmeans_blocks(X, int(self.blocks), rng)
