@@ -89,6 +89,14 @@ for _key in ("EPClassifier", "GFITCClassifier", "GFITCClassifier-ard-parallel",
     _kwargs, _kind = CONFIGS[_key]
     for _i, _sum in enumerate(_SUMS):
         CONFIGS[f"{_key}-constant-sum-{_i}"] = (dict(_kwargs, kernel=_sum()), _kind)
+# the regressor with a constant summand, in an approximation of each kind (every one is checked
+# in tests/test_regression_constant_sum.py)
+for _key, _method in (("SparseGPRegressor", "fitc"), ("SparseGPRegressor-vfe-ard", "vfe"),
+                      ("SparseGPRegressor", "pitc"), ("SparseGPRegressor", "exact")):
+    _kwargs, _kind = CONFIGS[_key]
+    for _i, _sum in enumerate(_SUMS):
+        CONFIGS[f"SparseGPRegressor-{_method}-constant-sum-{_i}"] = (
+            dict(_kwargs, approximation=_method, kernel=_sum()), _kind)
 ESTIMATORS = sorted(n for n in sparsegp.__all__ if n[0].isupper())
 
 

@@ -47,30 +47,39 @@ def fitc_scale_rows(Vt, y, s2, sn2, lam, U, ys, r, lo, hi):
 
 
 @jit
-def _whiten_rows(Xs, ZsT, family, s2, K, G, want_g, V, Li, lo, hi):
+def _whiten_rows(Xs, ZsT, family, s2, K, G, want_g, V, Li, vb, lo, hi):
     """Rows lo..hi-1 of K = k(X, Z) (and with ``want_g`` its derivative factor G), then
-    ``V = K L_u⁻ᵀ`` (K kept), with Li = L_u⁻¹ lower triangular.
+    ``V = (K + v_b) L_u⁻ᵀ`` (K kept without v_b), with Li = L_u⁻¹ lower triangular.
 
     K comes from :func:`sparsegp._numba.covfuncs.stationary_rows` while the block is in
     cache, so K_fu costs one pass over N×M memory (its write) instead of a write and a read.
+    ``vb`` is the bias variance v_b of a kernel's constant summands (0: none), added to every
+    entry of K_fu's copy only: K itself stays the stationary part, which the contraction
+    differentiates.
     """
     stationary_rows(Xs, ZsT, family, s2, K, G, want_g, lo, hi)
     copy_rows(K, V, lo, hi, lo)
+    if vb != 0.0:
+        for n in range(lo, hi):
+            for m in range(V.shape[1]):
+                V[n, m] += vb
     trmm_rows(V, Li, lo, hi, True)
 
 
 @jit(parallel=True)
-def fitc_forward(Xs, ZsT, family, s2, K, G, want_g, V, Li, y, sn2, lam, ys, n_parts, block):
+def fitc_forward(Xs, ZsT, family, s2, K, G, want_g, V, Li, vb, y, sn2, lam, ys, n_parts,
+                 block):
     """The O(N M²) forward pass of the FITC evidence, rows split among ``n_parts`` threads.
 
     Each thread walks its rows in blocks of ``block`` and, while a block is in cache, forms
-    K (and G with ``want_g``) and ``V = K L_u⁻ᵀ`` (trmm, :func:`_whiten_rows`), Λ,
+    K (and G with ``want_g``) and ``V = (K + v_b) L_u⁻ᵀ`` (trmm, :func:`_whiten_rows`), Λ,
     ``ys = Λ^-½ y`` and, in a block-sized scratch array, ``U = Λ^-½ V``
     (:func:`fitc_scale_rows`), whose Gram matrix it adds to its own (syrk).
 
     Xs (N, D), ZsT (D, M): inputs over the length-scales; ``family``, ``s2``: the stationary
     family code and signal variance; K, G, V: (N, M), written (G only with ``want_g``);
-    y, lam, ys: (N,); Li (M, M) = L_u⁻¹. Returns ``(S, r)``: S (M, M) = Vᵀ Λ⁻¹ V
+    y, lam, ys: (N,); Li (M, M) = L_u⁻¹; ``vb`` the bias variance v_b (0: none), so that
+    k(x, x) = s² + v_b in Λ. Returns ``(S, r)``: S (M, M) = Vᵀ Λ⁻¹ V
     (symmetric) and r (M,) = Vᵀ Λ⁻¹ y.
     """
     N, M = K.shape
@@ -82,8 +91,8 @@ def fitc_forward(Xs, ZsT, family, s2, K, G, want_g, V, Li, y, sn2, lam, ys, n_pa
         for lo in range(edges[t], edges[t + 1], block):
             hi = min(lo + block, edges[t + 1])
             nb = hi - lo
-            _whiten_rows(Xs, ZsT, family, s2, K, G, want_g, V, Li, lo, hi)
-            fitc_scale_rows(V[lo:hi], y[lo:hi], s2, sn2, lam[lo:hi], Ub, ys[lo:hi], r[t], 0, nb)
+            _whiten_rows(Xs, ZsT, family, s2, K, G, want_g, V, Li, vb, lo, hi)
+            fitc_scale_rows(V[lo:hi], y[lo:hi], s2 + vb, sn2, lam[lo:hi], Ub, ys[lo:hi], r[t], 0, nb)
             syrk_rows(Ub, 0, nb, S[t])
     return sum_lower_parts(S), sum_parts(r)
 
@@ -123,7 +132,8 @@ def fitc_adjoint_rows(P, Vt, y, lam, gamma, alpha, R, lo, hi):
 
 
 @jit(parallel=True)
-def fitc_backward(Xs, ZsT, K, G, V, H, Li, y, lam, gamma, wt, alpha, n_parts, block):
+def fitc_backward(Xs, ZsT, K, G, V, H, Li, y, lam, gamma, wt, alpha, want_sum, n_parts,
+                  block):
     """The O(N M²) gradient pass of FITC, rows split among ``n_parts`` threads.
 
     Per block of rows, in cache: ``Y = V H`` (gemm, into block-sized scratch), the adjoint
@@ -134,8 +144,9 @@ def fitc_backward(Xs, ZsT, K, G, V, H, Li, y, lam, gamma, wt, alpha, n_parts, bl
 
     Xs (N, D), ZsT (D, M): inputs over the length-scales; K, G, V: (N, M), V unchanged;
     H (M, M) = S⁻¹; wt (M,) = L_u⁻ᵀ γ; alpha (N,) is written. Returns
-    ``(trg, C, gz, gq, cs)``: Σ g per row range (n_parts,), C (M, M) = Vᵀ diag(α² + h) V
-    and the contraction sums.
+    ``(trg, C, gz, gq, cs, wsum)``: Σ g per row range (n_parts,), C (M, M) = Vᵀ diag(α² + h) V,
+    the contraction sums and, with ``want_sum`` (a kernel with a bias variance v_b), the
+    column sums 1ᵀW (M,) of W = Y L_u⁻¹ (zeros without it), for d/dv_b.
     """
     N, M = K.shape
     D = Xs.shape[1]
@@ -145,6 +156,7 @@ def fitc_backward(Xs, ZsT, K, G, V, H, Li, y, lam, gamma, wt, alpha, n_parts, bl
     gz = np.zeros((n_parts, D, M))
     gq = np.zeros((n_parts, D, M))
     cs = np.zeros((n_parts, M))
+    wsum = np.zeros((n_parts, M))
     for t in numba.prange(n_parts):
         Yb = np.empty((block, M))
         Rb = np.empty((block, M))
@@ -157,16 +169,19 @@ def fitc_backward(Xs, ZsT, K, G, V, H, Li, y, lam, gamma, wt, alpha, n_parts, bl
                                         0, nb)
             syrk_rows(Rb, 0, nb, C[t])
             trmm_rows(Yb, Li, 0, nb, False)
+            if want_sum:
+                _add_column_sums(Yb, nb, wsum[t])
             contract_rows(Xs[lo:hi], ZsT, K[lo:hi], G[lo:hi], Yb, alpha[lo:hi], wt, gz[t],
                           gq[t], cs[t], 0, nb)
     # the per-range Σ g goes back whole: a full .sum() here becomes a Numba parallel
     # reduction whose order follows the thread count
-    return trg, sum_lower_parts(C), sum_parts(gz), sum_parts(gq), sum_parts(cs)
+    return (trg, sum_lower_parts(C), sum_parts(gz), sum_parts(gq), sum_parts(cs),
+            sum_parts(wsum))
 
 
 @jit(parallel=True)
-def dtc_forward(Xs, ZsT, family, s2, K, G, want_g, V, Li, y, n_parts, block):
-    """The O(N M²) forward pass of SoR/DTC/VFE: K, ``V = K L_u⁻ᵀ`` and its Gram matrix.
+def dtc_forward(Xs, ZsT, family, s2, K, G, want_g, V, Li, vb, y, n_parts, block):
+    """The O(N M²) forward pass of SoR/DTC/VFE: K, ``V = (K + v_b) L_u⁻ᵀ`` and its Gram matrix.
 
     Rows are split among ``n_parts`` threads, each walking its rows in blocks of ``block``
     (K, and G with ``want_g``, written there first, as in :func:`fitc_forward`).
@@ -180,12 +195,20 @@ def dtc_forward(Xs, ZsT, family, s2, K, G, want_g, V, Li, y, n_parts, block):
     for t in numba.prange(n_parts):
         for lo in range(edges[t], edges[t + 1], block):
             hi = min(lo + block, edges[t + 1])
-            _whiten_rows(Xs, ZsT, family, s2, K, G, want_g, V, Li, lo, hi)
+            _whiten_rows(Xs, ZsT, family, s2, K, G, want_g, V, Li, vb, lo, hi)
             syrk_rows(V, lo, hi, S[t])
             for n in range(lo, hi):
                 for m in range(M):
                     b[t, m] += V[n, m] * y[n]
     return sum_lower_parts(S), sum_parts(b)
+
+
+@jit
+def _add_column_sums(W, nb, out):
+    """``out += Σ_n W[n]`` over the first ``nb`` rows of W (., M): 1ᵀW of a block."""
+    for n in range(nb):
+        for m in range(W.shape[1]):
+            out[m] += W[n, m]
 
 
 @jit
@@ -203,15 +226,15 @@ def dtc_alpha_rows(A, y, w, sn2, alpha, lo, hi):
 
 
 @jit(parallel=True)
-def dtc_backward(Xs, ZsT, K, G, V, P, y, gamma, sn2, wt, alpha, n_parts, block):
+def dtc_backward(Xs, ZsT, K, G, V, P, y, gamma, sn2, wt, alpha, want_sum, n_parts, block):
     """The O(N M²) gradient pass of SoR/DTC/VFE, rows split among ``n_parts`` threads.
 
     Per block of rows: α (:func:`dtc_alpha_rows`), ``W = V P`` (gemm, into block-sized
     scratch) and the contraction of ``W + α wtᵀ`` with K and G
     (:func:`sparsegp._numba.covfuncs.contract_rows`).
     Xs (N, D), ZsT (D, M); K, G, V: (N, M); P (M, M); wt (M,); alpha (N,) written. Returns
-    the contraction sums
-    ``(gz, gq, cs)``.
+    the contraction sums ``(gz, gq, cs)`` and, with ``want_sum`` (a kernel with a bias
+    variance v_b), the column sums 1ᵀW (M,) of W (zeros without it), for d/dv_b.
     """
     N, M = K.shape
     D = Xs.shape[1]
@@ -219,6 +242,7 @@ def dtc_backward(Xs, ZsT, K, G, V, P, y, gamma, sn2, wt, alpha, n_parts, block):
     gz = np.zeros((n_parts, D, M))
     gq = np.zeros((n_parts, D, M))
     cs = np.zeros((n_parts, M))
+    wsum = np.zeros((n_parts, M))
     for t in numba.prange(n_parts):
         Wb = np.empty((block, M))
         for lo in range(edges[t], edges[t + 1], block):
@@ -226,6 +250,8 @@ def dtc_backward(Xs, ZsT, K, G, V, P, y, gamma, sn2, wt, alpha, n_parts, block):
             nb = hi - lo
             dtc_alpha_rows(V, y, gamma, sn2, alpha, lo, hi)
             gemm_rows(V[lo:hi], P, Wb, 0, nb, 0.0)
+            if want_sum:
+                _add_column_sums(Wb, nb, wsum[t])
             contract_rows(Xs[lo:hi], ZsT, K[lo:hi], G[lo:hi], Wb, alpha[lo:hi], wt, gz[t],
                           gq[t], cs[t], 0, nb)
-    return sum_parts(gz), sum_parts(gq), sum_parts(cs)
+    return sum_parts(gz), sum_parts(gq), sum_parts(cs), sum_parts(wsum)

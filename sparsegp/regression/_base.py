@@ -63,16 +63,20 @@ gradient phase reads; PITC computes K_fu in a pass of its own). Every function t
 stationary ``family`` code of :mod:`sparsegp._numba.covfuncs` (default SE); for SE the
 derivative factor G of the contraction is K_fu itself.
 
+A kernel with constant summands adds its bias variance v_b to every entry of K_ff, K_fu and
+K_uu (``bias_variance``): the passes whiten K_fu + v_b but keep K_fu for the contraction,
+and ∂ℒ/∂v_b sums every entry of the adjoints of K_fu, K_uu and diag K_ff (PITC: its blocks).
+
 What a fit does with these lives beside them: the predictions from the factors this
 module returns (:class:`Posterior`, or the exact GP's) in
 :mod:`sparsegp.regression._predict`; where the inducing inputs start in
 :mod:`sparsegp.regression._inducing`; the PITC partitions, made or given, in
-:mod:`sparsegp.inducing`.
+:mod:`sparsegp.inducing`, and in padded form, with their block covariances, in
+:mod:`sparsegp.regression._blocks`.
 """
 import math
 import warnings
 
-import numba
 import numpy as np
 from scipy.linalg import blas as _blas
 from scipy.linalg import lapack as _lapack
@@ -86,6 +90,7 @@ from .._numba import regression as _nr
 from .._threads import single_threaded_blas
 from ..exceptions import JitterWarning
 from .._config import REGRESSION_PARALLEL_SIZE as _PARALLEL_SIZE, ROW_BLOCK, ROW_PARTS
+from ._blocks import block_cov, n_chunks, pack_blocks
 
 SPARSE_METHODS = ("sor", "dtc", "fitc", "fic", "pitc", "vfe")
 APPROXIMATIONS = ("sod",) + SPARSE_METHODS + ("exact",)
@@ -162,17 +167,12 @@ def cross_cov(X, Z, variance, lengthscale, out=None, family=SE, g_out=None):
     G = g_out if want_g else out
     if out.size * D >= _PARALLEL_SIZE:
         _cf.stationary_rows_parallel(Xs, ZsT, family, float(variance), out, G, want_g,
-                                     _n_chunks())
+                                     n_chunks())
     else:
         _cf.stationary_rows(Xs, ZsT, family, float(variance), out, G, want_g, 0, N)
     if g_out is not None and not want_g:
         np.copyto(g_out, out)
     return out
-
-
-def _n_chunks():
-    """Row chunks of the elementwise passes (any count gives the same numbers)."""
-    return 4 * numba.get_num_threads()
 
 
 def _n_parts():
@@ -219,10 +219,12 @@ def _times_l(Li, A):
     return _blas.dtrmm(1.0, Li, A.T, side=0, lower=1, trans_a=1, overwrite_b=1).T
 
 
-def _whiten(A, Li, ws):
-    """Vt = K_fu L_u⁻ᵀ in the workspace's ``"Vt"`` buffer (K_fu itself is kept)."""
+def _whiten(A, Li, ws, vb=0.0):
+    """Vt = (K_fu + v_b) L_u⁻ᵀ in the workspace's ``"Vt"`` buffer (K_fu itself is kept)."""
     Vt = ws.array("Vt", A.shape)
     np.copyto(Vt, A)
+    if vb != 0.0:
+        Vt += vb
     return _times_lt(Li, Vt)
 
 
@@ -251,7 +253,8 @@ def blas_pin(method):
 
 
 def sparse_lml(X, y, Z, variance, lengthscale, noise_variance, method, blocks=None,
-               jitter=1e-6, eval_gradient=True, workspace=None, family=SE, fitted_mean=False):
+               jitter=1e-6, eval_gradient=True, workspace=None, family=SE, fitted_mean=False,
+               bias_variance=None):
     """Log marginal likelihood (VFE: the bound) of a sparse method and its gradient.
 
     Parameters
@@ -277,14 +280,18 @@ def sparse_lml(X, y, Z, variance, lengthscale, noise_variance, method, blocks=No
         Also set ``post.fitted_mean`` = K_fu w, the mean at the training inputs: one
         N×M product with the K_fu this evaluation formed, where predicting at X would
         compute K_fu again.
+    bias_variance : float or None, default None
+        The bias variance v_b of a kernel's constant summands: the covariance is
+        k(x, z) + v_b in every entry of K_ff, K_fu and K_uu, so Q_ff is built from the Sum
+        kernel (:func:`bias_covariance`). None: no constant summand.
 
     Returns
     -------
     lml : float
     grad : dict or None
         ``"variance"`` (float), ``"lengthscale"`` (D,) per-dimension, ``"noise_variance"``
-        (float), ``"inducing_points"`` (M, D); derivatives with respect to the natural
-        parameters.
+        (float), ``"inducing_points"`` (M, D), and ``"bias_variance"`` (float) with a
+        ``bias_variance``; derivatives with respect to the natural parameters.
     post : Posterior
 
     Notes
@@ -293,8 +300,12 @@ def sparse_lml(X, y, Z, variance, lengthscale, noise_variance, method, blocks=No
     """
     s2 = float(variance)
     sn2 = float(noise_variance)
+    # v_b, or None for a kernel without constant summands (then no d/dv_b is formed)
+    vb = None if bias_variance is None else float(bias_variance)
+    # Kzz stays the stationary part, which the contraction differentiates; K_uu + v_b 11ᵀ is
+    # what is factorised (jitter relative to s², as without the constant)
     Kzz = cross_cov(Z, Z, s2, lengthscale, family=family)
-    Lu, used = chol_jitter(Kzz, s2, jitter)
+    Lu, used = chol_jitter(bias_covariance(Kzz, bias_variance), s2, jitter)
     Li = tri_inv(Lu)
     ws = Workspace() if workspace is None else workspace
     shape = (X.shape[0], Z.shape[0])
@@ -304,20 +315,38 @@ def sparse_lml(X, y, Z, variance, lengthscale, noise_variance, method, blocks=No
     if method == "pitc":
         cross_cov(X, Z, s2, lengthscale, out=A, family=family, g_out=None if G is A else G)
         lml, grad, post = _pitc_lml(X, y, Z, s2, lengthscale, sn2, Lu, Li, used, Kzz, A,
-                                    eval_gradient, blocks, G, family)
+                                    eval_gradient, blocks, G, family, vb)
     else:
         with blas_pin(method):
             # the forward pass writes K_fu (and G) itself, block by block while it is in cache
             args = (X, y, Z, s2, lengthscale, sn2, Lu, Li, used, Kzz, A, eval_gradient, method,
-                    ws, G, family)
+                    ws, G, family, vb)
             lml, grad, post = (_fitc_lml if method in ("fitc", "fic") else _dtc_lml)(*args)
     if fitted_mean:
         post.fitted_mean = A @ post.w
+        if vb is not None:
+            post.fitted_mean += vb * np.sum(post.w)
     return lml, grad, post
 
 
+def bias_covariance(K, bias_variance):
+    """K + v_b in every entry (a new array), or K itself when ``bias_variance`` is None.
+
+    The covariance of a kernel with constant summands, k(x, z) + v_b, from its stationary
+    part K (:func:`sparsegp.kernels.split_bias_variance`).
+    """
+    return K if bias_variance is None else K + float(bias_variance)
+
+
+def _bias_gradient(wsum, alpha, wt, Wu, diag_term):
+    """∂ℒ/∂v_b: every entry of the adjoints of K_fu (W + α wtᵀ, from W's column sums
+    ``wsum``) and K_uu (Wu), plus ``diag_term``, the adjoint of K_ff's diagonal (or PITC
+    blocks) summed: v_b adds 1 to each of these entries."""
+    return float(np.sum(wsum) + np.sum(alpha) * np.sum(wt) + np.sum(Wu) + diag_term)
+
+
 def _dtc_lml(X, y, Z, s2, lengthscale, sn2, Lu, Li, used, Kzz, A, eval_gradient, method, ws,
-             G, family):
+             G, family, vb):
     """SoR/DTC/VFE (Λ = σ² I) in the whitened basis Vt = K_fu L_u⁻ᵀ.
 
     Forming S from K_ufK_fu instead would skip the trmm, but squares the conditioning of K_uu:
@@ -328,12 +357,12 @@ def _dtc_lml(X, y, Z, s2, lengthscale, sn2, Lu, Li, used, Kzz, A, eval_gradient,
     eye = np.eye(M)
     Vt = ws.array("Vt", A.shape)
     Xs, ZsT = _scaled_inputs(X, Z, lengthscale)
-    Sm, b = _nr.dtc_forward(Xs, ZsT, family, s2, A, G, G is not A, Vt, Li, y, _n_parts(),
-                            ROW_BLOCK)                       # Vtᵀ Vt, Vtᵀ y
+    Sm, b = _nr.dtc_forward(Xs, ZsT, family, s2, A, G, G is not A, Vt, Li, vb or 0.0, y,
+                            _n_parts(), ROW_BLOCK)           # Vtᵀ Vt, Vtᵀ y
     S = Sm / sn2 + eye
     LS, logdet_S, rSr, gamma = _solve_s(S, b / sn2)
     lml = -0.5 * (N * math.log(sn2) + logdet_S + (y @ y) / sn2 - rSr + N * _LOG_2PI)
-    trace_gap = N * s2 - np.trace(Sm)                        # tr(K_ff − Q_ff)
+    trace_gap = N * (s2 + (vb or 0.0)) - np.trace(Sm)        # tr(K_ff − Q_ff)
     if method == "vfe":
         lml -= trace_gap / (2.0 * sn2)                       # §4.8
     wt = Li.T @ gamma
@@ -347,8 +376,8 @@ def _dtc_lml(X, y, Z, s2, lengthscale, sn2, Lu, Li, used, Kzz, A, eval_gradient,
     # ∂ℒ/∂K_fu = α (L_u⁻ᵀ p)ᵀ − Vt (H/σ² + 2 dconst I) L_u⁻¹, with p = Vtᵀ α = γ
     P = -((H / sn2 + 2.0 * dconst * eye) @ Li)
     alpha = np.empty(N)                                      # (Q + σ² I)⁻¹ y = (y − Vt γ)/σ²
-    gz, gq, cs = _nr.dtc_backward(Xs, ZsT, A, G, Vt, P, y, gamma, sn2, wt, alpha, _n_parts(),
-                                  ROW_BLOCK)
+    gz, gq, cs, wsum = _nr.dtc_backward(Xs, ZsT, A, G, Vt, P, y, gamma, sn2, wt, alpha,
+                                        vb is not None, _n_parts(), ROW_BLOCK)
     # tr (Q + σ² I)⁻¹ = (N − tr(Vtᵀ Vt H)/σ²)/σ² = (N − M + tr H)/σ², since (S − I) H = I − H
     trG = 0.5 * (alpha @ alpha - (N - M + np.trace(H)) / sn2)
     grad_noise = trG + (trace_gap / (2.0 * sn2 * sn2) if method == "vfe" else 0.0)
@@ -356,11 +385,13 @@ def _dtc_lml(X, y, Z, s2, lengthscale, sn2, Lu, Li, used, Kzz, A, eval_gradient,
     grad = _finish_contraction(Z, gz, gq, cs, Kzz, Wu, s2, used, lengthscale, family)
     grad["variance"] += N * dconst                           # ∂ℒ/∂diag K_ff = dconst
     grad["noise_variance"] = float(grad_noise)
+    if vb is not None:
+        grad["bias_variance"] = _bias_gradient(wsum, alpha, wt, Wu, N * dconst)
     return lml, grad, post
 
 
 def _fitc_lml(X, y, Z, s2, lengthscale, sn2, Lu, Li, used, Kzz, A, eval_gradient, method, ws,
-              G, family):
+              G, family, vb):
     """FITC/FIC: Λ = diag(K_ff − Q_ff) + σ² I, in the whitened basis Vt = K_fu L_u⁻ᵀ."""
     N = X.shape[0]
     M = Z.shape[0]
@@ -369,8 +400,8 @@ def _fitc_lml(X, y, Z, s2, lengthscale, sn2, Lu, Li, used, Kzz, A, eval_gradient
     Lam = np.empty(N)
     ys = np.empty(N)                                         # Λ^-½ y
     Xs, ZsT = _scaled_inputs(X, Z, lengthscale)
-    S, r = _nr.fitc_forward(Xs, ZsT, family, s2, A, G, G is not A, Vt, Li, y, sn2, Lam, ys,
-                            _n_parts(), ROW_BLOCK)
+    S, r = _nr.fitc_forward(Xs, ZsT, family, s2, A, G, G is not A, Vt, Li, vb or 0.0, y, sn2, Lam,
+                            ys, _n_parts(), ROW_BLOCK)
     if not np.all(Lam > 0):
         raise np.linalg.LinAlgError("FITC diagonal Λ is not positive")
     S[np.diag_indices(M)] += 1.0                             # I + Vtᵀ Λ⁻¹ Vt
@@ -384,8 +415,8 @@ def _fitc_lml(X, y, Z, s2, lengthscale, sn2, Lu, Li, used, Kzz, A, eval_gradient
     LSi = tri_inv(LS)
     H = LSi.T @ LSi                                          # S⁻¹
     alpha = np.empty(N)
-    trg, C, gz, gq, cs = _nr.fitc_backward(Xs, ZsT, A, G, Vt, H, Li, y, Lam, gamma, wt, alpha,
-                                           _n_parts(), ROW_BLOCK)
+    trg, C, gz, gq, cs, wsum = _nr.fitc_backward(Xs, ZsT, A, G, Vt, H, Li, y, Lam, gamma, wt,
+                                                 alpha, vb is not None, _n_parts(), ROW_BLOCK)
     trG = float(np.sum(trg))                                 # in range order, any thread count
     # Vtᵀ diag(g) Vt = ½(Vtᵀ diag(α² + h) Vt − Vtᵀ Λ⁻¹ Vt)
     VdV = 0.5 * (C - (S - eye))
@@ -393,6 +424,8 @@ def _fitc_lml(X, y, Z, s2, lengthscale, sn2, Lu, Li, used, Kzz, A, eval_gradient
     grad = _finish_contraction(Z, gz, gq, cs, Kzz, Wu, s2, used, lengthscale, family)
     grad["variance"] += trG                                  # ∂ℒ/∂diag K_ff = g, ∂K_nn/∂s² = 1
     grad["noise_variance"] = float(trG)
+    if vb is not None:
+        grad["bias_variance"] = _bias_gradient(wsum, alpha, wt, Wu, trG)
     return lml, grad, post
 
 
@@ -437,32 +470,12 @@ def _finish_contraction(Z, gz, gq, cs, Kzz, Wu, s2, used, lengthscale, family):
                         lengthscale, grad_ls, gZ_u, gZ_u, False)
     grad_Z += 2.0 * gZ_u
     # K_fu and K_uu (jitter included, notes §0.2) are proportional to s²
-    gvar = (np.sum(cs) + np.sum(Wu * Kzz) + used * s2 * np.trace(Wu)) / s2
+    gvar = (np.sum(cs) + _cov.variance_gradient(Wu, Kzz) + used * s2 * np.trace(Wu)) / s2
     return {"variance": float(gvar), "lengthscale": grad_ls, "inducing_points": grad_Z}
 
 
-def pack_blocks(blocks, n_samples):
-    """Padded index matrix of a PITC partition: ``(idx (nb, B) int64, sizes (nb,), mask)``.
-
-    Block b holds rows ``idx[b, :sizes[b]]``; padding entries point at row 0 and are masked.
-    Padding lets every per-block operation run as one batched numpy/LAPACK call instead of a
-    Python loop over blocks; padded rows are given an identity block of Λ and zero
-    cross-covariance, so they change nothing.
-    """
-    sizes = np.array([b.size for b in blocks], dtype=np.int64)
-    nb, B = len(blocks), int(sizes.max())
-    order = np.concatenate(blocks)
-    block_id = np.repeat(np.arange(nb), sizes)
-    pos = np.arange(order.size) - np.repeat(np.cumsum(sizes) - sizes, sizes)
-    idx = np.zeros((nb, B), dtype=np.int64)
-    idx[block_id, pos] = order
-    mask = np.zeros((nb, B), dtype=bool)
-    mask[block_id, pos] = True
-    return idx, sizes, mask
-
-
 def _pitc_lml(X, y, Z, s2, lengthscale, sn2, Lu, Li, used, Kzz, A, eval_gradient, blocks, G,
-              family):
+              family, vb):
     """PITC: Λ = blockdiag(K_ff − Q_ff) + σ² I, all blocks factorised in one batched call.
 
     O(N (M² + M B + B²)) time for blocks of at most B points, O(N (M + B)) memory
@@ -470,14 +483,16 @@ def _pitc_lml(X, y, Z, s2, lengthscale, sn2, Lu, Li, used, Kzz, A, eval_gradient
     """
     N, D = X.shape
     M = Z.shape[0]
-    Vt = _whiten(A, Li, Workspace())
+    Vt = _whiten(A, Li, Workspace(), vb or 0.0)
     idx, sizes, mask = pack_blocks(blocks, N)
     nb, B = idx.shape
     rows = idx[mask]                                          # block order -> training row
     maskf = mask.astype(np.float64)
-    Kbb = _block_cov(X, idx, sizes, family, s2, lengthscale, False)
+    Kbb = block_cov(X, idx, sizes, family, s2, lengthscale, False)
     Vb = Vt[idx] * maskf[:, :, None]                          # (nb, B, M), zero padding
     Lam = Kbb - Vb @ Vb.transpose(0, 2, 1)
+    if vb is not None:                                        # K_bb + v_b, not on the padding
+        Lam += vb * (maskf[:, :, None] * maskf[:, None, :])
     diag = np.arange(B)
     Lam[:, diag, diag] += np.where(mask, sn2, 1.0)            # identity on the padding
     Lb = np.linalg.cholesky(Lam)
@@ -515,47 +530,40 @@ def _pitc_lml(X, y, Z, s2, lengthscale, sn2, Lu, Li, used, Kzz, A, eval_gradient
     GVb = Gb @ Vb                                             # blockdiag(G) Vt, per block
     VdV = Vb.reshape(-1, M).T @ GVb.reshape(-1, M)            # Vtᵀ blockdiag(G) Vt
     # K_bb's own derivatives: s² and ℓ only (K_ff does not depend on Z)
-    grad_var_blocks = np.sum(Gb * Kbb) / s2
+    grad_var_blocks = _cov.variance_gradient(Gb, Kbb) / s2
     grad_noise = np.einsum("bii->", Gb)
     gls = np.zeros(D)
     Gbb = (Kbb if _cov.deriv_is_value(family)
-           else _block_cov(X, idx, sizes, family, s2, lengthscale, True))
+           else block_cov(X, idx, sizes, family, s2, lengthscale, True))
     _cf.blocks_grad_ls(X, idx, sizes, Gbb, Gb, 1.0 / (lengthscale * lengthscale), gls)
     Y = UH
     np.negative(Y, out=Y)                                     # −U H
     Y[rows] -= 2.0 * GVb[mask]                                # − 2 blockdiag(G) Vt
     W = _times_l(Li, Y)                                       # ∂ℒ/∂K_fu less α (L_u⁻ᵀ p)ᵀ
     Wu = _k_uu_adjoint(Li, p, H, VdV)
-    grad = _contract(X, Z, A, G, W, alpha, Li.T @ p, Kzz, Wu, s2, used, lengthscale, family)
+    wt = Li.T @ p
+    grad = _contract(X, Z, A, G, W, alpha, wt, Kzz, Wu, s2, used, lengthscale, family)
     grad["lengthscale"] += gls / lengthscale
     grad["variance"] += grad_var_blocks
     grad["noise_variance"] = float(grad_noise)
+    if vb is not None:
+        grad["bias_variance"] = _bias_gradient(W.sum(axis=0), alpha, wt, Wu, np.sum(Gb))
     return lml, grad, post
 
 
-def _block_cov(X, idx, sizes, family, s2, lengthscale, deriv):
-    """Padded PITC block covariances (nb, B, B), or their derivative factors with ``deriv``."""
-    nb, B = idx.shape
-    out = np.empty((nb, B, B))
-    if out.size * X.shape[1] >= _PARALLEL_SIZE:
-        _cf.stationary_blocks_parallel(X, idx, sizes, family, s2, lengthscale, deriv, out,
-                                       _n_chunks())
-    else:
-        _cf.stationary_blocks_rows(X, idx, sizes, family, s2, lengthscale, deriv, out, 0, nb)
-    return out
-
-
-def exact_lml(X, y, variance, lengthscale, noise_variance, eval_gradient=True, family=SE):
+def exact_lml(X, y, variance, lengthscale, noise_variance, eval_gradient=True, family=SE,
+              bias_variance=None):
     """Full GP evidence log N(y | 0, K + σ² I) and its gradient: O(N³) time, O(N²) memory.
 
     Returns ``(lml, grad, (L, alpha))`` with L the lower factor of K + σ² I and
     alpha = (K + σ² I)⁻¹ y; ``grad`` has keys ``"variance"``, ``"lengthscale"`` (D,),
-    ``"noise_variance"`` and ``"inducing_points"`` (None: the exact GP has none).
+    ``"noise_variance"`` and ``"inducing_points"`` (None: the exact GP has none), and
+    ``"bias_variance"`` with a ``bias_variance`` v_b (K is then k(X, X) + v_b).
     """
     N = X.shape[0]
     s2 = float(variance)
     K = cross_cov(X, X, s2, lengthscale, family=family)
-    C = K.copy()
+    C = K.copy() if bias_variance is None else bias_covariance(K, bias_variance)
     C[np.diag_indices(N)] += noise_variance
     L = np.linalg.cholesky(C)
     alpha = cho_solve((L, True), y, check_finite=False)
@@ -568,8 +576,10 @@ def exact_lml(X, y, variance, lengthscale, noise_variance, eval_gradient=True, f
     gX = np.zeros_like(X)
     _cf.stationary_grad(X, X, _cov.deriv_factor(X, X, K, family, s2, lengthscale), G,
                         lengthscale, grad_ls, gX, gX, False)
-    grad = {"variance": float(np.sum(G * K) / s2), "lengthscale": grad_ls,
+    grad = {"variance": float(_cov.variance_gradient(G, K) / s2), "lengthscale": grad_ls,
             "noise_variance": float(np.trace(G)), "inducing_points": None}
+    if bias_variance is not None:
+        grad["bias_variance"] = float(np.sum(G))             # dK/dv_b = 11ᵀ
     return lml, grad, (L, alpha)
 
 

@@ -28,7 +28,7 @@ class _FitCheckMixin:
 
     They read its ``approximation`` and ``normalize_y`` and what ``fit`` left: the targets
     in model units ``_y_model``, the evidence's factors ``_post``, the hyper-parameters
-    ``_s2``, ``_ls``, ``_sn2`` and kernel ``_spec`` in model units, and SoD's
+    ``_s2``, ``_ls``, ``_sn2``, ``_vb`` and kernel ``_spec`` in model units, and SoD's
     ``subset_indices_``.
     """
 
@@ -96,5 +96,6 @@ class _FitCheckMixin:
             return self._y_model - self._sn2 * alpha            # K α = y − σ² α
         if method == "sod":
             Xs = X[self.subset_indices_]
-            return _base.cross_cov(X, Xs, self._s2, self._ls, family=family) @ self._post[1]
+            K = _base.cross_cov(X, Xs, self._s2, self._ls, family=family)
+            return _base.bias_covariance(K, self._vb) @ self._post[1]
         return self._post.fitted_mean                           # K_fu w, from the evaluation

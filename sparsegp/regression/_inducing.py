@@ -22,13 +22,15 @@ from ._base import cross_cov
 
 
 def greedy_variance_selection(X, n_inducing, variance, lengthscale, rng, jitter=1e-6,
-                              family=SE):
+                              family=SE, bias_variance=None):
     """Greedy forward selection of inducing inputs among the training inputs.
 
     Criterion: the largest conditional prior variance Var[f(x_n) | u] = k(x_n, x_n) − Q_nn
     given the points chosen so far — the point the current inducing set explains worst. This
     is pivoted incomplete Cholesky of K_ff: O(N M²) time, O(N M) memory, no targets used.
     The first point is drawn at random (all prior variances are equal for the SE kernel).
+    ``bias_variance``, the v_b of a kernel's constant summands, is added to every entry of
+    K_ff (None: none).
 
     Returns
     -------
@@ -38,7 +40,8 @@ def greedy_variance_selection(X, n_inducing, variance, lengthscale, rng, jitter=
     N = X.shape[0]
     M = int(n_inducing)
     R = np.zeros((N, M))                                      # rows: L_u⁻¹ k(z, x_n)ᵀ
-    resid = np.full(N, float(variance))
+    prior = float(variance) if bias_variance is None else float(variance) + bias_variance
+    resid = np.full(N, prior)
     chosen = np.empty(M, dtype=np.int64)
     taken = np.zeros(N, dtype=bool)
     j = int(rng.integers(N))
@@ -47,6 +50,8 @@ def greedy_variance_selection(X, n_inducing, variance, lengthscale, rng, jitter=
         taken[j] = True
         piv = math.sqrt(max(resid[j], jitter * variance))
         k = cross_cov(X, X[j:j + 1], variance, lengthscale, family=family)[:, 0]
+        if bias_variance is not None:
+            k += bias_variance
         col = (k - R[:, :m] @ R[j, :m]) / piv
         R[:, m] = col
         resid -= col * col
@@ -64,10 +69,11 @@ class _InducingStartMixin:
     ``_initial_inducing_points``; the random numbers come from the fit's ``rng``.
     """
 
-    def _choose_subset(self, X, s2, ls, jitter, rng):
+    def _choose_subset(self, X, s2, ls, jitter, rng, vb=None):
         """SoD's subset: sorted indices (M,) into the model-unit training rows X (N, D).
 
-        ``s2``, ``ls`` (D,) and ``jitter`` are the starting kernel's, for ``"greedy"``.
+        ``s2``, ``ls`` (D,), ``jitter`` and the bias variance ``vb`` (None: none) are the
+        starting kernel's, for ``"greedy"``.
         """
         N = X.shape[0]
         M = self._n_inducing(N)
@@ -75,7 +81,7 @@ class _InducingStartMixin:
             return np.sort(rng.choice(N, size=M, replace=False))
         if self.init == "greedy":
             return np.sort(greedy_variance_selection(X, M, s2, ls, rng, jitter,
-                                                     self._spec.family))
+                                                     self._spec.family, vb))
         # k-means: the training point nearest each centre (duplicates topped up at random)
         C, _ = kmeans(X, X[rng.choice(N, size=M, replace=False)])
         d2 = (np.einsum("nd,nd->n", X, X)[:, None] - 2.0 * X @ C.T
@@ -86,14 +92,14 @@ class _InducingStartMixin:
             idx = np.concatenate([idx, rng.choice(rest, size=M - idx.size, replace=False)])
         return np.sort(idx)
 
-    def _init_Z(self, X, s2, ls, jitter, rng):
+    def _init_Z(self, X, s2, ls, jitter, rng, vb=None):
         """Initial inducing inputs (M, D), a new array, from the model-unit rows X (N, D).
 
-        ``s2``, ``ls`` (D,) and ``jitter`` are the kernel's at this start (a restart's are
-        drawn), for ``"greedy"``.
+        ``s2``, ``ls`` (D,), ``jitter`` and the bias variance ``vb`` (None: none) are the
+        kernel's at this start (a restart's are drawn), for ``"greedy"``.
         """
         M = self._n_inducing(X.shape[0])
         if self.init == "greedy":
             return X[greedy_variance_selection(X, M, s2, ls, rng, jitter,
-                                               self._spec.family)].copy()
+                                               self._spec.family, vb)].copy()
         return self._initial_inducing_points(X, rng)

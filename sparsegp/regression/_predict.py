@@ -23,22 +23,40 @@ import numpy as np
 from scipy.linalg import cho_solve, solve_triangular
 
 from .._numba.covfuncs import SE
-from ._base import SPARSE_METHODS, _times_lt, chol_jitter, cross_cov, sparse_lml, tri_inv
+from ._base import (SPARSE_METHODS, _times_lt, bias_covariance, chol_jitter, cross_cov,
+                    sparse_lml, tri_inv)
 
 
-def exact_predict(X_train, factors, Xs, variance, lengthscale, full_cov=False, family=SE):
-    """Exact GP predictive mean and variance (or covariance) of the latent f at ``Xs``."""
+def _cov(A, B, variance, lengthscale, family, bias_variance):
+    """k(A, B) (+ v_b in every entry for a kernel with constant summands)."""
+    return bias_covariance(cross_cov(A, B, variance, lengthscale, family=family),
+                           bias_variance)
+
+
+def _prior_var(variance, bias_variance):
+    """k(x, x): s² (+ v_b)."""
+    return variance if bias_variance is None else variance + bias_variance
+
+
+def exact_predict(X_train, factors, Xs, variance, lengthscale, full_cov=False, family=SE,
+                  bias_variance=None):
+    """Exact GP predictive mean and variance (or covariance) of the latent f at ``Xs``.
+
+    ``bias_variance``: v_b of a kernel's constant summands, added to every covariance entry
+    (None: none), as in every function here.
+    """
     L, alpha = factors
-    Ks = cross_cov(Xs, X_train, variance, lengthscale, family=family)
+    Ks = _cov(Xs, X_train, variance, lengthscale, family, bias_variance)
     mean = Ks @ alpha
     Vs = solve_triangular(L, Ks.T, lower=True, check_finite=False)
     if full_cov:
-        cov = cross_cov(Xs, Xs, variance, lengthscale, family=family) - Vs.T @ Vs
+        cov = _cov(Xs, Xs, variance, lengthscale, family, bias_variance) - Vs.T @ Vs
         return mean, cov
-    return mean, variance - np.einsum("mt,mt->t", Vs, Vs)
+    return mean, _prior_var(variance, bias_variance) - np.einsum("mt,mt->t", Vs, Vs)
 
 
-def sparse_predict(post, Z, Xs, variance, lengthscale, full_cov=False, family=SE):
+def sparse_predict(post, Z, Xs, variance, lengthscale, full_cov=False, family=SE,
+                   bias_variance=None):
     """Predictive mean and variance (or joint covariance) of the latent f (notes §4.4).
 
     μ* = k*ᵀ w; with a* = L_u⁻¹ k*, e* = L_S⁻¹ a*:
@@ -47,25 +65,26 @@ def sparse_predict(post, Z, Xs, variance, lengthscale, full_cov=False, family=SE
     diag(K** − A*ᵀA*) + E*ᵀE* (fully independent test conditional). O(M²) per test point
     (O(T² M) for a joint covariance over T points).
     """
-    Ksu = cross_cov(Xs, Z, variance, lengthscale, family=family)
+    Ksu = _cov(Xs, Z, variance, lengthscale, family, bias_variance)
+    kss = _prior_var(variance, bias_variance)
     mean = Ksu @ post.w
     As = solve_triangular(post.Lu, Ksu.T, lower=True, check_finite=False)
     Es = solve_triangular(post.LS, As, lower=True, check_finite=False)
     if not full_cov:
         var = np.einsum("mt,mt->t", Es, Es)
         if post.method != "sor":
-            var += variance - np.einsum("mt,mt->t", As, As)
+            var += kss - np.einsum("mt,mt->t", As, As)
         return mean, np.maximum(var, 0.0)
     cov = Es.T @ Es
     if post.method == "fic":
-        cov[np.diag_indices_from(cov)] += variance - np.einsum("mt,mt->t", As, As)
+        cov[np.diag_indices_from(cov)] += kss - np.einsum("mt,mt->t", As, As)
     elif post.method != "sor":
-        cov += cross_cov(Xs, Xs, variance, lengthscale, family=family) - As.T @ As
+        cov += _cov(Xs, Xs, variance, lengthscale, family, bias_variance) - As.T @ As
     return mean, cov
 
 
 def augmented_predict(X, y, Z, Xs, variance, lengthscale, noise_variance, jitter,
-                      chunk=256, family=SE):
+                      chunk=256, family=SE, bias_variance=None):
     """ASoR = ADTC prediction (notes §4.6): every test point joins the inducing set for itself.
 
     Uses the training covariance K_y = Q_ff + σ² I of SoR/DTC (factorised once by Woodbury)
@@ -81,9 +100,11 @@ def augmented_predict(X, y, Z, Xs, variance, lengthscale, noise_variance, jitter
     """
     s2 = float(variance)
     sn2 = float(noise_variance)
-    Kzz = cross_cov(Z, Z, s2, lengthscale, family=family)
+    vb = bias_variance
+    kss = _prior_var(s2, vb)
+    Kzz = _cov(Z, Z, s2, lengthscale, family, vb)
     Lu, used = chol_jitter(Kzz, s2, jitter)
-    Vt = _times_lt(tri_inv(Lu), cross_cov(X, Z, s2, lengthscale, family=family))
+    Vt = _times_lt(tri_inv(Lu), _cov(X, Z, s2, lengthscale, family, vb))
     S = Vt.T @ Vt / sn2
     S[np.diag_indices_from(S)] += 1.0
     LS = np.linalg.cholesky(S)
@@ -99,10 +120,10 @@ def augmented_predict(X, y, Z, Xs, variance, lengthscale, noise_variance, jitter
     var = np.empty(T)
     for start in range(0, T, chunk):
         Xc = Xs[start:start + chunk]
-        Kfs = cross_cov(X, Xc, s2, lengthscale, family=family)          # (N, c)
-        Au = solve_triangular(Lu, cross_cov(Z, Xc, s2, lengthscale, family=family), lower=True,
+        Kfs = _cov(X, Xc, s2, lengthscale, family, vb)        # (N, c)
+        Au = solve_triangular(Lu, _cov(Z, Xc, s2, lengthscale, family, vb), lower=True,
                               check_finite=False)             # L_u⁻¹ k_u*
-        delta = s2 - np.einsum("mc,mc->c", Au, Au)            # Var[f* | u]
+        delta = kss - np.einsum("mc,mc->c", Au, Au)           # Var[f* | u]
         rho = Kfs - Vt @ Au                                   # k_f* − Q_f*
         E = ky_solve(rho)
         Aa = ky_solve(Kfs)
@@ -112,12 +133,12 @@ def augmented_predict(X, y, Z, Xs, variance, lengthscale, noise_variance, jitter
         corr_m = np.where(keep, kE * (rho.T @ alpha) / np.where(keep, denom, 1.0), 0.0)
         corr_v = np.where(keep, kE * kE / np.where(keep, denom, 1.0), 0.0)
         mean[start:start + chunk] = Kfs.T @ alpha - corr_m
-        var[start:start + chunk] = s2 - np.einsum("nc,nc->c", Kfs, Aa) + corr_v
+        var[start:start + chunk] = kss - np.einsum("nc,nc->c", Kfs, Aa) + corr_v
     return mean, np.maximum(var, 0.0)
 
 
 def bcm_predict(X, y, Xs, variance, lengthscale, noise_variance, method, blocks, jitter,
-                family=SE):
+                family=SE, bias_variance=None):
     """Transduction: the Bayesian committee machine of seed 001 (notes §4.7).
 
     The inducing inputs are the test inputs themselves (u = f*), with the training conditional
@@ -133,7 +154,8 @@ def bcm_predict(X, y, Xs, variance, lengthscale, noise_variance, method, blocks,
     """
     train = method if method in ("pitc", "fitc", "fic") else "dtc"
     _, _, post = sparse_lml(X, y, Xs, variance, lengthscale, noise_variance, train,
-                            blocks=blocks, jitter=jitter, eval_gradient=False, family=family)
+                            blocks=blocks, jitter=jitter, eval_gradient=False, family=family,
+                            bias_variance=bias_variance)
     # At the inducing inputs the prediction is SoR's: K** w and K** Σ_u K** = L_u S⁻¹ L_uᵀ.
     Kss = post.Lu @ post.Lu.T
     mean = Kss @ post.w
@@ -146,13 +168,14 @@ class _PredictMixin:
 
     They read its ``approximation`` and ``jitter`` and what ``fit`` left: the training rows
     in model units (``_training_rows()``), the targets ``_y_model``, the inducing inputs
-    ``_Z``, the factors ``_post``, the PITC blocks ``_blocks_fit``, the kernel ``_spec`` and
-    SoD's ``subset_indices_``.
+    ``_Z``, the factors ``_post``, the PITC blocks ``_blocks_fit``, the kernel ``_spec``, the
+    bias variance ``_vb`` (None without constant summands) and SoD's ``subset_indices_``.
     """
 
     def _predict_model(self, Xs, s2, ls, sn2, return_cov, augment, transduce):
         """Latent mean and variance (or covariance) at model-unit rows Xs, in model units."""
         method = self.approximation
+        vb = self._vb
         if augment and transduce:
             raise ValueError("augment and transduce cannot both be True")
         full = bool(return_cov)
@@ -164,24 +187,26 @@ class _PredictMixin:
                 raise ValueError("augment=True predicts each test point on its own; "
                                  "return_cov is not available")
             mean, var = augmented_predict(self._training_rows(), self._y_model, self._Z, Xs,
-                                          s2, ls, sn2, self.jitter, family=self._spec.family)
+                                          s2, ls, sn2, self.jitter, family=self._spec.family,
+                                          bias_variance=vb)
         elif transduce:
             if method not in SPARSE_METHODS:
                 raise ValueError(f"transduce=True needs a sparse approximation; got {method!r}")
             mean, cov = bcm_predict(self._training_rows(), self._y_model, Xs, s2, ls, sn2,
-                                    method, self._blocks_fit, self.jitter, self._spec.family)
+                                    method, self._blocks_fit, self.jitter, self._spec.family,
+                                    vb)
             var = np.maximum(np.diag(cov), 0.0)
             if full:
                 return mean, cov
         elif method in SPARSE_METHODS:
-            out = sparse_predict(self._post, self._Z, Xs, s2, ls, full, self._spec.family)
+            out = sparse_predict(self._post, self._Z, Xs, s2, ls, full, self._spec.family, vb)
             mean, var = out
             if full:
                 return mean, var
         else:
             Xt = self._training_rows()
             Xt = Xt if method == "exact" else Xt[self.subset_indices_]
-            mean, var = exact_predict(Xt, self._post, Xs, s2, ls, full, self._spec.family)
+            mean, var = exact_predict(Xt, self._post, Xs, s2, ls, full, self._spec.family, vb)
             if full:
                 return mean, var
             var = np.maximum(var, 0.0)

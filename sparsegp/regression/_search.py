@@ -1,9 +1,10 @@
 """The regressor's search over its log hyper-parameters and its inducing inputs.
 
-The vector θ is [log s², log ℓ (1 value, or D with ARD), log σ²], less what the kernel holds
-fixed: the ``theta_`` of a fit and the argument of ``log_marginal_likelihood``. Its box is
+The vector θ is [log s², log ℓ (1 value, or D with ARD), (log v_b,) log σ²], less what the
+kernel holds fixed: the ``theta_`` of a fit and the argument of ``log_marginal_likelihood``;
+v_b is the bias variance of the kernel's constant summands, when it has them. Its box is
 the kernel's bounds, and [1e-6, 1e6] for σ² (model units: relative to var(y) with
-``normalize_y``). An evaluation is an evidence of :mod:`sparsegp.regression._base`, the
+``normalize_y``, as s² and v_b are). An evaluation is an evidence of :mod:`sparsegp.regression._base`, the
 approximation's own or the VFE bound, with its gradient by θ and by the inducing inputs
 Z (M, D).
 
@@ -29,8 +30,8 @@ import numpy as np
 from .._config import (COARSE_LEVEL_FACTOR, COARSE_MIN_FACTOR, COARSE_ROWS,
                        COARSE_ROWS_PER_UNKNOWN)
 from .._optimize import maximize, stopping_gain
-from .._params import (BOX_OVERRIDES, Block, Packing, cached_packing, kernel_blocks, spec_key,
-                       unbounded)
+from .._params import (BOX_OVERRIDES, Block, Packing, bias_variance_blocks, cached_packing,
+                       kernel_blocks, spec_key, unbounded)
 from ..exceptions import JitterWarning
 from . import _base
 
@@ -55,21 +56,24 @@ class _SearchMixin:
     """
 
     def _packing(self, n_Z=0):
-        """The :class:`sparsegp._params.Packing` of ``[log s², log ℓ (1 or D), log σ²]`` (the
-        kernel's free entries, with its bounds), then ``n_Z`` inducing-input coordinates.
+        """The :class:`sparsegp._params.Packing` of ``[log s², log ℓ (1 or D), (log v_b,)
+        log σ²]`` (the kernel's free entries, with its bounds; v_b for a kernel with constant
+        summands), then ``n_Z`` inducing-input coordinates.
 
         The scalars' logs and exps are the C library's (``libm``), as the committed fits'.
         """
         D, spec = self.n_features_in_, self._spec
         return cached_packing(("regression", D, spec_key(spec), int(n_Z)), lambda: Packing(
-            kernel_blocks(spec, D, libm=True)
+            kernel_blocks(spec, D, libm=True) + bias_variance_blocks(spec)
             + [Block("log_noise_variance", 1, log=True, bounds=(-_LOG_BOUND, _LOG_BOUND),
                      libm=True),
                Block("Z", int(n_Z))]))
 
-    def _pack(self, s2, ls, sn2):
-        """Log-space vector of the free hyper-parameters: [log s², log ℓ (1 or D), log σ²]."""
+    def _pack(self, s2, ls, sn2, vb=None):
+        """Log-space vector of the free hyper-parameters: [log s², log ℓ (1 or D), (log v_b,)
+        log σ²]."""
         return self._packing().pack_natural({"log_variance": s2, "log_lengthscale": ls,
+                                             "log_bias_variance": vb,
                                              "log_noise_variance": sn2, "Z": ()})
 
     def _theta_bounds(self):
@@ -90,20 +94,26 @@ class _SearchMixin:
         if spec.free_lengthscale:
             D = self.n_features_in_
             names += [f"lengthscale[{j}]" for j in range(D)] if spec.ard else ["lengthscale"]
+        packing = self._packing()
+        if "log_bias_variance" in packing.slices and packing["log_bias_variance"].free:
+            names.append("bias_variance")
         return names + [None]
 
     def _unpack(self, theta, D):
-        """``(s2, ls (D,), sn2)`` in natural units from :meth:`_pack`'s vector ``theta``.
+        """``(s2, ls (D,), sn2, vb)`` in natural units from :meth:`_pack`'s vector ``theta``.
 
-        The kernel's fixed values fill what ``theta`` leaves out; ``ls`` is C-contiguous.
+        The kernel's fixed values fill what ``theta`` leaves out; ``ls`` is C-contiguous;
+        ``vb``, the bias variance, is None for a kernel without constant summands.
         """
         v = self._packing().natural(theta)
+        vb = v.get("log_bias_variance")
         return (float(v["log_variance"][0]), np.ascontiguousarray(v["log_lengthscale"]),
-                float(v["log_noise_variance"][0]))
+                float(v["log_noise_variance"][0]), None if vb is None else float(vb[0]))
 
     def _evidence(self, X, y, s2, ls, sn2, Z, jitter, blocks, eval_gradient, warn=True,
-                  workspace=None, method=None, fitted_mean=False):
-        """``(lml, grad, post)`` of ``method`` (default ``approximation``) at these values.
+                  workspace=None, method=None, fitted_mean=False, vb=None):
+        """``(lml, grad, post)`` of ``method`` (default ``approximation``) at these values,
+        with the bias variance ``vb`` (None: the kernel has no constant summand).
 
         The sparse methods' :func:`~sparsegp.regression._base.sparse_lml` (``post`` a
         ``Posterior``), or the exact GP's :func:`~sparsegp.regression._base.exact_lml` for SoD
@@ -114,13 +124,13 @@ class _SearchMixin:
         family = self._spec.family
         if method in _base.SPARSE_METHODS:
             args = (X, y, Z, s2, ls, sn2, method, blocks, jitter, eval_gradient, workspace,
-                    family, fitted_mean)
+                    family, fitted_mean, vb)
             if warn:
                 return _base.sparse_lml(*args)
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", JitterWarning)
                 return _base.sparse_lml(*args)
-        return _base.exact_lml(X, y, s2, ls, sn2, eval_gradient, family)
+        return _base.exact_lml(X, y, s2, ls, sn2, eval_gradient, family, vb)
 
     def _search(self, X_all, X, y, theta0, Z0, jitter, blocks, max_jitter, rng):
         """The optimised fit: (theta, Z, n_iter) as ``inducing_objective`` says."""
@@ -222,17 +232,18 @@ class _SearchMixin:
         def evaluate(x, _warm):
             theta = x[:n_th]
             Z = np.ascontiguousarray(x[n_th:].reshape(Zshape)) if move_Z else Z0
-            s2, ls, sn2 = self._unpack(theta, D)
+            s2, ls, sn2, vb = self._unpack(theta, D)
             lml, grad, post = self._evidence(X, y, s2, ls, sn2, Z, jitter, blocks, True,
-                                             warn=False, workspace=workspace, method=method)
+                                             warn=False, workspace=workspace, method=method,
+                                             vb=vb)
             if hasattr(post, "jitter"):
                 max_jitter[0] = max(max_jitter[0], post.jitter)
-            return lml, self._pack_grad(grad, s2, ls, sn2, move_Z), None
+            return lml, self._pack_grad(grad, s2, ls, sn2, move_Z, vb), None
 
         def restart(x, rng):
             if move_Z and self.inducing_points is None:
-                s2r, lsr, _ = self._unpack(x[:n_th], D)
-                x[n_th:] = self._init_Z(X_all, s2r, lsr, jitter, rng).ravel()
+                s2r, lsr, _, vbr = self._unpack(x[:n_th], D)
+                x[n_th:] = self._init_Z(X_all, s2r, lsr, jitter, rng, vbr).ravel()
             return x
 
         bounds = np.vstack([self._theta_bounds(), unbounded(x0.size - n_th)])
@@ -266,14 +277,16 @@ class _SearchMixin:
         Z = np.ascontiguousarray(x[n_th:].reshape(Zshape)) if move_Z else Z0
         return x[:n_th].copy(), Z, res.n_iter
 
-    def _pack_grad(self, grad, s2, ls, sn2, move_Z):
-        """The gradient by :meth:`_pack`'s vector (by log s², log ℓ, log σ²), then with
-        ``move_Z`` by the inducing inputs, raveled (M·D,), from the natural-parameter
-        ``grad`` of :meth:`_evidence`."""
+    def _pack_grad(self, grad, s2, ls, sn2, move_Z, vb=None):
+        """The gradient by :meth:`_pack`'s vector (by log s², log ℓ, (log v_b,) log σ²),
+        then with ``move_Z`` by the inducing inputs, raveled (M·D,), from the
+        natural-parameter ``grad`` of :meth:`_evidence`."""
         g_Z = np.ravel(grad["inducing_points"]) if move_Z else np.empty(0)
         # an isotropic ℓ's entries are scaled, then summed: the order the committed fits used
         return self._packing(g_Z.size).gradient(
             {"log_variance": grad["variance"], "log_lengthscale": grad["lengthscale"],
+             "log_bias_variance": grad.get("bias_variance"),
              "log_noise_variance": grad["noise_variance"], "Z": g_Z},
-            {"log_variance": s2, "log_lengthscale": ls, "log_noise_variance": sn2},
+            {"log_variance": s2, "log_lengthscale": ls, "log_bias_variance": vb,
+             "log_noise_variance": sn2},
             scale_then_sum=True)

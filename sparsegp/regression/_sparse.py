@@ -25,7 +25,7 @@ from .._scaling import InputScaling, scaling_for
 from .._validation import check_int, check_optimizer, check_option, check_tol
 from ..exceptions import JitterWarning, warn
 from ..inducing import check_blocks, kmeans_blocks, median_split_blocks
-from ..kernels import kernel_spec
+from ..kernels import ConstantKernel, kernel_spec
 from . import _base
 from ._checks import _FitCheckMixin
 from ._inducing import _InducingStartMixin
@@ -129,9 +129,11 @@ class SparseGPRegressor(RegressorMixin, _FitCheckMixin, _PredictMixin, _SearchMi
     kernel : Kernel, optional
         The covariance: a :mod:`sparsegp.kernels` stationary kernel (``SquaredExponential``,
         ``Matern`` with ν = 1/2, 3/2, 5/2; ARD when its length-scale is an array), optionally
-        times a constant, or the same built from scikit-learn's ``ConstantKernel``, ``RBF``
-        and ``Matern``. Its values are the start, its bounds (or "fixed") bound the search.
-        None: an isotropic squared exponential on standardised features, starting at variance
+        times a constant, plus ``ConstantKernel`` summands (the bias variance v_b, added to
+        every covariance entry of every approximation: K_ff, K_fu, K_uu and k**), or the same
+        built from scikit-learn's ``ConstantKernel``, ``RBF`` and ``Matern``. Its values are
+        the start, its bounds (or "fixed") bound the search; with ``normalize_y`` the
+        variance and v_b are relative to var(y). None: an isotropic squared exponential on standardised features, starting at variance
         1 and length-scale 1 (one standard deviation of each feature; sqrt(D / 21) beyond
         21 features, :func:`sparsegp._scaling.start_lengthscale`), with the search box
         [1e-6, 1e6] in those units; a kernel given is in the units of X.
@@ -208,7 +210,8 @@ class SparseGPRegressor(RegressorMixin, _FitCheckMixin, _PredictMixin, _SearchMi
         ``"exact"``).
     kernel_ : Kernel
         The fitted covariance in the user's units (a copy of ``kernel``, or of the default SE
-        kernel), its variance in the units of y². The default covariance, isotropic on
+        kernel), its variance (and the constant summand's v_b, one ``ConstantKernel``) in the
+        units of y². The default covariance, isotropic on
         standardised inputs, comes back with one length-scale per feature,
         ``lengthscale_`` times that feature's standard deviation.
     variance_, noise_variance_ : float
@@ -220,13 +223,14 @@ class SparseGPRegressor(RegressorMixin, _FitCheckMixin, _PredictMixin, _SearchMi
         Log evidence of the approximation (VFE: the variational lower bound) at the fit, as a
         density of y in its own units (with ``normalize_y``, the mean of y is taken as known).
     theta_ : ndarray of shape (n_free,)
-        ``[log s², log ℓ (1 value, or D with ARD), log σ²]`` at the fit, less the
+        ``[log s², log ℓ (1 value, or D with ARD), (log v_b,) log σ²]`` at the fit, less the
         hyper-parameters the kernel holds fixed, in the units of ``variance_``,
         ``lengthscale_`` and ``noise_variance_``: the vector of :meth:`log_marginal_likelihood`.
     log_marginal_likelihood_gradient_ : dict
         Its gradient with respect to the natural parameters: ``"variance"`` (float),
         ``"lengthscale"`` (float, or (D,) with ARD), ``"noise_variance"`` (float) and
-        ``"inducing_points"`` ((M, D), None for ``"sod"`` and ``"exact"``).
+        ``"inducing_points"`` ((M, D), None for ``"sod"`` and ``"exact"``), and
+        ``"bias_variance"`` (float) for a kernel with a constant summand.
     blocks_ : list of ndarray
         PITC blocks used (PITC only).
     subset_indices_ : ndarray of shape (M,)
@@ -347,7 +351,7 @@ class SparseGPRegressor(RegressorMixin, _FitCheckMixin, _PredictMixin, _SearchMi
     def _kernel_spec(self, X):
         """The covariance to fit: ``kernel``, or for None the default SE kernel."""
         return kernel_spec(self.kernel, X.shape[1], type(self).__name__,
-                           default_bounds=DEFAULT_BOX)
+                           default_bounds=DEFAULT_BOX, bias=True)
 
     def _default_covariance(self):
         """Whether the user gave no kernel (the data-following start).
@@ -374,6 +378,8 @@ class SparseGPRegressor(RegressorMixin, _FitCheckMixin, _PredictMixin, _SearchMi
         out = dict(grad)
         out["variance"] = grad["variance"] / u2
         out["noise_variance"] = grad["noise_variance"] / u2
+        if "bias_variance" in grad:
+            out["bias_variance"] = grad["bias_variance"] / u2
         g_ls = np.asarray(grad["lengthscale"], dtype=np.float64) / self._ls_unit
         # an isotropic length-scale moves every dimension's at once (one common unit)
         out["lengthscale"] = g_ls if self._spec.ard else float(np.sum(g_ls))
@@ -411,6 +417,8 @@ class SparseGPRegressor(RegressorMixin, _FitCheckMixin, _PredictMixin, _SearchMi
         # isotropic covariance, whose one length-scale is in units of each feature's spread
         self._ls_unit = (np.ones(D) if default and not spec.ard else scaling.scale.copy())
         s2, ls = spec.variance, spec.lengthscale
+        # the bias variance v_b of constant summands, in model units as s² is
+        vb = None if spec.bias_term is None else float(spec.bias_term.constant_value)
         X = scaling.transform(X)
         Z = None if Z_user is None else scaling.transform(Z_user)
         y_mean, y_std = _target_scale(y) if self.normalize_y else (0.0, 1.0)
@@ -422,13 +430,13 @@ class SparseGPRegressor(RegressorMixin, _FitCheckMixin, _PredictMixin, _SearchMi
             if Z is not None:
                 raise ValueError("approximation='sod' selects a subset of the training data; "
                                  "pass n_inducing instead of inducing_points")
-            idx = self._choose_subset(X, s2, ls, jitter, rng)
+            idx = self._choose_subset(X, s2, ls, jitter, rng, vb)
             self.subset_indices_ = idx
             Xfit, yfit = X[idx], y[idx]
         else:
             Xfit, yfit = X, y
         if method in _base.SPARSE_METHODS and Z is None:
-            Z = self._init_Z(X, s2, ls, jitter, rng)
+            Z = self._init_Z(X, s2, ls, jitter, rng, vb)
         if method == "pitc":
             if blocks is None and self.blocks is not None:
                 blocks = kmeans_blocks(X, int(self.blocks), rng)
@@ -437,7 +445,7 @@ class SparseGPRegressor(RegressorMixin, _FitCheckMixin, _PredictMixin, _SearchMi
             self.blocks_ = blocks
         self._blocks_fit = blocks
 
-        theta0 = self._pack(s2, ls, sn2)
+        theta0 = self._pack(s2, ls, sn2, vb)
         n_iter = 0
         self.coarse_rows_ = 0
         self.converged_ = True          # each search below clears it if it stops at its cap
@@ -452,16 +460,21 @@ class SparseGPRegressor(RegressorMixin, _FitCheckMixin, _PredictMixin, _SearchMi
         if max_jitter[0] > jitter:
             warn(f"K_uu needed jitter up to {max_jitter[0]:g} x variance during "
                  "optimisation (nearly coincident inducing inputs)", JitterWarning)
-        s2, ls, sn2 = self._unpack(theta, D)
+        s2, ls, sn2, vb = self._unpack(theta, D)
         self._s2, self._sn2, self._ls = s2, sn2, ls     # model units (y normalised)
+        self._vb = vb
         self._Z = Z
         u2 = y_std * y_std
         self.y_mean_, self.y_std_ = float(y_mean), float(y_std)
         self.kernel_ = scaling.kernel_to_user(spec, s2 * u2, ls)
+        if vb is not None:
+            self.kernel_ = self.kernel_ + ConstantKernel(vb * u2,
+                                                         spec.bias_term.constant_value_bounds)
         self.variance_ = s2 * u2
         self.lengthscale_ = self._ls_reported(ls)
         self.noise_variance_ = sn2 * u2
-        self.theta_ = self._pack(self.variance_, ls * self._ls_unit, self.noise_variance_)
+        self.theta_ = self._pack(self.variance_, ls * self._ls_unit, self.noise_variance_,
+                                 None if vb is None else vb * u2)
         self.n_iter_ = n_iter
         if method in _base.SPARSE_METHODS:
             # inducing inputs the user gave and the fit did not move are reported as given
@@ -470,7 +483,7 @@ class SparseGPRegressor(RegressorMixin, _FitCheckMixin, _PredictMixin, _SearchMi
         elif method == "sod":
             self.inducing_points_ = self.X_train_[self.subset_indices_].copy()
         lml, grad, post = self._evidence(Xfit, yfit, s2, ls, sn2, Z, jitter, blocks, True,
-                                         warn=True, fitted_mean=optimised)
+                                         warn=True, fitted_mean=optimised, vb=vb)
         self._post = post
         if optimised:
             self._warn_if_degenerate(X)
@@ -487,9 +500,10 @@ class SparseGPRegressor(RegressorMixin, _FitCheckMixin, _PredictMixin, _SearchMi
 
     # ------------------------------------------------------------------ public evidence
     _lml_objective = "The log evidence of the approximation (VFE: its variational bound)"
-    _lml_notes = """``theta`` is ``[log s², log ℓ (1 value, or D with ARD), log σ²]`` less the
-hyper-parameters the kernel holds fixed (``theta_``), in the units of ``variance_``,
-``lengthscale_`` and ``noise_variance_``. The inducing inputs stay at ``inducing_points_`` (the
+    _lml_notes = """``theta`` is ``[log s², log ℓ (1 value, or D with ARD), (log v_b,) log σ²]``
+less the hyper-parameters the kernel holds fixed (``theta_``; v_b is the bias variance of
+the kernel's constant summands), in the units of ``variance_``, ``lengthscale_`` and
+``noise_variance_`` (v_b as ``variance_``). The inducing inputs stay at ``inducing_points_`` (the
 SoD subset and the PITC blocks at the fitted ones), K_uu takes the jitter ``jitter``, and the
 value is a density of y in its own units, as ``log_marginal_likelihood_``."""
 
@@ -502,18 +516,20 @@ value is a density of y in its own units, as ``log_marginal_likelihood_``."""
         ls = at["log_lengthscale"]
         theta[ls] -= np.log(self._ls_unit[:ls.stop - ls.start])
         theta[at["log_noise_variance"]] -= log_u2
-        s2, ls, sn2 = self._unpack(theta, D)
+        if "log_bias_variance" in at:
+            theta[at["log_bias_variance"]] -= log_u2
+        s2, ls, sn2, vb = self._unpack(theta, D)
         X, y = self._training_rows(), self._y_model
         if self.approximation == "sod":
             X, y = X[self.subset_indices_], y[self.subset_indices_]
         Z = getattr(self, "_Z", None)
         lml, grad, _ = self._evidence(X, y, s2, ls, sn2, Z, self.jitter, self._blocks_fit,
-                                      eval_gradient)
+                                      eval_gradient, vb=vb)
         lml = float(lml) - y.size * math.log(self.y_std_)
         if not eval_gradient:
             return lml
         # log-space gradients do not change with the units
-        return lml, self._pack_grad(grad, s2, ls, sn2, False)
+        return lml, self._pack_grad(grad, s2, ls, sn2, False, vb)
 
     # ------------------------------------------------------------------ prediction
     def predict(self, X, return_std=False, return_cov=False, augment=False, transduce=False):

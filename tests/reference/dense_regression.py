@@ -172,3 +172,61 @@ def bcm_predict(X, y, Xs, s2, ls, noise, jitter, blocks):
     mean = Kfu.T @ np.linalg.solve(Cy, y)
     cov = Kuu - Kfu.T @ np.linalg.solve(Cy, Kfu)
     return mean, cov
+
+
+# ----------------------------------------------------------------------------------------------
+# the same from a covariance function: any kernel object, e.g. a stationary kernel plus a
+# constant (issue 48), whose k(A, B) computes the sum itself
+
+def kernel_effective_covariance(method, k, X, Z, noise, jitter, blocks=None):
+    """C = K̃ + σ² I of ``method`` from a covariance function ``k(A, B)`` (N×N).
+
+    ``jitter`` is absolute here: K_uu = k(Z, Z) + jitter I.
+    Returns ``(C, Kff, Q)`` (Q None for "exact").
+    """
+    N = X.shape[0]
+    Kff = k(X, X)
+    if method == "exact":
+        return Kff + noise * np.eye(N), Kff, None
+    Kuu = k(Z, Z) + jitter * np.eye(Z.shape[0])
+    Kfu = k(X, Z)
+    Q = Kfu @ np.linalg.solve(Kuu, Kfu.T)
+    return _assemble(method, Q, Kff, noise, blocks), Kff, Q
+
+
+def kernel_log_marginal_likelihood(method, k, X, y, Z, noise, jitter, blocks=None):
+    """log N(y | 0, C) of :func:`kernel_effective_covariance`; VFE less tr(K_ff − Q_ff)/(2σ²)."""
+    C, Kff, Q = kernel_effective_covariance(method, k, X, Z, noise, jitter, blocks)
+    _, logdet = np.linalg.slogdet(C)
+    lml = -0.5 * (y @ np.linalg.solve(C, y) + logdet + len(y) * np.log(2 * np.pi))
+    if method == "vfe":
+        lml -= np.trace(Kff - Q) / (2 * noise)
+    return lml
+
+
+def kernel_predict(method, k, X, y, Z, Xs, noise, jitter, blocks=None):
+    """Latent predictive mean and joint covariance at Xs from ``k(A, B)``, under the method's
+    test conditional (as :func:`predict`): Q_*f (K_*f for "exact"); Q** (SoR), K** (DTC, VFE,
+    FITC, PITC) or Q** + diag(K** − Q**) (FIC)."""
+    C, _, _ = kernel_effective_covariance(method, k, X, Z, noise, jitter, blocks)
+    Kss = k(Xs, Xs)
+    if method == "exact":
+        Csf, Css = k(Xs, X), Kss
+    else:
+        Kuu = k(Z, Z) + jitter * np.eye(Z.shape[0])
+        Ksu = k(Xs, Z)
+        Csf = Ksu @ np.linalg.solve(Kuu, k(Z, X))
+        Qss = Ksu @ np.linalg.solve(Kuu, Ksu.T)
+        Css = {"sor": Qss, "fic": Qss + np.diag(np.diag(Kss - Qss))}.get(method, Kss)
+    mean = Csf @ np.linalg.solve(C, y)
+    return mean, Css - Csf @ np.linalg.solve(C, Csf.T)
+
+
+def kernel_bcm_predict(method, k, X, y, Xs, noise, jitter, blocks=None):
+    """Posterior of u = f* with the test inputs as inducing inputs (transduction) under the
+    training conditional of ``method`` ("pitc", "fitc"/"fic", else DTC's), from ``k(A, B)``."""
+    train = method if method in ("pitc", "fitc", "fic") else "dtc"
+    C, _, _ = kernel_effective_covariance(train, k, X, Xs, noise, jitter, blocks)
+    Kuu = k(Xs, Xs) + jitter * np.eye(Xs.shape[0])
+    Kfu = k(X, Xs)
+    return Kfu.T @ np.linalg.solve(C, y), Kuu - Kfu.T @ np.linalg.solve(C, Kfu)
