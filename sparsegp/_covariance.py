@@ -163,13 +163,21 @@ def deriv_factor(X, Z, K, family, variance, lengthscale):
 # ----------------------------------------------------------------------------------------------
 # the variance term, written once
 
-def variance_gradient(W, K):
+def variance_gradient(W, K, order="pairwise"):
     """d/dlog s² of L = Σ W ⊙ K for K = k(X, Z) (N, M) and its adjoint W (N, M).
 
     Every family is s² g(·), so the derivative by log s² is L itself, whatever g is, and needs
     no pass over the inputs. An engine that wants d/ds² divides by s² (its chain rule, not a
     second formula). Returns a Python float.
+
+    ``order`` is how the sum is rounded: "pairwise", NumPy's sum of W ⊙ K (the engines'), or
+    "dot", BLAS's dot product of the flattened arrays (``np.vdot``, no temporary), which the
+    stagewise eq. 4's committed fits were made with (the pairwise sum there moved its seeded
+    fit of ``benchmarks/compare_fits.py`` by 8e-7 in the bias). The compiled row passes'
+    order is :func:`sparsegp._numba.covfuncs.variance_gradient_rows`.
     """
+    if order == "dot":
+        return float(np.vdot(W, K))
     return float(np.sum(W * K))
 
 

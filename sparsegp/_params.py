@@ -367,6 +367,14 @@ class Packing:
         b = self.bounds()
         return np.clip(np.asarray(theta, dtype=np.float64), b[:, 0], b[:, 1])
 
+    def free_mask(self):
+        """Which entries of the full vector theta holds: the vector in which every block takes
+        its entries, held ones too (one for a shared block), True where the block is free.
+        For a search that keeps the held values in place (the stagewise eq. 4's full vector),
+        so that this module alone says which entries train."""
+        return np.concatenate([np.full(1 if b.shared else b.size, b.free)
+                               for b in self.blocks]) if self.blocks else np.empty(0, bool)
+
     def names(self):
         """One label per entry of theta: the block's name, indexed when it has several."""
         out = []
@@ -435,7 +443,7 @@ def kernel_log_bounds(spec, n_features):
     return free, bounds
 
 
-def kernel_blocks(spec, n_features, prefix="", libm=False):
+def kernel_blocks(spec, n_features, prefix="", libm=False, held=None, bounds=None):
     """The kernel's two blocks, ``log_variance`` (1,) and ``log_lengthscale`` (D,), from
     its spec: log coordinates, the kernel's log bounds, held where the kernel says "fixed"
     (at its values), and the length-scale shared unless the kernel is ARD.
@@ -448,22 +456,35 @@ def kernel_blocks(spec, n_features, prefix="", libm=False):
         Prepended to the block names (per-class stacks).
     libm : bool
         The variance's log and exp by the C library (:class:`Block`).
+    held : pair (variance, lengthscale (D,)), optional
+        The natural values a fixed block holds, kept as their logs, so that they come back
+        through exp (which may differ from them in the last bit): the IVM's searches, which
+        hold them at the round's values and whose committed fits were made so. Default: the
+        spec's values, returned as given.
+    bounds : pair (variance (2,), lengthscale (1 or D, 2)), optional
+        Log bounds in place of the kernel's: a search's own box around the data (the IVM's
+        guard, :data:`BOX_OVERRIDES`).
 
     Returns
     -------
     list of Block
     """
     D = int(n_features)
+    if held is None:
+        v_held = dict(natural_value=spec.variance)
+        l_held = dict(natural_value=spec.lengthscale)
+    else:
+        v_held, l_held = dict(value=np.log(held[0])), dict(value=np.log(held[1]))
     # the spec's log bounds: one (low, high) pair, or one row per feature in model units
     # (sparsegp._scaling.InputScaling.spec_to_model); a shared block reads the first row
-    return [Block(prefix + "log_variance", 1, log=True, bounds=spec.variance_bounds,
-                  free=spec.free_variance, natural_value=spec.variance, libm=libm),
-            Block(prefix + "log_lengthscale", D, log=True, bounds=spec.lengthscale_bounds,
-                  free=spec.free_lengthscale, shared=not spec.ard,
-                  natural_value=spec.lengthscale)]
+    v_box, l_box = (spec.variance_bounds, spec.lengthscale_bounds) if bounds is None else bounds
+    return [Block(prefix + "log_variance", 1, log=True, bounds=v_box,
+                  free=spec.free_variance, libm=libm, **v_held),
+            Block(prefix + "log_lengthscale", D, log=True, bounds=l_box,
+                  free=spec.free_lengthscale, shared=not spec.ard, **l_held)]
 
 
-def bias_variance_blocks(spec, prefix=""):
+def bias_variance_blocks(spec, prefix="", held=None):
     """The block of the bias variance v_b, the constant a kernel's ``ConstantKernel`` summands
     add to every covariance entry (``spec.bias_term``): ``log_bias_variance`` (1,), its log
     bounds those of the constant, held at its value when they are "fixed" or v_b = 0 (whose
@@ -474,6 +495,9 @@ def bias_variance_blocks(spec, prefix=""):
     spec : sparsegp.kernels.StationarySpec
     prefix : str
         Prepended to the block name (per-class stacks).
+    held : float, optional
+        The v_b a held block holds, kept as its log (log 0 = -inf for v_b = 0), as
+        :func:`kernel_blocks`' ``held``. Default: the constant's value, returned as given.
 
     Returns
     -------
@@ -486,6 +510,11 @@ def bias_variance_blocks(spec, prefix=""):
     bounds = term.constant_value_bounds
     fixed = isinstance(bounds, str) and bounds == "fixed"
     free = not fixed and vb > 0.0
+    if held is None:
+        value = dict(natural_value=vb)
+    else:
+        with np.errstate(divide="ignore"):
+            value = dict(value=np.log(held))
     return [Block(prefix + "log_bias_variance", 1, log=True,
                   bounds=np.log(np.asarray(bounds, dtype=np.float64)) if free else None,
-                  free=free, natural_value=vb)]
+                  free=free, **value)]

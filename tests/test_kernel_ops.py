@@ -212,3 +212,27 @@ def test_fused_contractions_match_dense_sums(family):
     fd = _central(lambda v: np.sum(Gw * cov.from_iso_sqdist(d2, family, s2, v[0], False)[0]),
                   [l])[0]
     assert s_l / l ** 3 == pytest.approx(fd, rel=1e-6)
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_variance_gradient_every_order(family):
+    """d/dlog s² of Σ W ⊙ K (central difference) in each summation order the engines use:
+    NumPy's pairwise sum, BLAS's dot ("dot", exactly np.vdot) and the compiled row passes'
+    row-after-row sum (exactly a Python loop in that order)."""
+    rng, X, Z, ls = _data(31, 9, 3, seed=7)
+    s2 = 0.8
+    K = cov.kernel_matrix(X, Z, family, s2, ls)
+    W = rng.normal(size=K.shape)
+    g = cov.variance_gradient(W, K)
+    fd = _central(lambda t: np.sum(W * dense(X, Z, family, np.exp(t[0]), ls)),
+                  [np.log(s2)])[0]
+    assert g == pytest.approx(fd, rel=1e-7)
+    assert cov.variance_gradient(W, K, order="dot") == float(np.vdot(W, K))
+    assert cov.variance_gradient(W, K, order="dot") == pytest.approx(g, rel=1e-13)
+    s = 0.0
+    for i in range(10, 20):
+        for m in range(K.shape[1]):
+            s += W[i, m] * K[i, m]
+    assert cf.variance_gradient_rows(W[10:20], K[10:20]) == s
+    total = sum(cf.variance_gradient_rows(W[a:a + 8], K[a:a + 8]) for a in range(0, 31, 8))
+    assert total == pytest.approx(g, rel=1e-13)

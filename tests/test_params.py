@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 
 from sparsegp._ascend import Adam, ascend
-from sparsegp._params import (BOX_OVERRIDES, DEFAULT_BOX, Block, Packing, kernel_blocks,
-                              log_box, unbounded)
-from sparsegp.kernels import SquaredExponential, kernel_spec
+from sparsegp._params import (BOX_OVERRIDES, DEFAULT_BOX, Block, Packing,
+                              bias_variance_blocks, kernel_blocks, log_box, unbounded)
+from sparsegp.kernels import ConstantKernel, SquaredExponential, kernel_spec
 
 
 def _packing():
@@ -118,6 +118,43 @@ def test_kernel_blocks_come_from_the_kernel(ard, fixed):
     np.testing.assert_allclose(nat["log_lengthscale"], np.broadcast_to(ls, D), rtol=1e-15)
     if fixed == "variance":
         assert nat["log_variance"][0] == 2.0        # held: exactly the kernel's value
+
+
+def test_free_mask_covers_the_full_vector():
+    """The full vector keeps a held block's entries (one for a shared block); the mask is
+    True exactly where theta has an entry, in order."""
+    p = _packing()
+    mask = p.free_mask()
+    assert mask.dtype == bool
+    np.testing.assert_array_equal(mask, [True, True, True, False] + [True] * 6)
+    assert mask.sum() == p.size
+    spec = kernel_spec(SquaredExponential(2.0, [0.5, 1.0, 2.0], "fixed", (1e-1, 1e1))
+                       + ConstantKernel(0.5, "fixed"), 3, "test", bias=True)
+    q = Packing(kernel_blocks(spec, 3) + bias_variance_blocks(spec) + [Block("bias", 1)])
+    np.testing.assert_array_equal(q.free_mask(), [False, True, True, True, False, True])
+    assert Packing([]).free_mask().shape == (0,)
+
+
+def test_kernel_blocks_hold_given_values_and_take_a_box():
+    """``held``: fixed blocks hold the given values as logs (back through exp); ``bounds``
+    replaces the kernel's box; free blocks and their sharing are unchanged."""
+    D = 3
+    spec = kernel_spec(SquaredExponential(2.0, 0.7, "fixed", "fixed")
+                       + ConstantKernel(0.0), D, "test", bias=True)
+    ls = np.array([0.3, 0.3, 0.3])
+    p = Packing(kernel_blocks(spec, D, held=(1.7, ls)) + bias_variance_blocks(spec, held=0.0))
+    assert p.size == 0                                   # v_b = 0 is never free
+    nat = p.natural(np.empty(0))
+    assert nat["log_variance"][0] == math.exp(math.log(1.7))
+    np.testing.assert_array_equal(nat["log_lengthscale"], np.exp(np.log(ls)))
+    assert nat["log_bias_variance"][0] == 0.0
+    free = kernel_spec(SquaredExponential(2.0, 0.7), D, "test")
+    box = (np.log([0.1, 10.0]), np.array([[-1.0, 2.0]]))
+    q = Packing(kernel_blocks(free, D, held=(1.7, ls), bounds=box))
+    np.testing.assert_array_equal(q.bounds(), [np.log([0.1, 10.0]), [-1.0, 2.0]])
+    assert q["log_lengthscale"].shared
+    np.testing.assert_array_equal(Packing(kernel_blocks(free, D)).bounds(),
+                                  np.log([[1e-5, 1e5], [1e-5, 1e5]]))
 
 
 def test_boxes_are_named_once():

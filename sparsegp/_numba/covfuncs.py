@@ -270,6 +270,20 @@ def stationary_grad(X, Z, G, W, lengthscale, grad_ls, grad_Z, grad_X, want_X):
                     grad_X[n, j] -= g
 
 
+@jit
+def variance_gradient_rows(W, K):
+    """Σ W ⊙ K over a block of rows, W and K (nb, M): the variance term of
+    :func:`sparsegp._covariance.variance_gradient` (d/dlog s²) for a compiled row pass that
+    holds one block of the adjoint at a time. Summed row after row, left to right, into one
+    float: the order the FITC-EP evidence gradient's row pass always used (NumPy's pairwise
+    sum of the Python form rounds differently)."""
+    s = 0.0
+    for i in range(W.shape[0]):
+        for m in range(W.shape[1]):
+            s += W[i, m] * K[i, m]
+    return s
+
+
 # ----------------------------------------------------------------------------------------------
 # the forms the engines' fused loops call (issue 48: no engine forms its own distances)
 

@@ -12,7 +12,7 @@ import numpy as np
 
 from ._jit import jit
 from .blas import add_parts, syrk_rows_upper, thread_ranges, trmm_rows
-from .covfuncs import stationary_grad
+from .covfuncs import stationary_grad, variance_gradient_rows
 from .ep_fitc_rows import _scratch_rows, _vt_rt_block
 
 
@@ -56,7 +56,8 @@ def evidence_gradient_rows(Vt, RT, Linv, alpha, omega, g, wg, a, K, Gd, X, Z, le
     Returns
     -------
     sum_wk : float
-        The rows' Σ dL/dK_fu ⊙ K_fu (the variance derivative's share, times s2).
+        The rows' Σ dL/dK_fu ⊙ K_fu (the variance derivative's share, times s2), block by
+        block (:func:`sparsegp._numba.covfuncs.variance_gradient_rows`).
     """
     M = Vt.shape[1]
     Hb = np.empty((_scratch_rows(lo, hi, block), M))
@@ -77,11 +78,7 @@ def evidence_gradient_rows(Vt, RT, Linv, alpha, omega, g, wg, a, K, Gd, X, Z, le
                 Hb[i, m] = an * a[m] - om * Hb[i, m] - 2.0 * gn * v
         syrk_rows_upper(Ub, 0, nb, gram)
         trmm_rows(Hb, Linv, np.int64(0), nb, np.bool_(False))      # Hᵀ L⁻¹ = dL/dK_fu
-        s = 0.0
-        for i in range(nb):
-            for m in range(M):
-                s += Hb[i, m] * K[b_lo + i, m]
-        wk += s
+        wk += variance_gradient_rows(Hb[:nb], K[b_lo:b_hi])
         stationary_grad(X[b_lo:b_hi], Z, Gd[b_lo:b_hi], Hb[:nb], lengthscale, grad_ls, grad_Z,
                         no_x, np.bool_(False))
     return wk

@@ -17,6 +17,7 @@ from scipy import linalg as sla
 from sklearn.base import ClassifierMixin
 
 from .._base import SparseGPEstimator
+from .._covariance import variance_gradient
 from .._numba.ep_dense import ep_dense_sweep, probit_cavity_terms
 from .._numba.probit import log_ndtr_vec
 from .._optimize import maximize, stopping_gain
@@ -153,10 +154,10 @@ def _gradients(fit, X, K_se, variance, lengthscale, family, jitter=None, bias_va
     W *= 0.5
     if bias_variance is None:
         # K = K_se + jitter * variance * I is proportional to the variance
-        g_var = float(np.sum(W * fit.K)) / variance
+        g_var = variance_gradient(W, fit.K) / variance
     else:
         # K = K_se + v_b + jitter * variance * I: the constant does not scale with it
-        g_var = float(np.sum(W * K_se)) / variance + jitter * float(np.trace(W))
+        g_var = variance_gradient(W, K_se) / variance + jitter * float(np.trace(W))
     g_ls, _ = grad_contract(X, X, K_se, W, family, variance, lengthscale, symmetric=True)
     g_bias = float(np.sum(fit.alpha))
     if bias_variance is None:

@@ -22,7 +22,7 @@ import numpy as np
 from scipy import linalg as sla
 
 from .._config import EP_MAX_SWEEPS, EP_TOL, ROW_BLOCK
-from .._covariance import deriv_factor
+from .._covariance import deriv_factor, variance_gradient
 from .._linalg import cholesky_jitter
 from .._numba import ep_fitc as _ep
 from .._numba import ep_fitc_anderson as _anderson
@@ -532,11 +532,11 @@ def log_evidence_gradient(prior, tau, nu, post):
     G_uu = -0.5 * (prior.Linv.T @ inner @ prior.Linv)
     G_uu = 0.5 * (G_uu + G_uu.T)
     if prior.bias_variance is None:
-        d_var = (wk + float(np.sum(G_uu * prior.Kuu)) + s2 * float(np.sum(g))) / s2
+        d_var = (wk + variance_gradient(G_uu, prior.Kuu) + s2 * float(np.sum(g))) / s2
     else:
         # K_uu = K_zz,s + v_b + jitter s2 I: only the stationary part and the jitter scale
         # with s2
-        d_var = (wk + float(np.sum(G_uu * prior.Kzz_s))) / s2 + float(np.sum(g)) \
+        d_var = (wk + variance_gradient(G_uu, prior.Kzz_s)) / s2 + float(np.sum(g)) \
             + prior.jitter * float(np.trace(G_uu))
     gl2, gz2 = grad_contract(prior.Z, prior.Z, prior.Kzz_s, G_uu, prior.family, s2,
                              prior.lengthscale, symmetric=True)

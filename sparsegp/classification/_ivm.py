@@ -52,7 +52,6 @@ from ._ivm_search import (
     VALIDATION_GRID,
     _fit_binary,
     _hyper_gradient,
-    _hyper_log_bounds,
     _hyper_packing,
     _hyper_values,
 )
@@ -238,7 +237,7 @@ class IVMClassifier(_BinaryGPClassifierMixin, ClassifierMixin, SparseGPEstimator
                               "the number of training points")
         selection = check_option(self.selection, "selection", ("entropy", "infogain", "random"))
         randomized = self._check_randomized()
-        # v_b's start and bounds in spec.bias_term (see _hyper_log_bounds); kernel_ reports
+        # v_b's start and bounds in spec.bias_term (see _hyper_packing); kernel_ reports
         # each task's v_b
         spec = _kernels.kernel_spec(self.kernel, D, type(self).__name__, bias=True)
         vb = 0.0 if spec.bias_term is None else float(spec.bias_term.constant_value)
@@ -284,9 +283,10 @@ class IVMClassifier(_BinaryGPClassifierMixin, ClassifierMixin, SparseGPEstimator
             raise ValueError(f"learn_noise must be a bool; got {self.learn_noise!r}")
         if not self.learn_noise or optimizer != "lbfgs":
             return False
-        free, _ = _hyper_log_bounds(spec, D)
         vb = 0.0 if spec.bias_term is None else float(spec.bias_term.constant_value)
-        if not free[0] or (vb > 0 and not free[-1]):
+        packing = _hyper_packing(spec, D, spec.variance, spec.lengthscale, vb)
+        if not packing["log_variance"].free or (vb > 0 and
+                                                not packing["log_bias_variance"].free):
             raise ValueError("learn_noise=True divides the kernel's variance and the bias "
                              "variance by the learnt noise variance, so neither may be fixed; "
                              f"got kernel={self.kernel!r}. Free them or use learn_noise=False")
@@ -374,7 +374,9 @@ class IVMClassifier(_BinaryGPClassifierMixin, ClassifierMixin, SparseGPEstimator
         self.models_ = models
         self._spec = spec
         self._ard = bool(spec.ard)
-        self._free, _ = _hyper_log_bounds(spec, X.shape[1])
+        # entries of theta_ per task (the tasks' packings differ only in held values)
+        self._n_free = _hyper_packing(spec, X.shape[1], spec.variance, spec.lengthscale,
+                                      0.0).size
         self._set_attributes()
         return self
 
@@ -496,7 +498,7 @@ fixed or absent). The active sets and their sites (``active_set_``, ``site_preci
 
     def _log_marginal_likelihood(self, theta, eval_gradient):
         D = self.n_features_in_
-        n_free = int(self._free.sum())
+        n_free = self._n_free
         # to model units: a shift of the log length-scales (theta_ at unit values less the
         # model-unit vector's), whose derivative is one
         theta = theta - np.tile(self._packed(1.0, self._ls_unit, 1.0), len(self.models_))

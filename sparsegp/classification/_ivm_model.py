@@ -16,6 +16,7 @@ from scipy import linalg as sla
 from scipy import special
 
 from .. import kernels as _kernels
+from .._covariance import variance_gradient
 from .._config import PREDICT_BLOCK as _PREDICT_BLOCK
 from .._numba import adf as _adf
 from .._numba.covfuncs import SE
@@ -152,7 +153,7 @@ def approx_log_likelihood(X_active, p, m, variance, lengthscale, bias_variance, 
     Linv_S = sla.solve_triangular(L, np.diag(S), lower=True, check_finite=False)
     C = Linv_S.T @ Linv_S                         # S B^-1 S
     W = 0.5 * (np.outer(w, w) - C)                # dvalue/dK_II (notes §2.6)
-    g_variance = float(np.sum(W * Ks)) / variance
+    g_variance = variance_gradient(W, Ks) / variance
     g_ls, _ = _kernels.grad_contract(X_active, X_active, Ks, W, family, variance, ls,
                                      symmetric=True)
     return value, g_variance, g_ls, float(np.sum(W)), float(np.trace(W))

@@ -26,7 +26,8 @@ from scipy import optimize, special
 
 from .._numba import adf as _adf
 from .._optimize import maximize
-from .._params import BOX_OVERRIDES, Block, Packing, kernel_log_bounds
+from .._params import (BOX_OVERRIDES, Block, Packing, bias_variance_blocks, kernel_blocks,
+                       kernel_log_bounds)
 from ._frequencies import judged_rows
 from ._ivm_model import _finish, _marginals, _mean_nlp, approx_log_likelihood
 from ._ivm_select import select_active_set
@@ -136,14 +137,14 @@ def _fit_binary(X, y, spec, bias_variance, bias, fit_bias, opts, rng, label):
     fitter = _Fitter(X, y, spec, bias_variance, fit_bias, opts, rng, label)
     variance, lengthscale = spec.variance, spec.lengthscale.copy()
     mode = opts["optimizer"]
-    free, _ = _hyper_log_bounds(spec, X.shape[1])
-    if mode == "grid" and free[:-1].any():
+    packing = _hyper_packing(spec, X.shape[1], variance, lengthscale, bias_variance)
+    if mode == "grid" and _kernel_free(packing):
         variance, lengthscale, n_iter = _validation_search(X, y, spec, bias_variance, bias,
                                                            fit_bias, opts, rng, label)
         mode = None
     else:
         n_iter = 0
-    if mode == "lbfgs" and free.any():
+    if mode == "lbfgs" and packing.size:
         state, variance, lengthscale, bias_variance, bias, n_iter = _evidence_search(
             fitter, X, spec, variance, lengthscale, bias, opts, rng, label)
     else:
@@ -162,37 +163,36 @@ def _fit_binary(X, y, spec, bias_variance, bias, fit_bias, opts, rng, label):
     return model
 
 
-def _hyper_packing(spec, D, variance, lengthscale, bias_variance, lims=None,
+def _hyper_packing(spec, D, variance, lengthscale, bias_variance, box=None,
                    learn_noise=False):
     """The :class:`sparsegp._params.Packing` of ``[log s2, log l (D with ARD, else 1),
     log v_b]``, the vector the evidence search moves, then ``log s_n^2`` with ``learn_noise``.
 
-    Its free entries and bounds are :func:`_hyper_log_bounds`' (``lims`` replaces the
-    bounds, e.g. :func:`_evidence_bounds`); the held entries sit at the logs of the values
-    given (log 0 = -inf for the default v_b = 0, which is never free) and come back through
-    exp, as the search always took them. The noise is boxed by
+    The blocks, their free entries and bounds are the kernel's
+    (:func:`sparsegp._params.kernel_blocks`; ``box`` replaces its bounds, e.g.
+    :func:`_evidence_box`) and its constant summands' (v_b:
+    :func:`sparsegp._params.bias_variance_blocks`, no block without them); the held entries
+    sit at the logs of the values given (log 0 = -inf for a v_b of 0, which is never free)
+    and come back through exp, as the search always took them. The noise is boxed by
     :data:`sparsegp._params.BOX_OVERRIDES` ``["ivm_noise"]``.
     """
-    free, own = _hyper_log_bounds(spec, D)
-    lims = own if lims is None else lims
-    with np.errstate(divide="ignore"):
-        log_vb = np.log(bias_variance)
-    blocks = [Block("log_variance", 1, log=True, bounds=lims[:1], free=free[0],
-                    value=np.log(variance)),
-              Block("log_lengthscale", D, log=True, bounds=lims[1:-1], free=free[1],
-                    shared=not spec.ard, value=np.log(lengthscale)),
-              Block("log_bias_variance", 1, log=True, bounds=lims[-1:], free=free[-1],
-                    value=log_vb)]
+    blocks = (kernel_blocks(spec, D, held=(variance, lengthscale), bounds=box)
+              + bias_variance_blocks(spec, held=bias_variance))
     if learn_noise:
         blocks.append(Block("log_noise", 1, log=True, bounds=np.log(NOISE_RANGE)))
     return Packing(blocks)
 
 
+def _kernel_free(packing):
+    """Whether the search moves any of the kernel's stationary parameters (s2, l)."""
+    return packing["log_variance"].free or packing["log_lengthscale"].free
+
+
 def _hyper_values(packing, theta):
     """``(s2, lengthscale (D,), v_b, values)`` at ``theta`` of :func:`_hyper_packing`."""
     v = packing.natural(theta)
-    return (float(v["log_variance"][0]), v["log_lengthscale"],
-            float(v["log_bias_variance"][0]), v)
+    vb = float(v["log_bias_variance"][0]) if "log_bias_variance" in v else 0.0
+    return float(v["log_variance"][0]), v["log_lengthscale"], vb, v
 
 
 def _hyper_gradient(packing, g_variance, g_lengthscale, g_bias_variance, values,
@@ -204,36 +204,32 @@ def _hyper_gradient(packing, g_variance, g_lengthscale, g_bias_variance, values,
                             values)
 
 
-def _hyper_log_bounds(spec, D):
-    """Free mask and log bounds of :func:`_log_hyper`'s vector: the stationary kernel's
-    (:func:`kernel_log_bounds`), then v_b's, free when the kernel's constant summands are not
-    "fixed" and v_b > 0 (``spec.bias_term``, set by :meth:`IVMClassifier._validate`)."""
-    free, lims = kernel_log_bounds(spec, D)
-    term = spec.bias_term
-    vb_free = (term is not None and not term.hyperparameters[0].fixed
-               and float(term.constant_value) > 0.0)
-    vb_lims = np.log(term.constant_value_bounds) if vb_free else [-np.inf, np.inf]
-    return np.append(free, vb_free), np.vstack([lims, vb_lims])
-
-
-def _evidence_bounds(spec, D, start_ls):
-    """L-BFGS-B box over the free entries of [log s2, log l.., log v_b]: the kernel's own
-    bounds, and for the default SE kernel the guard of
+def _evidence_box(spec, start_ls):
+    """L-BFGS-B log box of the default SE kernel's evidence search, ``(variance (2,),
+    lengthscale (1 or D, 2))`` for :func:`_hyper_packing`: the guard of
     :data:`LENGTHSCALE_RANGE`/:data:`VARIANCE_RANGE` around the data scale (notes §2.6: the
-    degenerate limits are at the box's far side)."""
-    free, lims = _hyper_log_bounds(spec, D)
-    if spec.guard:
-        lo, hi = np.log(LENGTHSCALE_RANGE)
-        ls_lims = np.column_stack([np.log(start_ls) + lo, np.log(start_ls) + hi])
-        lims[1:-1] = ls_lims if spec.ard else ls_lims[:1]
-        lims[0] = np.log(VARIANCE_RANGE)
-    return lims
+    degenerate limits are at the box's far side). None for a given kernel, whose own bounds
+    hold."""
+    if not spec.guard:
+        return None
+    lo, hi = np.log(LENGTHSCALE_RANGE)
+    ls_lims = np.column_stack([np.log(start_ls) + lo, np.log(start_ls) + hi])
+    return np.log(VARIANCE_RANGE), (ls_lims if spec.ard else ls_lims[:1])
+
+
+def _rescale_box(packing):
+    """Log bounds rows ``[s2, v_b]`` of :func:`_hyper_packing`'s blocks for
+    :func:`_noise_rescale` (v_b's row is read only when v_b > 0, when the block exists)."""
+    rows = [packing["log_variance"].rows()]
+    if "log_bias_variance" in packing.slices:
+        rows.append(packing["log_bias_variance"].rows())
+    return np.vstack(rows)
 
 
 def _noise_rescale(noise, variance, bias_variance, lims):
     """The factor ``learn_noise`` divides (s2, v_b) by: the refit's noise variance, moved the
-    least so that s2 and v_b stay inside their log bounds ``lims`` (rows of
-    :func:`_evidence_bounds`) and s2 + v_b <= :data:`LATENT_VARIANCE_MAX`. In logs: the
+    least so that s2 and v_b stay inside their log bounds ``lims`` (first row s2's, last
+    v_b's: :func:`_rescale_box`) and s2 + v_b <= :data:`LATENT_VARIANCE_MAX`. In logs: the
     kernel's bounds may be 1e-300 and 1e300."""
     log_s2 = np.log(variance)
     lo = [np.log(variance + bias_variance) - np.log(LATENT_VARIANCE_MAX), log_s2 - lims[0, 1]]
@@ -247,7 +243,7 @@ def _noise_rescale(noise, variance, bias_variance, lims):
 def _evidence_search(fitter, X, spec, variance, lengthscale, bias, opts, rng, label):
     """Interleaved selection and approximate-likelihood steps (notes §2.6), guarded.
 
-    Each refit moves the free entries of [log s2, log l.., log v_b] (:func:`_hyper_log_bounds`;
+    Each refit moves the free entries of [log s2, log l.., log v_b] (:func:`_hyper_packing`;
     v_b with the kernel's unfixed constant summands, as the toolbox's rbf + bias kernel);
     ``fitter.bias_variance`` follows the rounds. With ``opts["learn_noise"]`` a refit also
     moves the probit noise variance s_n^2 (start 1, box :data:`NOISE_RANGE`), the toolbox's
@@ -259,11 +255,11 @@ def _evidence_search(fitter, X, spec, variance, lengthscale, bias, opts, rng, la
     right after its selection; the best-scoring optimised round (1..max_iter) is returned
     with its state, so a round that drifted towards a degenerate limit is not the result
     when a better one exists. For the default SE kernel the L-BFGS-B box of
-    :func:`_evidence_bounds` keeps every round away from the limits l -> 0 and s2 -> 0.
+    :func:`_evidence_box` keeps every round away from the limits l -> 0 and s2 -> 0.
     """
     D = X.shape[1]
     family = spec.family
-    lims = _evidence_bounds(spec, D, spec.data_lengthscale)
+    box = _evidence_box(spec, spec.data_lengthscale)
     learn_noise = opts["learn_noise"]
     best = None
     n_iter = 0
@@ -285,7 +281,7 @@ def _evidence_search(fitter, X, spec, variance, lengthscale, bias, opts, rng, la
             best = best or (score, state, variance, lengthscale.copy(), vb, new_bias, it)
             break
         Xa, pa, ma = X[active[keep]], p[keep], m[keep]
-        packing = _hyper_packing(spec, D, variance, lengthscale, vb, lims, learn_noise)
+        packing = _hyper_packing(spec, D, variance, lengthscale, vb, box, learn_noise)
         # noise-free parts of the site variances (>= 0 for the probit, notes §2.1)
         base = np.maximum(1.0 / pa - 1.0, 0.0)
 
@@ -307,7 +303,8 @@ def _evidence_search(fitter, X, spec, variance, lengthscale, bias, opts, rng, la
         variance, lengthscale, vb, values = _hyper_values(packing, res.theta)
         noise = 1.0
         if learn_noise:
-            noise = _noise_rescale(float(values["log_noise"][0]), variance, vb, lims)
+            noise = _noise_rescale(float(values["log_noise"][0]), variance, vb,
+                                   _rescale_box(packing))
             variance, vb = variance / noise, vb / noise
         fitter.bias_variance = vb
         n_iter = it + 1

@@ -44,12 +44,13 @@ from .._numba import adf as _adf
 from .._numba.covfuncs import SE
 from ..kernels import kernel_matrix, kernel_spec
 from .._optimize import warn_at_bounds
-from .._params import BOX_OVERRIDES, bias_variance_blocks, kernel_log_bounds, unbounded
+from .._params import BOX_OVERRIDES, bias_variance_blocks
 from ._binary import (
     OPTIMIZER_NAMES,
     OPTIMIZER_RENAMED,
     _BinaryGPClassifierMixin,
     pack_theta,
+    theta_packing,
     theta_to_model,
 )
 from ._stagewise_eq4 import _optimise_hyper, nlp_eq4, unpack_full
@@ -289,16 +290,14 @@ class StagewiseGPClassifier(_BinaryGPClassifierMixin, ClassifierMixin, SparseGPE
         spec = scaling.spec_to_model(spec)
         X_user, X = X, scaling.transform(X)
         s2, ls = spec.variance, spec.lengthscale.copy()
-        # the bias is always free; fixed kernel parameters keep their entries of theta, as
-        # does a held bias variance v_b (the kernel's constant summands; before the bias)
-        free, lims = kernel_log_bounds(spec, X.shape[1])
+        # eq. 4's vector [log s2, log l, (log v_b,) b] is the binary packing's with every
+        # entry kept: fixed kernel parameters and a held bias variance v_b (the kernel's
+        # constant summands) stay in it at their values; the packing's blocks say which
+        # entries the search moves (the bias always) and their bounds
+        packing = theta_packing(X.shape[1], ard, spec)
+        free, bounds = packing.free_mask(), packing.bounds()
         vb_block = bias_variance_blocks(spec)
         with_vb = bool(vb_block)
-        for block in vb_block:
-            free = np.append(free, block.free)
-            lims = np.vstack([lims, block.rows()])
-        free = np.append(free, True)
-        bounds = np.vstack([lims, unbounded(1)])[free]
         n_outer = max_iter if optimizer is not None else 1
         state = _adf.new_state(X.shape[0], d_max, s2)
         theta = pack_theta(s2, ls, b, ard)

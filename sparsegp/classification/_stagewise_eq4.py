@@ -117,7 +117,7 @@ def nlp_eq4(theta, X, y, active, p, m, ard, gradient=False, family=SE, sqdist=No
         # G_cu = g w^T - 2 diag(q) W^T, built as one (nc, d) C-ordered array
         G_cu = W.T * (-2.0 * q)[:, None]
         G_cu += np.outer(g, w)
-        sum_k = np.vdot(G_cu, Kcu)
+        sum_k = _cov.variance_gradient(G_cu, Kcu, order="dot")
         gl_cu, _ = grad_contract(Xc, Xu, Kcu, G_cu, family, s2, ls)
         gl_uu, _ = grad_contract(Xu, Xu, Kuu, G_uu, family, s2, ls, symmetric=True)
         g_ls = scale * (gl_cu + gl_uu)
@@ -126,7 +126,7 @@ def nlp_eq4(theta, X, y, active, p, m, ard, gradient=False, family=SE, sqdist=No
         sum_k, sum_l = _cf.iso_rank1_contractions(W.T, Kcu, Fcu, sqdist[0], g, w, q)
         sum_l += _cov.iso_contract(G_uu, Fuu, sqdist[1])
         g_ls = np.array([scale * sum_l / ls[0] ** 3])
-    g_s2 = scale * ((sum_k + np.vdot(G_uu, Kuu)) / s2 + np.sum(q))
+    g_s2 = scale * ((sum_k + _cov.variance_gradient(G_uu, Kuu, order="dot")) / s2 + np.sum(q))
     g_b = scale * np.sum(g)
     grad = theta_gradient(g_s2, g_ls, g_b, s2, ls, ard)
     if vb is None:
