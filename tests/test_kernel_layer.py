@@ -236,10 +236,9 @@ ALLOWED = {
     # distance of training rows, a statistic of the data that no kernel evaluates
     ("experiments/grid.py", "broadcast difference"),
     ("experiments/grid.py", "squared difference"),
-    # the variance terms of the regressor and the multi-class kernel, which their own branches
-    # of issue 48 move onto _covariance.variance_gradient (remove these when they land)
+    # the multi-class kernel's variance terms, which their own branch of issue 48 moves onto
+    # _covariance.variance_gradient (remove this when it lands)
     ("classification/multiclass/kernel.py", "variance term"),
-    ("regression/_base.py", "variance term"),
 }
 
 
