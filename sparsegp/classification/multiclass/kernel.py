@@ -128,15 +128,17 @@ def kernel_grads(X, Z, variance, lengthscale, noise, K_se, Kfu, W_uu, W_fu, w_ka
     """
     W_uu = 0.5 * (W_uu + W_uu.T)
     wk = float(np.sum(w_kappa))
-    g_var = float(np.sum(W_uu * K_se)) + wk * variance + float(np.trace(W_uu)) * jitter * variance
+    # the variance term of the library's one formula (every family is s2 g: d/dlog s2 of
+    # <W, K> is <W, K>), then kappa's and the relative jitter's share of s2
+    g_var = (_cov.variance_gradient(W_uu, K_se) + wk * variance
+             + float(np.trace(W_uu)) * jitter * variance)
     g_noise = wk * noise
     if noise_in_kuu:
         g_noise += float(np.trace(W_uu)) * noise
-    # every family is s2 g(q): d/dlog s2 of sum(W K) is sum(W K) whatever g is
     g_ls, g_Z = _cov.grad_by_size(Z, Z, K_se, W_uu, family, variance, lengthscale,
                                   symmetric=True)
     if W_fu is not None:
-        g_var += float(np.sum(W_fu * Kfu))
+        g_var += _cov.variance_gradient(W_fu, Kfu)
         gl2, gZ2 = _cov.grad_by_size(np.asarray(X, dtype=np.float64), Z, Kfu, W_fu, family,
                                      variance, lengthscale)
         g_ls = g_ls + gl2
