@@ -16,7 +16,7 @@ from ..._inducing_base import InducingPointEstimator, median_lengthscale, take_r
 from ..._scaling import InputScaling
 from ..._validation import check_int, check_optimizer
 from ...exceptions import ConvergenceWarning, warn
-from ..._params import Block, Packing
+from ..._params import Block, Packing, class_stack_bounds
 from .kernel import pack_params
 from .._frequencies import FrequencyCheckMixin
 from .rows import check_multiclass_labels, check_row_sliceable, is_lazy_store
@@ -349,39 +349,18 @@ class MultiClassGPClassifier(FrequencyCheckMixin, ClassifierMixin, InducingPoint
     def _kernel_settings(self, C, M, D):
         """``(family, isotropic, log_bounds, frozen)`` for a packed vector of C classes.
 
-        ``log_bounds`` is None without a ``kernel`` and ``latent_noise_variance_bounds`` (the
-        default covariance is unbounded, as it always was); otherwise (lo, hi) arrays the
-        size of :func:`pack_params`' vector: each class's kernel's log bounds on log sigma_c
-        and log l_{c,d}, those of ``latent_noise_variance_bounds`` on log sigma0_c, unbounded
-        elsewhere. ``frozen`` (boolean, same size) marks the coordinates a "fixed" bound holds.
+        ``log_bounds`` and ``frozen`` are :func:`sparsegp._params.class_stack_bounds` of the
+        classes' kernels and ``latent_noise_variance_bounds``: None without either (the
+        default covariance is unbounded, as it always was), otherwise (lo, hi) arrays the
+        size of :func:`pack_params`' vector; ``frozen`` (boolean, same size) marks the
+        coordinates a "fixed" bound holds.
         """
-        n = 2 * C + C * D + C * M * D
-        frozen = np.zeros(n, dtype=bool)
         noise_fixed, noise_box = self._noise_bounds()
-        frozen[C:2 * C] = noise_fixed
         specs = getattr(self, "_spec", None)
-        if specs is None and noise_box is None:
-            return _cf.SE, False, None, frozen
-        lo = np.full(n, -np.inf)
-        hi = np.full(n, np.inf)
-        if noise_box is not None:
-            lo[C:2 * C], hi[C:2 * C] = noise_box
+        log_bounds, frozen = class_stack_bounds(specs, (C, M, D), noise_fixed, noise_box)
         if specs is None:
-            return _cf.SE, False, (lo, hi), frozen
-        for c, spec in enumerate(specs):
-            if spec.free_variance:
-                lo[c], hi[c] = spec.variance_bounds
-            else:
-                frozen[c] = True
-            ls = slice(2 * C + c * D, 2 * C + (c + 1) * D)
-            if spec.free_lengthscale:
-                # model units: one (low, high) row per feature (InputScaling.spec_to_model)
-                pairs = np.broadcast_to(
-                    np.asarray(spec.lengthscale_bounds, dtype=np.float64).reshape(-1, 2), (D, 2))
-                lo[ls], hi[ls] = pairs[:, 0], pairs[:, 1]
-            else:
-                frozen[ls] = True
-        return specs[0].family, not specs[0].ard, (lo, hi), frozen
+            return _cf.SE, False, log_bounds, frozen
+        return specs[0].family, not specs[0].ard, log_bounds, frozen
 
     @property
     def kernel_(self):
