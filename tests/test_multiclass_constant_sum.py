@@ -409,3 +409,44 @@ def test_a_list_of_kernels_with_and_without_a_constant_is_a_value_error():
               SquaredExponential()]
     with pytest.raises(ValueError, match="constant summand or none"):
         MultiClassEPClassifier(kernel=kernel, max_iter=1).fit(X, y)
+
+
+@pytest.mark.parametrize("method", ["ep", "sep"])
+def test_dask_fit_with_a_constant_equals_the_in_memory_fit(method):
+    """The workers form K_fu with each class's v_c from the ClassParams they receive."""
+    da = pytest.importorskip("dask.array")
+    distributed = pytest.importorskip("distributed")
+    X, y = _data(120, seed=8)
+    kw = dict(method=method, kernel=SquaredExponential(1.0, [1.0, 1.4]) + ConstantKernel(0.3),
+              n_inducing=4, max_iter=4, random_state=0)
+    ref = _fit(MultiClassEPClassifier(**kw), X, y)
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=False,
+                                  dashboard_address=":0") as cluster, \
+            distributed.Client(cluster, set_as_default=False) as client, client.as_current():
+        est = _fit(MultiClassEPClassifier(**kw), da.from_array(X, chunks=(30, 2)), y)
+    # the same steps, the rows' sums added in another order (as the Matérn test's bounds)
+    np.testing.assert_allclose(est.evidence_history_, ref.evidence_history_, rtol=1e-10,
+                               atol=1e-10)
+    np.testing.assert_allclose(est.theta_, ref.theta_, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(est.predict_proba(X), ref.predict_proba(X), atol=1e-10)
+    assert np.all(_sums(est)[1] != 0.3)
+
+
+@pytest.mark.parametrize("make", [
+    lambda k: MultiClassEPClassifier(kernel=k, n_inducing=3, batch_size=10, max_iter=3,
+                                     learning_rate=0.05, random_state=0),
+    lambda k: MultiClassEPClassifier(method="sep", kernel=k, n_inducing=3, batch_size=10,
+                                     max_iter=3, learning_rate=0.05, random_state=0),
+    lambda k: MultiClassSVGPClassifier(kernel=k, n_inducing=3, batch_size=10, max_iter=3,
+                                       learning_rate=0.05, random_state=0),
+], ids=["ep", "sep", "vi"])
+def test_minibatch_fits_step_v_c_and_their_theta_gradient_is_exact(make):
+    X, y = _data(30, seed=9)
+    est = _fit(make(SquaredExponential(1.0, 1.2) + ConstantKernel(0.5)), X, y)
+    _, vb = _sums(est)
+    assert np.all(np.abs(vb - 0.5) > 1e-3)             # ADAM moved every v_c
+    # log_marginal_likelihood is over all rows (EP/SEP: the fitted sites held; VI: q held)
+    value, grad = est.log_marginal_likelihood(est.theta_, eval_gradient=True)
+    fd = _central(est.log_marginal_likelihood, est.theta_.copy())
+    err = np.abs(grad - fd) / np.maximum(np.abs(fd), 1e-2)
+    assert err.max() < 1e-6, (err.max(), np.argmax(err))
