@@ -450,3 +450,20 @@ def test_minibatch_fits_step_v_c_and_their_theta_gradient_is_exact(make):
     fd = _central(est.log_marginal_likelihood, est.theta_.copy())
     err = np.abs(grad - fd) / np.maximum(np.abs(fd), 1e-2)
     assert err.max() < 1e-6, (err.max(), np.argmax(err))
+
+
+@pytest.mark.parametrize("name", sorted(ESTIMATORS))
+def test_a_model_pickled_before_the_constant_existed_still_predicts(name):
+    """A fitted model pickled before v_c existed has no ``log_bias`` on its ClassParams
+    (nor ``bias`` on GFITC's per-class kernels): they read the class defaults, no constant."""
+    import pickle
+
+    X, y = _data(30, seed=10)
+    est = _fit(ESTIMATORS[name](max_iter=3), X, y)
+    old = pickle.loads(pickle.dumps(est))
+    for obj in [old._hyp] + list(getattr(getattr(old, "_state", None), "kernels", [])):
+        for attr in ("log_bias", "bias"):
+            obj.__dict__.pop(attr, None)
+    assert "log_bias" not in old._hyp.__dict__
+    np.testing.assert_array_equal(old.predict_proba(X), est.predict_proba(X))
+    assert len(old.kernel_) == 3

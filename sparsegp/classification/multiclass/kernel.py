@@ -307,6 +307,9 @@ class ClassParams:
     alone (as the baselines always did); EP's stepping loop never averaged, and does not.
     """
 
+    #: no constant: also what a ClassParams pickled before v_c existed reads
+    log_bias = None
+
     def __init__(self, log_variance, log_noise, log_lengthscale, Z, family=_cf.SE,
                  isotropic=False, log_bounds=None, mean_lengthscale=False, log_bias=None):
         self.log_variance = np.array(log_variance, dtype=np.float64)
@@ -402,6 +405,10 @@ class ClassParams:
 class ClassKernel:
     """Covariance blocks of class c: K_se, K (with noise/jitter), its Cholesky LK, K_fu, kappa
     (K, K_fu and kappa with the class's bias variance ``bias``, when the kernel has one)."""
+
+    #: no constant: also what a ClassKernel pickled before v_c existed (a fitted GFITC's
+    #: state) reads
+    bias = None
 
     def __init__(self, X, hyp, c, jitter, noise_in_kuu):
         self.variance = float(np.exp(hyp.log_variance[c]))
