@@ -31,6 +31,7 @@ import math
 import numpy as np
 
 __all__ = ["Block", "Packing", "kernel_blocks", "bias_variance_blocks", "kernel_log_bounds",
+           "class_stack_bounds",
            "unbounded",
            "bounds_arrays", "cached_packing", "spec_key", "DEFAULT_BOX", "BOX_OVERRIDES",
            "UNBOUNDED", "log_box"]
@@ -518,3 +519,55 @@ def bias_variance_blocks(spec, prefix="", held=None):
     return [Block(prefix + "log_bias_variance", 1, log=True,
                   bounds=np.log(np.asarray(bounds, dtype=np.float64)) if free else None,
                   free=free, **value)]
+
+
+def class_stack_bounds(specs, shape, noise_fixed=False, noise_box=None):
+    """Log bounds and held mask of the multi-class models' per-class stack.
+
+    The stack is ``[log s²_c (C), log σ0_c (C), log ℓ_cd (C × D), Z (C × M × D)]``, then
+    ``log v_b,c (C)`` when the kernels have a constant summand (``spec.bias_term``). Each
+    class's entries take the bounds and "fixed" flags of its kernel's blocks
+    (:func:`kernel_blocks`, :func:`bias_variance_blocks`), the latent noise those given for
+    it; Z is unbounded.
+
+    Parameters
+    ----------
+    specs : list of StationarySpec or None
+        One per class, in model units; None for the default covariance.
+    shape : tuple (C, M, D)
+    noise_fixed : bool
+        The latent noise is held.
+    noise_box : pair of floats or None
+        Log bounds of the latent noise.
+
+    Returns
+    -------
+    log_bounds : tuple of two ndarrays of shape (n,), or None
+        (lo, hi), ±inf where unbounded or held; None when nothing is bounded (the default
+        covariance without ``noise_box``, searched without bounds as it always was).
+    frozen : ndarray of shape (n,), bool
+        The entries a "fixed" bound holds.
+    """
+    C, M, D = shape
+    bias = specs is not None and specs[0].bias_term is not None
+    n = 2 * C + C * D + C * M * D
+    frozen = np.zeros(n + (C if bias else 0), dtype=bool)
+    frozen[C:2 * C] = noise_fixed
+    if specs is None and noise_box is None:
+        return None, frozen
+    lo = np.full(frozen.size, -np.inf)
+    hi = np.full(frozen.size, np.inf)
+    if noise_box is not None:
+        lo[C:2 * C], hi[C:2 * C] = noise_box
+    for c, spec in enumerate(specs or ()):
+        blocks = kernel_blocks(spec, D) + bias_variance_blocks(spec)
+        # the variance, the length-scales, v_b: where each class's entries sit in the stack
+        places = [slice(c, c + 1), slice(2 * C + c * D, 2 * C + (c + 1) * D),
+                  slice(n + c, n + c + 1)]
+        for block, at in zip(blocks, places):
+            if block.free:
+                rows = block.rows()
+                lo[at], hi[at] = rows[:, 0], rows[:, 1]
+            else:
+                frozen[at] = True
+    return (lo, hi), frozen

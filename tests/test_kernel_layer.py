@@ -236,9 +236,6 @@ ALLOWED = {
     # distance of training rows, a statistic of the data that no kernel evaluates
     ("experiments/grid.py", "broadcast difference"),
     ("experiments/grid.py", "squared difference"),
-    # the multi-class kernel's variance terms, which their own branch of issue 48 moves onto
-    # _covariance.variance_gradient (remove this when it lands)
-    ("classification/multiclass/kernel.py", "variance term"),
 }
 
 

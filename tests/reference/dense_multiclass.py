@@ -20,13 +20,15 @@ def fitc_terms(X, Z, variance, lengthscale, noise, noise_in_kuu, jitter, kernel=
     """K_c, directions V = K_fu K_c^{-1} (N, M) and FITC variances d (N,) of one class.
 
     ``kernel(A, B, variance, lengthscale)`` is the signal covariance (SE by default); the
-    jitter is relative to ``variance``.
+    jitter is relative to ``variance``. The prior variance of f_ic is the kernel's own
+    k(x_i, x_i) plus the noise (the variance for a stationary kernel; more with a constant).
     """
     K = (kernel(Z, Z, variance, lengthscale)
          + ((noise if noise_in_kuu else 0.0) + jitter * variance) * np.eye(len(Z)))
     Kfu = kernel(X, Z, variance, lengthscale)
     V = np.linalg.solve(K, Kfu.T).T
-    d = variance + noise - np.sum(Kfu * V, axis=1)
+    kff = np.array([kernel(x[None], x[None], variance, lengthscale)[0, 0] for x in X])
+    d = kff + noise - np.sum(Kfu * V, axis=1)
     return K, V, np.maximum(d, 0.0)
 
 
@@ -41,14 +43,16 @@ def dense_ep(X, y, variance, lengthscale, noise, Z, noise_in_kuu=True, jitter=1e
     """Sequential EP with full-matrix sites; returns (log Z_EP, means (C, M), covs (C, M, M)).
 
     Parameters are natural (variance (C,), lengthscale (C, D), noise (C,), Z (C, M, D));
-    ``kernel(A, B, variance, lengthscale)`` is the signal covariance (SE by default).
+    ``kernel(A, B, variance, lengthscale)`` is the signal covariance (SE by default), or a
+    list of C such functions, one per class.
     """
     C, M, _ = Z.shape
     N = X.shape[0]
     Ks, Vs, ds = [], [], []
     for c in range(C):
+        kern = kernel[c] if isinstance(kernel, (list, tuple)) else kernel
         K, V, d = fitc_terms(X, Z[c], variance[c], lengthscale[c], noise[c], noise_in_kuu,
-                             jitter, kernel)
+                             jitter, kern)
         Ks.append(K)
         Vs.append(V)
         ds.append(d)

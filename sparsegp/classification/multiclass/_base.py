@@ -17,7 +17,7 @@ from ..._inducing_base import InducingPointEstimator, median_lengthscale, take_r
 from ..._scaling import InputScaling
 from ..._validation import check_int, check_optimizer
 from ...exceptions import ConvergenceWarning, warn
-from ..._params import Block, Packing
+from ..._params import Block, Packing, bias_variance_blocks, class_stack_bounds
 from .kernel import pack_params
 from .._frequencies import FrequencyCheckMixin
 from .rows import check_multiclass_labels, check_row_sliceable, is_lazy_store
@@ -66,8 +66,11 @@ kernel : Kernel or list of Kernel, optional
     constant, or the same built from scikit-learn's ``ConstantKernel``, ``RBF`` and
     ``Matern``. It gives the family and every class's starting variance and length-scales
     (each class then learns its own); an isotropic length-scale stays isotropic per class,
-    an array one per feature is ARD. A list of C such kernels (``classes_`` order, one
-    family, all isotropic or all ARD; ``kernel_`` is one) starts each class from its own.""",
+    an array one per feature is ARD. ``ConstantKernel`` summands (``SquaredExponential() +
+    ConstantKernel(0.5)``) add a bias variance v_c to every covariance entry of class c,
+    each class learning its own from the constant's value within its bounds ("fixed":
+    held). A list of C such kernels (``classes_`` order, one family, all isotropic or all
+    ARD, all with a constant or none; ``kernel_`` is one) starts each class from its own.""",
     "kernel_box": """\
     Its log bounds (within the box [-10, 10]) bound the search, "fixed" holds a parameter.
     None: the SE-ARD kernel, every class starting at variance 1 and the length-scale
@@ -103,12 +106,13 @@ lengthscale_ : ndarray of shape (C, D)
 kernel_ : list of Kernel
     The C fitted signal covariances, one per class (see
     :attr:`MultiClassGPClassifier.kernel_`): copies of ``kernel`` at ``variance_[c]``,
-    ``lengthscale_[c]``, or SE-ARD kernels without one.""",
+    ``lengthscale_[c]`` (plus one ``ConstantKernel`` at the class's fitted bias variance
+    v_c when ``kernel`` has constant summands), or SE-ARD kernels without one.""",
     "theta": """\
 theta_ : ndarray of shape (n_theta,)
     ``[log variance_ (C), log noise_ (C), log lengthscale_ (C x D, or C for an isotropic
-    kernel)]`` less the kernel's fixed hyper-parameters: the vector of
-    :meth:`log_marginal_likelihood`.""",
+    kernel), then with a constant summand log v_c (C)]`` less the kernel's fixed
+    hyper-parameters: the vector of :meth:`log_marginal_likelihood`.""",
     "villacampa2017": """\
 C. Villacampa-Calvo and D. Hernández-Lobato. Scalable multi-class Gaussian process
 classification using expectation propagation. ICML 2017.""",
@@ -278,22 +282,29 @@ class MultiClassGPClassifier(FrequencyCheckMixin, ClassifierMixin, InducingPoint
         ``kernel`` is one kernel (every class's start) or a list of kernels, one per class;
         with ``n_classes`` the result has one spec per class, without it one per kernel given.
 
+        A kernel may add ``ConstantKernel`` summands, kept as the spec's ``bias_term``
+        (:func:`sparsegp.kernels.split_bias_variance`): v_c, the bias variance of each class
+        (:mod:`.kernel`), starts at the constant's value and is searched within its bounds,
+        or held where they are "fixed".
+
         Raises
         ------
         ValueError
-            When a kernel is not a single stationary kernel optionally times a constant, the
-            kernels of a list differ in family or in being ARD, or their number is not
-            ``n_classes``.
+            When a kernel is not a single stationary kernel optionally times a constant,
+            plus constants, the kernels of a list differ in family, in being ARD or in having
+            a constant, or their number is not ``n_classes``.
         """
         if self.kernel is None:
             return None
         owner = type(self).__name__
         given = self.kernel if isinstance(self.kernel, (list, tuple)) else [self.kernel]
-        specs = [_kernels.stationary_spec(k, n_features, owner) for k in given]
-        if not specs or any((s.family, s.ard) != (specs[0].family, specs[0].ard)
+        specs = [_kernels.kernel_spec(k, n_features, owner, bias=True) for k in given]
+        if not specs or any((s.family, s.ard, s.bias_term is None)
+                            != (specs[0].family, specs[0].ard, specs[0].bias_term is None)
                             for s in specs):
             raise ValueError(f"{owner}: a list of kernels needs one kernel per class, all of "
-                             f"one family and all isotropic or all ARD; got {self.kernel!r}")
+                             f"one family, all isotropic or all ARD, and all with a constant "
+                             f"summand or none; got {self.kernel!r}")
         if n_classes is None:
             return specs
         if len(specs) == 1:
@@ -353,39 +364,28 @@ class MultiClassGPClassifier(FrequencyCheckMixin, ClassifierMixin, InducingPoint
     def _kernel_settings(self, C, M, D):
         """``(family, isotropic, log_bounds, frozen)`` for a packed vector of C classes.
 
-        ``log_bounds`` is None without a ``kernel`` and ``latent_noise_variance_bounds`` (the
-        default covariance is unbounded, as it always was); otherwise (lo, hi) arrays the
-        size of :func:`pack_params`' vector: each class's kernel's log bounds on log sigma_c
-        and log l_{c,d}, those of ``latent_noise_variance_bounds`` on log sigma0_c, unbounded
-        elsewhere. ``frozen`` (boolean, same size) marks the coordinates a "fixed" bound holds.
+        ``log_bounds`` and ``frozen`` are :func:`sparsegp._params.class_stack_bounds` of the
+        classes' kernels and ``latent_noise_variance_bounds``: None without either (the
+        default covariance is unbounded, as it always was), otherwise (lo, hi) arrays the
+        size of :func:`pack_params`' vector; ``frozen`` (boolean, same size) marks the
+        coordinates a "fixed" bound holds.
         """
-        n = 2 * C + C * D + C * M * D
-        frozen = np.zeros(n, dtype=bool)
         noise_fixed, noise_box = self._noise_bounds()
-        frozen[C:2 * C] = noise_fixed
         specs = getattr(self, "_spec", None)
-        if specs is None and noise_box is None:
-            return _cf.SE, False, None, frozen
-        lo = np.full(n, -np.inf)
-        hi = np.full(n, np.inf)
-        if noise_box is not None:
-            lo[C:2 * C], hi[C:2 * C] = noise_box
+        log_bounds, frozen = class_stack_bounds(specs, (C, M, D), noise_fixed, noise_box)
         if specs is None:
-            return _cf.SE, False, (lo, hi), frozen
-        for c, spec in enumerate(specs):
-            if spec.free_variance:
-                lo[c], hi[c] = spec.variance_bounds
-            else:
-                frozen[c] = True
-            ls = slice(2 * C + c * D, 2 * C + (c + 1) * D)
-            if spec.free_lengthscale:
-                # model units: one (low, high) row per feature (InputScaling.spec_to_model)
-                pairs = np.broadcast_to(
-                    np.asarray(spec.lengthscale_bounds, dtype=np.float64).reshape(-1, 2), (D, 2))
-                lo[ls], hi[ls] = pairs[:, 0], pairs[:, 1]
-            else:
-                frozen[ls] = True
-        return specs[0].family, not specs[0].ard, (lo, hi), frozen
+            return _cf.SE, False, log_bounds, frozen
+        return specs[0].family, not specs[0].ard, log_bounds, frozen
+
+    def _initial_log_bias(self):
+        """log v_c (C,) at the start, from each class's constant summands (-inf for a zero
+        constant, which stays held: :func:`sparsegp._params.bias_variance_blocks`); None when
+        the kernels have none. Reads ``_spec`` (:meth:`_initial_parameters`)."""
+        specs = getattr(self, "_spec", None)
+        if specs is None or specs[0].bias_term is None:
+            return None
+        with np.errstate(divide="ignore"):
+            return np.log([float(s.bias_term.constant_value) for s in specs])
 
     @property
     def kernel_(self):
@@ -394,8 +394,11 @@ class MultiClassGPClassifier(FrequencyCheckMixin, ClassifierMixin, InducingPoint
         Each is a copy of that class's ``kernel`` at its fitted ``variance_[c]`` and
         ``lengthscale_[c]`` (a single length-scale when ``kernel`` is isotropic), or, without
         a ``kernel``, ``SquaredExponential(variance_[c], lengthscale_[c])`` with ARD
-        length-scales; given back as ``kernel``, they start every class where it ended. The
-        additive noise ``noise_`` (``latent_noise_variance``) is not part of them.
+        length-scales; given back as ``kernel``, they start every class where it ended. A
+        kernel with constant summands comes back as the stationary kernel plus one
+        ``ConstantKernel`` at the class's fitted bias variance v_c (with the constants'
+        bounds, summed; "fixed" if one was). The additive noise ``noise_``
+        (``latent_noise_variance``) is not part of them.
         """
         variance = self.variance_          # AttributeError before fit, as for any fitted value
         lengthscale = np.atleast_2d(self.lengthscale_)
@@ -403,7 +406,13 @@ class MultiClassGPClassifier(FrequencyCheckMixin, ClassifierMixin, InducingPoint
         if specs is None:
             return [_kernels.SquaredExponential(float(v), np.array(ls, dtype=np.float64))
                     for v, ls in zip(variance, lengthscale)]
-        return [spec.fitted(float(v), ls) for spec, v, ls in zip(specs, variance, lengthscale)]
+        kernels = [spec.fitted(float(v), ls)
+                   for spec, v, ls in zip(specs, variance, lengthscale)]
+        if specs[0].bias_term is None:
+            return kernels
+        bias = self._hyp.bias
+        return [k + _kernels.ConstantKernel(float(b), spec.bias_term.constant_value_bounds)
+                for k, b, spec in zip(kernels, bias, specs)]
 
     def _rescue_degenerate_lengthscale(self, X, Z, lengthscale, rng, learnt):
         """Scale given length-scales up when the kernel between training points vanishes.
@@ -474,14 +483,15 @@ class MultiClassGPClassifier(FrequencyCheckMixin, ClassifierMixin, InducingPoint
 
     # -- theta_: the free hyper-parameters of log_marginal_likelihood ------------------------
 
-    def _set_theta(self, log_variance, log_noise, log_lengthscale):
-        """Set ``theta_`` from the model-unit log hyper-parameters (C,), (C,), (C, D).
+    def _set_theta(self, log_variance, log_noise, log_lengthscale, log_bias=None):
+        """Set ``theta_`` from the model-unit log hyper-parameters (C,), (C,), (C, D) and,
+        for a kernel with a constant, the log bias variances (C,).
 
         ``theta_`` is ``[log variance (C), log noise (C), log lengthscale (C x D, or C for
-        an isotropic kernel)]`` less what the kernel holds fixed, length-scales in the user's
-        units, classes in ``classes_`` order: the per-class stack of
-        :mod:`sparsegp._params`, one block per class and parameter, held where that class's
-        kernel says "fixed" (at the fitted value) and shared by the D features when
+        an isotropic kernel), (log bias variance (C))]`` less what the kernel holds fixed,
+        length-scales in the user's units, classes in ``classes_`` order: the per-class stack
+        of :mod:`sparsegp._params`, one block per class and parameter, held where that
+        class's kernel says "fixed" (at the fitted value) and shared by the D features when
         isotropic. Also keeps the packing, for :meth:`_hyper_at` and :meth:`_theta_gradient`.
         """
         C, D = np.shape(log_lengthscale)
@@ -497,10 +507,16 @@ class MultiClassGPClassifier(FrequencyCheckMixin, ClassifierMixin, InducingPoint
                         value=log_ls_user[c, 0] if shared else log_ls_user[c],
                         free=specs is None or specs[c].free_lengthscale, shared=shared)
                   for c in range(C)]
-        self._theta_packing = Packing(variances + noises + scales)
+        # each class's v_c, held where its constant is "fixed" or zero
+        biases = [] if log_bias is None else [
+            Block(f"log_bias_variance[{c}]", 1, value=log_bias[c],
+                  free=bias_variance_blocks(specs[c])[0].free) for c in range(C)]
+        self._theta_packing = Packing(variances + noises + scales + biases)
         values = {f"log_variance[{c}]": lv[c] for c in range(C)}
         values.update({f"log_noise[{c}]": ln[c] for c in range(C)})
         values.update({f"log_lengthscale[{c}]": log_ls_user[c] for c in range(C)})
+        if log_bias is not None:
+            values.update({f"log_bias_variance[{c}]": log_bias[c] for c in range(C)})
         self.theta_ = self._theta_packing.pack(values)
 
     def _hyper_at(self, theta, Z):
@@ -509,9 +525,12 @@ class MultiClassGPClassifier(FrequencyCheckMixin, ClassifierMixin, InducingPoint
         C = np.shape(Z)[0]
         v = self._theta_packing.unpack(theta)
         log_ls = np.stack([v[f"log_lengthscale[{c}]"] for c in range(C)])
+        log_bias = None
+        if self._hyp.log_bias is not None:
+            log_bias = np.concatenate([v[f"log_bias_variance[{c}]"] for c in range(C)])
         return pack_params([v[f"log_variance[{c}]"] for c in range(C)],
                            [v[f"log_noise[{c}]"] for c in range(C)],
-                           log_ls - np.log(self._scaling.scale), Z)
+                           log_ls - np.log(self._scaling.scale), Z, log_bias)
 
     def _theta_gradient(self, grad, C, D):
         """d/d ``theta_`` from a gradient of the :func:`pack_params` vector (log space: the
@@ -522,6 +541,9 @@ class MultiClassGPClassifier(FrequencyCheckMixin, ClassifierMixin, InducingPoint
         grads.update({f"log_noise[{c}]": g[C + c] for c in range(C)})
         grads.update({f"log_lengthscale[{c}]": g[2 * C + c * D:2 * C + (c + 1) * D]
                       for c in range(C)})
+        if self._hyp.log_bias is not None:
+            # v_c's entries follow Z in the packed vector
+            grads.update({f"log_bias_variance[{c}]": g[g.size - C + c] for c in range(C)})
         return self._theta_packing.gradient(grads, {})
 
     def _training_rows(self, X, y_index):

@@ -18,7 +18,7 @@ from ..._config import MC_OUTER_EP_MAX_SWEEPS, MC_OUTER_EP_TOL
 from . import engine as _eng
 from . import ep_state as _state
 from ._base import DEPRECATED, MultiClassGPClassifier, fill_shared_docs
-from .kernel import DEFAULT_JITTER, ClassParams, kernel_kfu, tri_solve
+from .kernel import DEFAULT_JITTER, ClassParams, kernel_kappa, kernel_kfu, tri_solve
 from .likelihood import class_counts_factors, class_probabilities
 
 __all__ = ["MultiClassEPClassifier"]
@@ -260,7 +260,7 @@ class MultiClassEPClassifier(MultiClassGPClassifier):
         var, noise, ls, Z = self._initial_parameters(X, y_idx, C, rng)
         family, isotropic, log_bounds, frozen = self._kernel_settings(C, Z.shape[1], D)
         hyp = ClassParams(np.log(var), np.log(noise), np.log(ls), Z, family, isotropic,
-                          log_bounds)
+                          log_bounds, log_bias=self._initial_log_bias())
         self.classes_ = classes
         self._n_train = int(y_idx.shape[0])       # the rows the evidence sums over
         n_factors = class_counts_factors(y_idx, C)
@@ -417,7 +417,7 @@ class MultiClassEPClassifier(MultiClassGPClassifier):
     def _store(self, hyp, prior, q, log_z, history, n_iter):
         # model units for predictions, user units for the report
         self._hyp = hyp
-        self._set_theta(hyp.log_variance, hyp.log_noise, hyp.log_lengthscale)
+        self._set_theta(hyp.log_variance, hyp.log_noise, hyp.log_lengthscale, hyp.log_bias)
         self._Z, self._ls = hyp.Z.copy(), prior.lengthscale.copy()
         self.inducing_points_ = self._scaling.inverse_transform(hyp.Z)
         self.variance_ = prior.variance.copy()
@@ -437,8 +437,9 @@ class MultiClassEPClassifier(MultiClassGPClassifier):
     # ---------------------------------------------------------------------------- evidence
     _lml_objective = "The EP (or SEP) log evidence with the sites held fixed"
     _lml_notes = """``theta`` is ``theta_``: ``[log variance (C), log noise (C), log lengthscale (C x D,
-or C for an isotropic kernel)]`` less what the kernel holds fixed, length-scales in the units
-of X. The inducing inputs (``inducing_points_``) and the sites stay at their fitted values, as
+or C for an isotropic kernel), then with a constant summand log v_c (C)]`` less what the kernel
+holds fixed, length-scales in the units of X.
+The inducing inputs (``inducing_points_``) and the sites stay at their fitted values, as
 u-space objects (EP's per-factor sites along the directions they were fitted with, SEP's tied
 sites): the function EP-inner training climbs at each step, whose value at ``theta_`` is
 ``log_marginal_likelihood_value_`` (batch mode: ``log_evidence_``; minibatch mode: the same
@@ -474,13 +475,15 @@ in-memory array keeps."""
         C = self.classes_.size
         mean = np.empty((X.shape[0], C))
         var = np.empty((X.shape[0], C))
+        bias = self._hyp.bias
         for c in range(C):
+            v_c = None if bias is None else float(bias[c])
             Ks = kernel_kfu(X, self._Z[c], self.variance_[c], self._ls[c],
-                                self._kernel_family())
+                            self._kernel_family(), v_c)
             a = tri_solve(self._L[c], Ks.T)
             b = tri_solve(self._R[c], a)
             mean[:, c] = Ks @ self._Am[c]
-            kappa = self.variance_[c] + self.noise_[c]
+            kappa = kernel_kappa(self.variance_[c], self.noise_[c], v_c)
             var[:, c] = np.maximum(kappa - np.sum(a * a, axis=0) + np.sum(b * b, axis=0), 1e-300)
         return mean, var
 

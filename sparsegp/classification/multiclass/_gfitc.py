@@ -209,7 +209,8 @@ class MultiClassGFITCClassifier(MultiClassGPClassifier):
         M = Z.shape[1]
         family, isotropic, log_bounds, frozen = self._kernel_settings(C, M, D)
         hyp0 = _k.ClassParams(np.log(var), np.log(noise), np.log(ls), Z, family, isotropic,
-                              log_bounds, mean_lengthscale=True)
+                              log_bounds, mean_lengthscale=True,
+                              log_bias=self._initial_log_bias())
         schedule = self.ep_schedule
         if schedule == "auto":
             schedule = "sequential" if N * C * M * M <= _AUTO_SEQUENTIAL_WORK else "parallel"
@@ -324,7 +325,7 @@ class MultiClassGFITCClassifier(MultiClassGPClassifier):
         hyp, state, sites, ok, lz = info
         self._state = state
         self._hyp, self._sites = hyp, sites
-        self._set_theta(hyp.log_variance, hyp.log_noise, hyp.log_lengthscale)
+        self._set_theta(hyp.log_variance, hyp.log_noise, hyp.log_lengthscale, hyp.log_bias)
         self._ep_converged = ok
         self.log_evidence_ = float(lz)
         self.log_marginal_likelihood_value_ = self.log_evidence_
@@ -356,8 +357,9 @@ class MultiClassGFITCClassifier(MultiClassGPClassifier):
     # ---------------------------------------------------------------- evidence at theta
     _lml_objective = "The EP log evidence log Z_EP"
     _lml_notes = """``theta`` is ``theta_``: ``[log variance (C), log noise (C), log lengthscale (C x D,
-or C for an isotropic kernel)]`` less what the kernel holds fixed, length-scales in the units
-of X. The inducing inputs stay at ``inducing_points_``. EP is run at ``theta`` as the fit runs
+or C for an isotropic kernel), then with a constant summand log v_c (C)]`` less what the kernel
+holds fixed, length-scales in the units of X.
+The inducing inputs stay at ``inducing_points_``. EP is run at ``theta`` as the fit runs
 it (schedule ``ep_schedule_``, tolerance ``ep_tol_``), warm-started from the fitted sites,
 and the gradient is that of notes §7.1 at its fixed point, exact there. Needs the training
 rows, which a fit keeps."""

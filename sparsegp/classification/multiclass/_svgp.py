@@ -158,7 +158,7 @@ def svgp_elbo(X, y, hyp, q, eps, jitter, noise_in_kuu, nodes, weights, scale=1.0
         return elbo, None, None
     g_mu = (scale * b0) * dmu
     g_s = (scale * b0) * ds2
-    grad_hyp = _k.ClassParams.zeros(C, M, D)
+    grad_hyp = _k.ClassParams.zeros(C, M, D, bias=hyp.log_bias is not None)
     grad_q = _Variational(np.zeros((C, M)), np.zeros((C, M, M)))
     I = np.eye(M)
     for c in range(C):
@@ -176,9 +176,11 @@ def svgp_elbo(X, y, hyp, q, eps, jitter, noise_in_kuu, nodes, weights, scale=1.0
         W_fu = np.outer(g_mu[:, c], a) + 2.0 * g_s[:, c:c + 1] * (V @ SKi - V)
         T = -0.5 * np.outer(V.T @ g_mu[:, c], a) - Psi @ SKi + 0.5 * Psi
         W_uu = (T + T.T) + 0.5 * (Ki @ (S + np.outer(q.m[c], q.m[c])) @ Ki - Ki)
-        gv, gn, gl, gZ = kc.grads(X, W_uu, W_fu, g_s[:, c])
+        gv, gn, gl, gZ, gb = kc.grads(X, W_uu, W_fu, g_s[:, c])
         grad_hyp.log_variance[c], grad_hyp.log_noise[c] = gv, gn
         grad_hyp.log_lengthscale[c], grad_hyp.Z[c] = gl, gZ
+        if grad_hyp.log_bias is not None:
+            grad_hyp.log_bias[c] = gb
     return elbo, grad_hyp, grad_q
 
 
@@ -303,9 +305,11 @@ class MultiClassSVGPClassifier(MultiClassGPClassifier):
         var, noise, ls, Z = self._initial_parameters(X, y_idx, C, rng)
         M = Z.shape[1]
         family, isotropic, log_bounds, frozen = self._kernel_settings(C, M, D)
+        log_bias = self._initial_log_bias()
         # GFITC's settings: the mean log length-scale of an isotropic class (_k.ClassParams)
-        self._hyp_settings = (family, isotropic, log_bounds, True)
-        hyp = _k.ClassParams(np.log(var), np.log(noise), np.log(ls), Z, *self._hyp_settings)
+        self._hyp_settings = (family, isotropic, log_bounds, True, log_bias is not None)
+        hyp = _k.ClassParams(np.log(var), np.log(noise), np.log(ls), Z,
+                             *self._hyp_settings[:4], log_bias=log_bias)
         self.classes_ = classes
         self._nik = (bool(self.noise_in_kuu), jitter)
         self._gh = gauss_hermite(n_quad)
@@ -329,7 +333,7 @@ class MultiClassSVGPClassifier(MultiClassGPClassifier):
 
     def _split(self, vec, shape):
         C, M, D = shape
-        nh = 2 * C + C * D + C * M * D
+        nh = 2 * C + C * D + C * M * D + (C if self._hyp_settings[4] else 0)
         hyp = _k.ClassParams.unpack(vec[:nh], C, M, D, *self._hyp_settings)
         return hyp, _Variational.unpack(vec[nh:], C, M)
 
@@ -465,7 +469,7 @@ class MultiClassSVGPClassifier(MultiClassGPClassifier):
     def _store(self, vec, shape, elbo, history):
         hyp, q = self._split(vec, shape)
         self._hyp, self._q = hyp, q
-        self._set_theta(hyp.log_variance, hyp.log_noise, hyp.log_lengthscale)
+        self._set_theta(hyp.log_variance, hyp.log_noise, hyp.log_lengthscale, hyp.log_bias)
         self.elbo_ = float(elbo)
         self.log_marginal_likelihood_value_ = self.elbo_
         self.elbo_history_ = np.array(history, dtype=np.float64)
@@ -479,8 +483,9 @@ class MultiClassSVGPClassifier(MultiClassGPClassifier):
     # ----------------------------------------------------------------------------------------
     _lml_objective = "The evidence lower bound (ELBO) on the whole training set"
     _lml_notes = """``theta`` is ``theta_``: ``[log variance (C), log noise (C), log lengthscale (C x D,
-or C for an isotropic kernel)]`` less what the kernel holds fixed, length-scales in the units
-of X. The inducing inputs (``inducing_points_``) and the variational parameters (``q_mean_``,
+or C for an isotropic kernel), then with a constant summand log v_c (C)]`` less what the kernel
+holds fixed, length-scales in the units of X.
+The inducing inputs (``inducing_points_``) and the variational parameters (``q_mean_``,
 ``q_sqrt_``) stay at their fitted values; the value is the full-data bound also after a
 minibatch fit (``elbo_``), and its gradient is exact. Needs the training rows, which a fit on
 an in-memory array keeps."""

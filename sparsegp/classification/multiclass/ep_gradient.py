@@ -38,10 +38,7 @@ def _row_gradient(X, hyp, prior, Kfu, V, res, scale, noise_in_kuu):
     GVtV : ndarray of shape (C, M, M)
     """
     C, M, D = hyp.shape
-    g_lv = np.empty(C)
-    g_ln = np.empty(C)
-    g_ll = np.empty((C, D))
-    g_Z = np.empty((C, M, D))
+    g_lv, g_ln, g_ll, g_Z, g_lb = _holders(hyp)
     # batch steps have scale 1: no (C, B, M) copies then
     GV = res.GV if scale == 1.0 else scale * res.GV
     GVtV = _matmul_tn(GV, V)
@@ -51,11 +48,11 @@ def _row_gradient(X, hyp, prior, Kfu, V, res, scale, noise_in_kuu):
         W_fu[c] -= wsum[:, c, None] * V[c]
     zero = np.zeros((M, M))
     for c in range(C):
-        g_lv[c], g_ln[c], g_ll[c], g_Z[c] = _k.kernel_grads(
+        g_lv[c], g_ln[c], g_ll[c], g_Z[c], g_lb[c] = _k.kernel_grads(
             X, hyp.Z[c], prior.variance[c], prior.lengthscale[c], prior.noise[c],
             prior.K_se[c], Kfu[c], zero, W_fu[c], wsum[:, c], noise_in_kuu, prior.jitter,
-            hyp.family)
-    return _k.pack_params(g_lv, g_ln, g_ll, g_Z), GVtV
+            hyp.family, prior.class_bias(c))
+    return _k.pack_params(g_lv, g_ln, g_ll, g_Z, _bias_part(hyp, g_lb)), GVtV
 
 
 def _prior_gradient(hyp, prior, q, GVtV, noise_in_kuu, W_extra=None):
@@ -73,17 +70,25 @@ def _prior_gradient(hyp, prior, q, GVtV, noise_in_kuu, W_extra=None):
 def _kuu_gradient(hyp, prior, W_uu, noise_in_kuu):
     """Gradient of sum_c <W_uu[c], K_c> (W_uu (C, M, M) symmetric), packed like
     :meth:`.kernel.ClassParams.pack`."""
-    C, M, D = hyp.shape
-    g_lv = np.empty(C)
-    g_ln = np.empty(C)
-    g_ll = np.empty((C, D))
-    g_Z = np.empty((C, M, D))
-    for c in range(C):
-        g_lv[c], g_ln[c], g_ll[c], g_Z[c] = _k.kernel_grads(
+    g_lv, g_ln, g_ll, g_Z, g_lb = _holders(hyp)
+    for c in range(hyp.shape[0]):
+        g_lv[c], g_ln[c], g_ll[c], g_Z[c], g_lb[c] = _k.kernel_grads(
             None, hyp.Z[c], prior.variance[c], prior.lengthscale[c], prior.noise[c],
             prior.K_se[c], None, W_uu[c], None, 0.0, noise_in_kuu, prior.jitter,
-            hyp.family)
-    return _k.pack_params(g_lv, g_ln, g_ll, g_Z)
+            hyp.family, prior.class_bias(c))
+    return _k.pack_params(g_lv, g_ln, g_ll, g_Z, _bias_part(hyp, g_lb))
+
+
+def _holders(hyp):
+    """Empty per-class gradient arrays (C,), (C,), (C, D), (C, M, D), (C,)."""
+    C, M, D = hyp.shape
+    return np.empty(C), np.empty(C), np.empty((C, D)), np.empty((C, M, D)), np.empty(C)
+
+
+def _bias_part(hyp, g_lb):
+    """v_c's part of the packed gradient: ``g_lb`` when the kernel has a constant, else None
+    (no entries)."""
+    return None if hyp.log_bias is None else g_lb
 
 
 def _hyper_gradient(X, hyp, prior, q, Kfu, V, res, scale, noise_in_kuu):

@@ -54,7 +54,9 @@ class Prior:
     """K_c, its Cholesky factor and inverse for every class (notes §1.1).
 
     K_c is factored by :func:`.kernel.chol_kuu` (the library's jitter ladder): a jitter it had
-    to add is in ``K`` too.
+    to add is in ``K`` too. ``bias`` (C,) holds the classes' bias variances v_c, in K,
+    kappa and the rows' K_fu, when the kernel has a constant (None otherwise); ``K_se`` is
+    the stationary part alone.
     """
 
     def __init__(self, hyp, noise_in_kuu, jitter):
@@ -62,7 +64,8 @@ class Prior:
         self.variance = np.exp(hyp.log_variance)
         self.noise = np.exp(hyp.log_noise)
         self.lengthscale = np.exp(hyp.log_lengthscale)
-        self.kappa = _k.kernel_kappa(self.variance, self.noise)
+        self.bias = hyp.bias
+        self.kappa = _k.kernel_kappa(self.variance, self.noise, self.bias)
         self.family = hyp.family
         self.jitter = jitter
         self.K = np.empty((C, M, M))
@@ -73,20 +76,28 @@ class Prior:
         for c in range(C):
             self.K[c], self.K_se[c] = _k.kernel_kuu(hyp.Z[c], self.variance[c],
                                                      self.lengthscale[c], self.noise[c],
-                                                     noise_in_kuu, jitter, hyp.family)
+                                                     noise_in_kuu, jitter, hyp.family,
+                                                     self.class_bias(c))
             self.L[c] = _k.chol_kuu(self.K[c], f"K_c of class {c}")
             # LAPACK potrs/trtrs are slow here (see tri_solve); two BLAS trsm products instead
             Li = _k.tri_solve(self.L[c], eye)
             self.A[c] = Li.T @ Li
 
+    def class_bias(self, c):
+        """v_c of class c as a float, or None without a constant."""
+        return None if self.bias is None else float(self.bias[c])
+
 
 def data_terms(X, hyp, prior):
     """K_fu, directions V = K_fu K^{-1} and FITC variances d for rows X (notes §1.1).
 
-    Returns Kfu (C, B, M), V (C, B, M), d (B, C); all C-contiguous.
+    Returns Kfu (C, B, M), V (C, B, M), d (B, C); all C-contiguous. Kfu holds the classes'
+    bias variances v_c when the kernel has a constant (the factor pass takes the whole k_ic).
     """
     Kfu = _cov.stacked_cross(X, hyp.Z, hyp.family, prior.variance, prior.lengthscale,
                              _n_parts(hyp.shape[0]))
+    if prior.bias is not None:
+        Kfu += prior.bias[:, None, None]
     V = _matmul(Kfu, prior.A)
     # rounding can make kappa - k^T K^{-1} k slightly negative (notes §8.1)
     d = np.maximum(prior.kappa[None, :] - np.einsum("cij,cij->ic", Kfu, V), 0.0)

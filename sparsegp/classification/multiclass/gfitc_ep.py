@@ -315,7 +315,7 @@ def gfitc_gradient(X, y, hyp, state, sites, parts=None):
         _, parts = gfitc_log_evidence(y, state, sites, return_parts=True)
     tau_bar, nu_bar, mu, _, pieces = parts
     C, M, D = hyp.Z.shape
-    grad = _k.ClassParams.zeros(C, M, D)
+    grad = _k.ClassParams.zeros(C, M, D, bias=hyp.log_bias is not None)
 
     def one(c):
         s, q, UB, _ = pieces[c]
@@ -330,9 +330,11 @@ def gfitc_gradient(X, y, hyp, state, sites, parts=None):
         Li = state.LKinv[c]
         MpPKi = H @ Li
         W_uu = Li.T @ (U.T @ H) @ Li
-        gv, gn, gl, gZ = kc.grads(X, 0.25 * (W_uu + W_uu.T), -MpPKi, -0.5 * m_diag)
+        gv, gn, gl, gZ, gb = kc.grads(X, 0.25 * (W_uu + W_uu.T), -MpPKi, -0.5 * m_diag)
         grad.log_variance[c], grad.log_noise[c] = gv, gn
         grad.log_lengthscale[c], grad.Z[c] = gl, gZ
+        if grad.log_bias is not None:
+            grad.log_bias[c] = gb
 
     map_threads(one, range(C), serial=_small(X.shape[0], M))
     return grad
@@ -356,7 +358,7 @@ def gfitc_predict_latent(Xt, state, tau_bar, nu_bar):
         R = sla.cholesky(B, lower=True, check_finite=False)
         h = U.T @ (nu_bar[c] * s)
         kc = state.kernels[c]
-        Ps = _k.kernel_kfu(Xt, kc.Z, kc.variance, kc.lengthscale, kc.family)
+        Ps = kc.kfu(Xt)
         Us = sla.solve_triangular(kc.LK, Ps.T, lower=True, check_finite=False)
         Rs = sla.solve_triangular(R, Us, lower=True, check_finite=False)
         mean[:, c] = Rs.T @ sla.solve_triangular(R, h, lower=True, check_finite=False)
