@@ -308,9 +308,12 @@ def test_fitc_evidence_over_the_inducing_inputs_overfits_raw_diabetes(diabetes):
 def test_inducing_objective_moves_the_inducing_inputs_as_documented():
     # "vfe" (the FITC family's default): Z where VFE's own fit puts them, then FITC's evidence
     # stationary in theta (measured gradient 3e-6) but not in Z (measured 3.9); None: Z at
-    # their start, theta fitted
+    # their start, theta fitted. Measured from random rows, pinned here: from the k-means
+    # default, Z held, the search over theta ends by L-BFGS-B's relative-decrease test at a
+    # gradient of 1.7e-3 (2.1e-3 at tol=0), this start's conditioning rather than the
+    # inducing objective's meaning (every other claim below holds from either start)
     X, y, _ = _regression_data(100)
-    kw = dict(n_inducing=10, random_state=0)
+    kw = dict(n_inducing=10, init="random", random_state=0)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         fitc = SparseGPRegressor("fitc", **kw).fit(X, y)

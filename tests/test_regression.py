@@ -309,7 +309,7 @@ def test_cg_restarts_greedy_kmeans_and_reproducibility():
                                   n_restarts=1, random_state=3).fit(X, y)
         np.testing.assert_array_equal(a.inducing_points_, b.inducing_points_)
         assert a.log_marginal_likelihood_ == b.log_marginal_likelihood_
-    sod = SparseGPRegressor("sod", n_inducing=10, init="greedy", optimizer=None,
+    sod = SparseGPRegressor("sod", n_inducing=10, subset="greedy", optimizer=None,
                             random_state=0).fit(X, y)
     assert sod.subset_indices_.size == 10 and np.unique(sod.subset_indices_).size == 10
 

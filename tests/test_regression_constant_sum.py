@@ -187,7 +187,13 @@ def test_a_constant_summand_learns_a_large_offset(method):
     y = np.sin(2 * X[:, 0]) + 20.0 + 0.1 * rng.normal(size=80)
     Xt = np.linspace(-6, 6, 13)[:, None]
     yt = np.sin(2 * Xt[:, 0]) + 20.0
-    kw = dict(n_inducing=30 if method == "sod" else 12, normalize_y=False, random_state=0)
+    # the inducing inputs start at random rows, where the measurements below were made: from
+    # k-means centres the fit with the constant is the same (evidence 47.9), but the one
+    # without it stops at a line through the offset (length-scale 100, evidence -83 against
+    # 42 from random rows), whose RMSE on these 13 points, 0.85, is no fall towards 0 (SoD's
+    # rows are random by its own default)
+    kw = dict(n_inducing=30 if method == "sod" else 12, normalize_y=False, random_state=0,
+              **({} if method == "sod" else {"init": "random"}))
     with_c = _fit(SparseGPRegressor(method, kernel=SquaredExponential()
                                     + ConstantKernel(1.0), **kw), X, y)
     without = _fit(SparseGPRegressor(method, kernel=SquaredExponential(), **kw), X, y)
@@ -279,7 +285,8 @@ def test_greedy_start_takes_the_constant_into_the_prior_variance():
 @pytest.mark.parametrize("method", ["sod", "fitc"])
 def test_greedy_starts_and_restarts_with_the_constant(method):
     X, y = _data(seed=9)
-    est = _fit(SparseGPRegressor(method, n_inducing=8, init="greedy", n_restarts=1,
-                                 kernel=_kernel(0), max_iter=5, random_state=0), X, y)
+    greedy = {"subset" if method == "sod" else "init": "greedy"}     # SoD's rows: subset
+    est = _fit(SparseGPRegressor(method, n_inducing=8, n_restarts=1, kernel=_kernel(0),
+                                 max_iter=5, random_state=0, **greedy), X, y)
     assert np.isfinite(est.log_marginal_likelihood_)
     assert np.all(np.isfinite(est.predict(X)))

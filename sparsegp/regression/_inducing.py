@@ -3,8 +3,10 @@
 :class:`_InducingStartMixin` reads the estimator's ``init``: ``"random"`` and ``"kmeans"``
 draw M inducing inputs (M, D) from the training inputs X (N, D) by :mod:`sparsegp.inducing`
 (through :class:`~sparsegp._inducing_base.InducingPointEstimator`), and ``"greedy"`` picks
-M training inputs by :func:`greedy_variance_selection`. SoD's subset is M row indices (M,)
-chosen the same three ways, its k-means rows the nearest to the centres.
+M training inputs by :func:`greedy_variance_selection`. SoD's subset, M row indices (M,),
+is chosen the same three ways by its own ``subset`` (its k-means rows the nearest to the
+centres): the subset is SoD's model, not a start that training moves, and the two starts
+won for different approximations (``benchmarks/INIT.md``).
 
 :func:`greedy_variance_selection` takes each time the training input whose prior variance
 the ones chosen before it leave most unexplained: pivoted incomplete Cholesky of K_ff,
@@ -13,10 +15,12 @@ computed one column k(X, x_j) (N,) at a time with the compiled row pass of
 in :mod:`sparsegp.inducing`.
 """
 import math
+from inspect import signature
 
 import numpy as np
 
 from .._numba.covfuncs import SE
+from ..exceptions import warn
 from ..inducing import kmeans
 from ._base import cross_cov
 
@@ -64,10 +68,24 @@ def greedy_variance_selection(X, n_inducing, variance, lengthscale, rng, jitter=
 class _InducingStartMixin:
     """The starts on :class:`~sparsegp.regression.SparseGPRegressor`.
 
-    They read its ``init``, M from its ``_n_inducing`` and the kernel family of ``_spec``,
-    and draw ``"random"`` and ``"kmeans"`` inducing inputs with its
+    They read its ``init`` and ``subset``, M from its ``_n_inducing`` and the kernel family
+    of ``_spec``, and draw ``"random"`` and ``"kmeans"`` inducing inputs with its
     ``_initial_inducing_points``; the random numbers come from the fit's ``rng``.
     """
+
+    def _subset_rule(self):
+        """How SoD picks its rows: ``subset``, or for one release the ``init`` that picked
+        them before ``subset`` existed, when that was given (``"random"``, ``"greedy"``; its
+        default ``"kmeans"`` cannot be told from a choice) and ``subset`` was left at its
+        default, with a ``FutureWarning``."""
+        left = self.subset == signature(type(self).__init__).parameters["subset"].default
+        if left and self.init in ("random", "greedy"):
+            warn(f"{type(self).__name__}: init no longer picks SoD's subset (it is where "
+                 f"the inducing inputs of the other approximations start); "
+                 f"pass subset={self.init!r} instead. init={self.init!r} is honoured for "
+                 f"approximation='sod' in this release only", FutureWarning)
+            return self.init
+        return self.subset
 
     def _choose_subset(self, X, s2, ls, jitter, rng, vb=None):
         """SoD's subset: sorted indices (M,) into the model-unit training rows X (N, D).
@@ -77,9 +95,10 @@ class _InducingStartMixin:
         """
         N = X.shape[0]
         M = self._n_inducing(N)
-        if self.init == "random":
+        rule = self._subset_rule()
+        if rule == "random":
             return np.sort(rng.choice(N, size=M, replace=False))
-        if self.init == "greedy":
+        if rule == "greedy":
             return np.sort(greedy_variance_selection(X, M, s2, ls, rng, jitter,
                                                      self._spec.family, vb))
         # k-means: the training point nearest each centre (duplicates topped up at random)
