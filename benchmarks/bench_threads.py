@@ -94,11 +94,15 @@ def warmed_up(case, quick=False):
     return cls, kwargs, X, y
 
 
-def run_child(case, quick):
-    """Time one fit of ``case`` in this process; print a JSON line."""
+def run_child(case, quick, init=""):
+    """Time one fit of ``case`` in this process (with ``init``, that start for an estimator
+    that takes one); print a JSON line."""
     import warnings
+    from inspect import signature
 
     cls, kwargs, X, y = warmed_up(case, quick)
+    if init and "init" in signature(cls).parameters:
+        kwargs = {**kwargs, "init": init}
     N = X.shape[0]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -141,10 +145,12 @@ def _env(setting, pythonpath):
     return env
 
 
-def measure(case, setting, quick, pythonpath):
+def measure(case, setting, quick, pythonpath, init=""):
     cmd = [sys.executable, os.path.abspath(__file__), "--child", case]
     if quick:
         cmd.append("--quick")
+    if init:
+        cmd += ["--init", init]
     out = subprocess.run(cmd, env=_env(setting, pythonpath), capture_output=True, text=True,
                          check=True)
     return json.loads(out.stdout.strip().splitlines()[-1])
@@ -159,12 +165,15 @@ def main(argv=None):
     parser.add_argument("--pythonpath", default="",
                         help="put this checkout first on the children's path (before/after)")
     parser.add_argument("--json", default="", help="also write the rows to this JSON file")
+    parser.add_argument("--init", default="",
+                        help="pass init=NAME to every estimator that takes one: the same fits "
+                             "on both sides of a change of the default start")
     parser.add_argument("--loaded", action="store_true",
                         help="keep one core busy with another process throughout")
     parser.add_argument("--child", default="", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:
-        run_child(args.child, args.quick)
+        run_child(args.child, args.quick, args.init)
         return 0
     hog = None
     if args.loaded:
@@ -190,7 +199,7 @@ def _table(parser, args):
         best = {"default": None, "one": None}
         for _ in range(args.repeats):
             for setting in ("default", "one"):        # alternate, so drift hits both alike
-                r = measure(case, setting, args.quick, args.pythonpath)
+                r = measure(case, setting, args.quick, args.pythonpath, args.init)
                 if best[setting] is None or r["seconds"] < best[setting]["seconds"]:
                     best[setting] = r
         d, o = best["default"], best["one"]
