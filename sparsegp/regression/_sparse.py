@@ -108,16 +108,16 @@ class SparseGPRegressor(RegressorMixin, _FitCheckMixin, _PredictMixin, _SearchMi
         input-dependent noise diag(K_ff − Q_ff) (PITC: its blocks) the M × D inducing
         coordinates shape, so maximising it over them fits the noise to the training
         targets (Bauer, van der Wilk & Rasmussen, NeurIPS 2016). On raw ``load_diabetes``
-        (70/30 split, N = 309, D = 10, M = 50) it ran FITC's noise to 6e-5 var(y) for a
-        test R² of 0.312 (``"vfe"``: noise 0.35 var(y), R² 0.335; PITC 0.322 -> 0.362;
+        (70/30 split, N = 309, D = 10, M = 50) it ran FITC's noise to 5.4e-5 var(y) for a
+        test R² of 0.300 (``"vfe"``: noise 0.38 var(y), R² 0.363; PITC 0.332 -> 0.374;
         scikit-learn's exact GP 0.378); on Friedman #1 (N = 300, 1000, 3000) PITC's test
-        R² went from 0.71, 0.80, 0.81 to 0.83, 0.89, 0.94 and FITC's from 0.82, 0.85, 0.94
-        to 0.83, 0.89, 0.94; where N is large against M × D the joint search may do a little
-        better (8-D, N = 2000: FITC 0.963 against 0.961, PITC 0.966 against 0.960; the
-        table is in ``benchmarks/DEFAULTS.md``). A noise floor does not help
+        R² went from 0.72, 0.80, 0.94 to 0.82, 0.89, 0.94 and FITC's from 0.82, 0.85, 0.94
+        to 0.83, 0.90, 0.94; where N is large against M × D the joint search may do a little
+        better (8-D, N = 2000: FITC 0.963 against 0.961, PITC 0.967 against 0.960; the
+        table (k-means start) is in ``benchmarks/DEFAULTS.md``). A noise floor does not help
         (diag(K_ff − Q_ff) takes the noise's place), nor does starting FITC's own joint
         search from the VFE fit (it runs off to the same optimum), and inducing inputs held
-        at a random start lose up to 0.15 R² on Friedman #1.
+        at their k-means start lose up to 0.21 R² on Friedman #1.
 
         ``max_iter`` and ``n_restarts`` apply to the first stage (the best bound wins); the
         second, a search over the few hyper-parameters, runs from its result (typically 5-25
@@ -126,13 +126,13 @@ class SparseGPRegressor(RegressorMixin, _FitCheckMixin, _PredictMixin, _SearchMi
         Why ``"vfe"`` for SoR and DTC (issue 49): their evidence takes the prior variance
         K_ff − Q_ff that the inducing inputs leave unexplained as zero, so over the inducing
         inputs it is maximised by a degenerate model. On standardised ``load_diabetes``
-        (70/30 split, M = 50) the joint search ran the signal variance to its bound 1e6
-        var(y), two of three searches stopping at the 1000-iteration cap, and ended at test
-        R² −9.1 to −104 by ``random_state``; its path was chaotic, a 1e-12 relative change
-        to X moving the predictions by 24-26 s.d. of y. Placed by the bound, the inducing
-        inputs leave a well-posed search over the three hyper-parameters: test R²
-        0.348-0.358, converged in 39-50 iterations, predictions moved by at most 2.4e-7 s.d.
-        of y (``benchmarks/sor_dtc_continuity.py``).
+        (70/30 split, M = 50) the joint search ran the signal variance to 3e4-1e6 var(y)
+        (1e6 its bound), two of three searches stopping at the 1000-iteration cap, and ended
+        at test R² −5.4 to −211 by ``random_state``; its path was chaotic, a 1e-12 relative
+        change to X moving the predictions by 1.9-107 s.d. of y. Placed by the bound, the
+        inducing inputs leave a well-posed search over the three hyper-parameters: test R²
+        0.353-0.368, converged in 29-44 iterations, predictions moved by at most 2.3e-10 s.d.
+        of y (``benchmarks/sor_dtc_continuity.py``, from the k-means start).
     kernel : Kernel, optional
         The covariance: a :mod:`sparsegp.kernels` stationary kernel (``SquaredExponential``,
         ``Matern`` with ν = 1/2, 3/2, 5/2; ARD when its length-scale is an array), optionally
