@@ -3,9 +3,10 @@
 Prints five tables (medians over ``--repeats`` runs, wall-clock seconds unless ``--clock cpu``):
 
 0. Passes per evaluation inside the optimiser (``phases``): a seeded
-   ``GFITCClassifier(n_inducing=50, max_iter=20)`` fit on xor (N = 4 000 and 16 000, d = 2) is
-   recorded (every evaluation's hyper-parameters, pseudo-inputs and warm-start sites), then
-   evaluations spread over the fit are replayed as ``fit`` runs them -- FITC prior, warm-started
+   ``GFITCClassifier(n_inducing=50, max_iter=20, **CG_SCHEDULE)`` fit on xor (N = 4 000 and
+   16 000, d = 2) is recorded (every evaluation's hyper-parameters, pseudo-inputs, warm-start
+   sites and Numba thread count), then evaluations spread over the fit are replayed as
+   ``fit`` runs them -- FITC prior, warm-started
    EP (initial refresh, parallel iterations: site targets and damped step + refresh), log
    evidence (its marginals pass), gradient -- each phase the minimum over ``--repeats``, in ms
    and in units of one (N x M)^T (N x M) product (numpy, timed in the same process). Also EP
@@ -24,6 +25,10 @@ Prints five tables (medians over ``--repeats`` runs, wall-clock seconds unless `
 2. The 20-iteration CG fit at N = 10000, M = 100 for both schedules.
 3. Dense ``EPClassifier`` vs ``GFITCClassifier`` (M = 100) at N = 2000, fixed hyper-parameters.
 
+The fits of tables 0 and 2 run :data:`CG_SCHEDULE`, the schedule these tables were made for
+and the records of ``benchmarks/THREADS_QUIET.md`` ran (GFITC's defaults until the stopping
+rule, 81c313b): conjugate gradients for exactly ``max_iter`` steps, exact EP inside the search.
+
 Usage::
 
     python benchmarks/bench_gfitc.py            # full configuration (several minutes)
@@ -41,15 +46,24 @@ import subprocess
 import sys
 import time
 
+import numba
 import numpy as np
 
 from sparsegp._numba import ep_fitc as _ep
 from sparsegp._threads import single_threaded_blas
 from sparsegp.classification import EPClassifier, GFITCClassifier
 from sparsegp.classification import _fitc_ep as G
+from sparsegp.classification import _gfitc as _estimator
 from sparsegp.datasets import make_xor
 from sparsegp.kernels import SquaredExponential
 from sparsegp.metrics import error_rate, mean_nlp
+
+
+#: The fits of tables 0 and 2: ``max_iter`` conjugate-gradient steps (``tol=None``: a fixed
+#: schedule, no stopping rule) with EP solved to ``ep_tol`` at every evaluation. The defaults
+#: (L-BFGS-B, an inexact EP inside the search, the stopping rule) would time another fit
+#: under the tables' names.
+CG_SCHEDULE = {"optimizer": "cg", "tol": None, "ep_search_rtol": 0.0}
 
 
 #: The clock used for every timing; ``--clock cpu`` switches to process CPU time, which is
@@ -156,7 +170,7 @@ def table_cg(N, M, repeats):
     X, y = make_xor(N, random_state=1)
     Xt, yt = make_xor(5000, random_state=2)
     for schedule in ("sequential", "parallel"):
-        t, clf = _median_time(lambda: GFITCClassifier(n_inducing=M, max_iter=20,
+        t, clf = _median_time(lambda: GFITCClassifier(n_inducing=M, max_iter=20, **CG_SCHEDULE,
                                                       ep_schedule=schedule,
                                                       random_state=0).fit(X, y), repeats)
         err = error_rate(yt, clf.predict(Xt))
@@ -189,27 +203,44 @@ PHASES = ("prior", "EP refresh", "EP targets", "EP step+refresh", "EP other", "e
 
 
 def _record_fit(N, M, max_iter):
-    """Fit GFITC on xor and record every evaluation; returns the data, records and summary."""
+    """Fit GFITC on xor and record every evaluation; returns the data, records and summary.
+
+    The estimator has no hook for its EP runs, so the engine's ``fit_ep`` is wrapped under the
+    name the estimator calls it by (``_gfitc.fit_ep``, imported from ``_fitc_ep``); each record
+    keeps the Numba thread count the fit ran it with, which the replay restores.
+    """
     X, y = make_xor(N, random_state=0)
     Xt, yt = make_xor(5000, random_state=1)
-    records, fit_ep = [], G.fit_ep
+    records, fit_ep = [], _estimator.fit_ep
+    if fit_ep is not G.fit_ep:
+        raise RuntimeError("GFITCClassifier no longer calls the engine's fit_ep as "
+                           "sparsegp.classification._gfitc.fit_ep: update _record_fit to the "
+                           "name it calls")
 
     def recording_fit_ep(prior, y_pm, bias, tau0=None, nu0=None, **kw):
         out = fit_ep(prior, y_pm, bias, tau0, nu0, **kw)
         records.append(dict(X=prior.X, Z=prior.Z.copy(), variance=prior.variance,
                             ls=prior.lengthscale.copy(), jitter=prior.jitter, family=prior.family,
-                            bias=bias, y=y_pm, kw=kw,
+                            bias_variance=prior.bias_variance, bias=bias, y=y_pm, kw=kw,
+                            threads=numba.get_num_threads(),
                             tau0=None if tau0 is None else tau0.copy(),
                             nu0=None if nu0 is None else nu0.copy(), n_iter=out[0].n_sweeps))
         return out
 
-    G.fit_ep = recording_fit_ep
+    _estimator.fit_ep = recording_fit_ep
     try:
         t0 = _clock()
-        clf = GFITCClassifier(n_inducing=M, max_iter=max_iter, random_state=0).fit(X, y)
+        clf = GFITCClassifier(n_inducing=M, max_iter=max_iter, random_state=0,
+                              **CG_SCHEDULE).fit(X, y)
         seconds = _clock() - t0
     finally:
-        G.fit_ep = fit_ep
+        _estimator.fit_ep = fit_ep
+    # the optimiser's evaluations, then fit's final EP at the optimum: fewer than three of
+    # them leave nothing to replay (none means the wrapper above was not called at all)
+    if len(records) < 3:
+        raise RuntimeError(f"recorded {len(records)} EP runs of GFITCClassifier.fit (N = {N}, "
+                           f"max_iter = {max_iter}); the replay needs the optimiser's "
+                           f"evaluations: does fit still call _gfitc.fit_ep?")
     proba = clf.predict_proba(Xt)
     summary = dict(fit_s=seconds, n_cg=int(clf.n_iter_), n_evals=len(records) - 1,
                    log_z=float(clf.log_evidence_), error=float(error_rate(yt, clf.predict(Xt))),
@@ -218,7 +249,14 @@ def _record_fit(N, M, max_iter):
 
 
 class _PhaseTimer:
-    """Wraps the engine's module-level phases with timers while it is active."""
+    """Wraps the engine's module-level phases with timers while it is active.
+
+    The engine looks each phase up in its module at the call, so a wrapper set there is the
+    one it runs. A row pass is either the serial kernel over all rows (one Numba thread) or
+    the wrapper that splits the rows among threads (``_fitc_ep._row_pass``): both are wrapped,
+    at the Python level only (the compiled wrapper calls the serial kernel directly; it was
+    compiled by the recorded fit, which ran at the thread count of the replay).
+    """
 
     def __init__(self):
         self.t = dict.fromkeys(("refresh", "targets", "apply", "marginals"), 0.0)
@@ -243,37 +281,61 @@ class _PhaseTimer:
 
 
 def _replay(rec, repeats):
-    """Time the phases of one recorded evaluation; minimum of each over ``repeats`` runs."""
-    best = None
-    for _ in range(repeats):
-        timer = _PhaseTimer()
-        undo = [timer.wrap(G, "_refresh", "refresh"),
-                timer.wrap(G._rows, "parallel_targets_split", "targets", False),
-                timer.wrap(G._rows, "parallel_apply_split", "apply", False),
-                timer.wrap(G, "_marginals", "marginals")]
-        try:
-            t0 = _clock()
-            prior = G._FITCPrior(rec["X"], rec["Z"], rec["variance"], rec["ls"], rec["jitter"],
-                                 escalate=False, family=rec["family"])
-            t1 = _clock()
-            res = G.run_ep(prior, rec["y"], rec["bias"], rec["tau0"], rec["nu0"], **rec["kw"])
-            t2 = _clock()
-            G.log_evidence(prior, rec["y"], rec["bias"], res.tau, res.nu, res.post)
-            t3 = _clock()
-            G.log_evidence_gradient(prior, res.tau, res.nu, res.post)
-            t4 = _clock()
-        finally:
-            for owner, name, inner in undo:
-                setattr(owner, name, inner)
-        ep = t2 - t1
-        tt = timer.t
-        row = {"prior": t1 - t0, "EP refresh": tt["refresh"], "EP targets": tt["targets"],
-               "EP step+refresh": tt["apply"],
-               "EP other": ep - tt["refresh"] - tt["targets"] - tt["apply"],
-               "evidence": t3 - t2, "  of which marginals": tt["marginals"],
-               "gradient": t4 - t3, "evaluation": t4 - t0}
-        best = row if best is None else {k: min(v, row[k]) for k, v in best.items()}
-    return best, res.n_sweeps
+    """Time the phases of one recorded evaluation; minimum of each over ``repeats`` runs, at
+    the Numba thread count the fit ran it with."""
+    threads = numba.get_num_threads()
+    numba.set_num_threads(rec["threads"])
+    try:
+        runs = [_replay_once(rec) for _ in range(repeats)]
+    finally:
+        numba.set_num_threads(threads)
+    best = {k: min(row[k] for row, _ in runs) for k in PHASES}
+    return best, runs[-1][1]
+
+
+def _replay_once(rec):
+    """One timed replay of a recorded evaluation: (phase -> seconds, EP iterations).
+
+    Raises if a phase the evaluation always runs was not seen (the parallel schedule's site
+    targets and step among them): the engine calls it by another name now, and the table
+    would silently move its time into "EP other".
+    """
+    timer = _PhaseTimer()
+    undo = [timer.wrap(G, "_refresh", "refresh"),
+            timer.wrap(G._rows, "parallel_targets_rows", "targets", False),
+            timer.wrap(G._rows, "parallel_targets_split", "targets", False),
+            timer.wrap(G._rows, "parallel_apply_rows", "apply", False),
+            timer.wrap(G._rows, "parallel_apply_split", "apply", False),
+            timer.wrap(G, "_marginals", "marginals")]
+    try:
+        t0 = _clock()
+        prior = G._FITCPrior(rec["X"], rec["Z"], rec["variance"], rec["ls"], rec["jitter"],
+                             escalate=False, family=rec["family"],
+                             bias_variance=rec["bias_variance"])
+        t1 = _clock()
+        res = G.run_ep(prior, rec["y"], rec["bias"], rec["tau0"], rec["nu0"], **rec["kw"])
+        t2 = _clock()
+        G.log_evidence(prior, rec["y"], rec["bias"], res.tau, res.nu, res.post)
+        t3 = _clock()
+        G.log_evidence_gradient(prior, res.tau, res.nu, res.post)
+        t4 = _clock()
+    finally:
+        for owner, name, inner in reversed(undo):
+            setattr(owner, name, inner)
+    tt = timer.t
+    always = ("refresh", "marginals") + (
+        ("targets", "apply") if rec["kw"].get("schedule") == "parallel" else ())
+    unseen = [k for k in always if tt[k] == 0.0]
+    if unseen:
+        raise RuntimeError(f"the phase timers saw no call of {unseen}: the FITC-EP engine no "
+                           f"longer runs them under the names _PhaseTimer wraps")
+    ep = t2 - t1
+    row = {"prior": t1 - t0, "EP refresh": tt["refresh"], "EP targets": tt["targets"],
+           "EP step+refresh": tt["apply"],
+           "EP other": ep - tt["refresh"] - tt["targets"] - tt["apply"],
+           "evidence": t3 - t2, "  of which marginals": tt["marginals"],
+           "gradient": t4 - t3, "evaluation": t4 - t0}
+    return row, res.n_sweeps
 
 
 def _product_time(N, M):
@@ -321,8 +383,9 @@ def table_phases(Ns, M, repeats, pythonpath="", rounds=2, max_iter=20, n_replay=
     """Table 0: per-phase cost of an evaluation, optionally before (``pythonpath``) and after,
     and with the Anderson-accelerated parallel schedule (``anderson``)."""
     print(f"\n## One evaluation inside the optimiser: GFITCClassifier(n_inducing={M}, "
-          f"max_iter={max_iter}) on xor, d = 2; phases in ms and in (N x M)^T (N x M) "
-          f"products; min over {repeats} runs, median over {n_replay} evaluations of the fit")
+          f"max_iter={max_iter}, **{CG_SCHEDULE}) on xor, d = 2; phases in ms and in "
+          f"(N x M)^T (N x M) products; min over {repeats} runs, median over {n_replay} "
+          f"evaluations of the fit")
     labels = (["this checkout"] + ([pythonpath] if pythonpath else [])
               + ([f"Anderson memory {anderson}"] if anderson is not None else []))
     best = {}
