@@ -414,8 +414,8 @@ def test_a_list_of_kernels_with_and_without_a_constant_is_a_value_error():
 @pytest.mark.parametrize("method", ["ep", "sep"])
 def test_dask_fit_with_a_constant_equals_the_in_memory_fit(method):
     """The workers form K_fu with each class's v_c from the ClassParams they receive."""
-    da = pytest.importorskip("dask.array")
-    distributed = pytest.importorskip("distributed")
+    da = pytest.importorskip("dask.array", reason="needs dask (the 'distributed' extra)")
+    distributed = pytest.importorskip("distributed", reason="needs dask.distributed")
     X, y = _data(120, seed=8)
     kw = dict(method=method, kernel=SquaredExponential(1.0, [1.0, 1.4]) + ConstantKernel(0.3),
               n_inducing=4, max_iter=4, random_state=0)
