@@ -281,7 +281,8 @@ def test_raw_diabetes_reaches_sklearns_gp(approximation, diabetes, sklearn_diabe
     # measured test R2 (k-means start, e500052): VFE 0.394, exact 0.383, FITC/FIC 0.363
     # (random_state 0-4: 0.350-0.364), PITC 0.374 (scikit-learn 0.378). SoD: 0.360 run to
     # convergence, but the default stopping rule (81c313b) ends its search on a plateau after
-    # 7 steps at 0.211, 2 nats short of the optimum; open, as moving the rule moves every fit.
+    # 7 steps at 0.211, 2 nats short of the optimum; open, as moving the rule moves every fit
+    # (benchmarks/DEFAULTS.md, "A plateau the rule takes for the top", has the guards tried).
     # The FITC family's inducing inputs are placed by the VFE bound (inducing_objective=
     # "auto"); the papers' joint search of their own evidence gives FITC 0.300, PITC 0.332
     # (test below)
