@@ -19,6 +19,9 @@ the posterior marginal N(f | mu, v) that includes the site, one update is
 6. :func:`marginal_step` -- how the marginal (and the posterior, along the site's covariance
    column) moves when the site changes by (dtau, dnu), for the engines' rank-one updates.
 
+:func:`probit_site_step` runs steps 1-6 in that order for the probit-with-bias likelihood: the
+whole scalar part of one sequential site update, shared by the dense and the FITC sweeps.
+
 Choices (issue 22 item 2), one for every engine:
 
 * **Clamp, then damp.** The target precision is clamped at ``TAU_MIN = 0`` (as GPML and notes
@@ -51,6 +54,7 @@ All functions are scalar, O(1) and branch-light, so LLVM inlines them into the e
 import math
 
 from ._jit import jit
+from .probit import probit_tilted
 
 #: Lower bound of a site precision (see the module docstring: log-concave likelihoods only).
 TAU_MIN = 0.0
@@ -158,3 +162,45 @@ def site_delta(tau, nu, v, mu):
     if not (den > 0.0):
         return -math.inf
     return -0.5 * math.log(den) + (tau * mu * mu - 2.0 * nu * mu + nu * nu * v) / (2.0 * den)
+
+
+@jit(inline="always")
+def probit_site_step(y, mu, v, tau, nu, bias, damping):
+    """Steps 1-6 of one sequential update of a probit site (tau, nu) on the marginal N(mu, v).
+
+    Parameters
+    ----------
+    y : float
+        The label, -1 or +1; the likelihood is Phi(y (f + bias)).
+    mu, v : float
+        Marginal mean and variance of the site's latent, site included.
+    tau, nu : float
+        The site's current parameters.
+    bias, damping : float
+        The likelihood bias and the step of :func:`damp_site`.
+
+    Returns
+    -------
+    ok : bool
+        False when the site keeps its parameters: an improper cavity or matched Gaussian
+        (module docstring: skip) or a new marginal variance that would not be positive.
+    change : float
+        :func:`site_residual` of the undamped target; 0 when the cavity or the matched Gaussian
+        was improper. It counts even when the update is then rejected (``ok`` False): that site
+        has not converged.
+    tau_new, nu_new : float
+        The damped site.
+    c, g : float
+        :func:`marginal_step` of the change (tau_new - tau, nu_new - nu); 0 when not ``ok``.
+    """
+    mu_c, v_c, ok = cavity(mu, v, tau, nu)
+    if not ok:
+        return False, 0.0, tau, nu, 0.0, 0.0
+    _, alpha, nu_hat = probit_tilted(y, mu_c, v_c, bias)
+    tau_t, nu_t, ok = site_target(mu_c, v_c, alpha, nu_hat)
+    if not ok:
+        return False, 0.0, tau, nu, 0.0, 0.0
+    change = site_residual(tau, nu, tau_t, nu_t)
+    tau_new, nu_new = damp_site(tau, nu, tau_t, nu_t, damping)
+    c, g, ok = marginal_step(tau_new - tau, nu_new - nu, mu, v)
+    return ok, change, tau_new, nu_new, c, g

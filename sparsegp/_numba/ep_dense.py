@@ -8,7 +8,7 @@ gradient and the convergence bookkeeping).  The refresh of the covariance, the e
 gradients are BLAS work done in numpy by the caller.
 """
 from ._jit import jit
-from .ep import cavity, damp_site, marginal_step, site_residual, site_target
+from .ep import cavity, probit_site_step
 from .probit import probit_tilted
 
 
@@ -52,24 +52,11 @@ def ep_dense_sweep(Sigma, mu, tau, nu, y, bias, damping, order, work):
     n_skipped = 0
     for idx in range(order.shape[0]):
         i = order[idx]
-        s_ii = Sigma[i, i]
-        mu_c, var_c, ok = cavity(mu[i], s_ii, tau[i], nu[i])
-        if not ok:
-            n_skipped += 1
-            continue
-        _, alpha, nu_hat = probit_tilted(y[i], mu_c, var_c, bias)
-        tau_t, nu_t, ok = site_target(mu_c, var_c, alpha, nu_hat)
-        if not ok:
-            n_skipped += 1
-            continue
-        # the residual counts even if the update is rejected below: that site has not converged
-        change = site_residual(tau[i], nu[i], tau_t, nu_t)
+        ok, change, tau_new, nu_new, c, coef = probit_site_step(y[i], mu[i], Sigma[i, i], tau[i],
+                                                                nu[i], bias, damping)
+        # the residual counts even if the update is rejected: that site has not converged
         if change > max_change:
             max_change = change
-        tau_new, nu_new = damp_site(tau[i], nu[i], tau_t, nu_t, damping)
-        dtau = tau_new - tau[i]
-        dnu = nu_new - nu[i]
-        c, coef, ok = marginal_step(dtau, dnu, mu[i], s_ii)
         if not ok:
             n_skipped += 1
             continue

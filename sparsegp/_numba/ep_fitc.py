@@ -28,7 +28,7 @@ The O(N M^2) row passes of the parallel schedule and the refresh are
 import math
 
 from ._jit import jit
-from .ep import cavity, damp_site, marginal_step, site_residual, site_target
+from .ep import cavity, probit_site_step, site_target
 from .probit import probit_tilted
 
 #: Status codes returned by :func:`ep_fitc_sweep`.
@@ -178,26 +178,17 @@ def ep_fitc_sweep(y, order, start, tau, nu, d, P, R, nn, gamma, bias, damping,
         h = nn[n]
         for j in range(M):
             h += P[n, j] * gamma[j]
-        # Cavity (step 2); an improper one is round-off: skip the site (ep.cavity).
-        mu_c, var_c, ok = cavity(h, a, tau[n], nu[n])
-        if not ok:
-            continue
-        # Moment match (step 3, notes §0.4), clamp, damp.
-        _, alpha, nuq = probit_tilted(y[n], mu_c, var_c, bias)
-        tau_t, nu_t, ok = site_target(mu_c, var_c, alpha, nuq)
-        if not ok:
-            continue
-        # the residual counts even if the update is rejected below: that site has not converged
-        change = site_residual(tau[n], nu[n], tau_t, nu_t)
+        # Cavity (step 2; an improper one is round-off: skip the site), moment match (step 3,
+        # notes §0.4), clamp, damp, and with pi = tau_new - tau_n, b = nu_new - nu_n:
+        # c = pi / (1 + pi A_nn), g = (b - pi h) / (1 + pi A_nn) (step 5; ep.probit_site_step)
+        ok, change, tau_new, nu_new, c, g = probit_site_step(y[n], h, a, tau[n], nu[n], bias,
+                                                             damping)
+        # the residual counts even if the update is rejected: that site has not converged
         if change > max_change:
             max_change = change
-        tau_new, nu_new = damp_site(tau[n], nu[n], tau_t, nu_t, damping)
-        pi = tau_new - tau[n]
-        b = nu_new - nu[n]
-        # c = pi / (1 + pi A_nn), g = (b - pi h) / (1 + pi A_nn) (step 5)
-        c, g, ok = marginal_step(pi, b, h, a)
         if not ok:
-            continue  # the new marginal variance would not be positive: reject
+            continue  # improper cavity or matched Gaussian, or a non-positive new variance
+        pi = tau_new - tau[n]
         dn = d[n]
         # w = R^T R p_n; gamma' = gamma + (b - pi h) / (1 + pi d_n) R'^T R' p_n, and
         # R'^T R' p_n = w (1 - c u.u) = w (1 + pi d_n) / (1 + pi A_nn)   (step 5).
