@@ -122,29 +122,38 @@ def _set_site(U, Dg, tau_bar, nu_bar, Binv, gam, c, i, t_new, n_new, Bu):
     return 0
 
 
-@jit
-def factor_sites(mu_p, v_p, mu_m, v_m, t_po, n_po, t_mo, n_mo):
-    """Undamped new sites of the factor Theta(f+ - f-) from the marginals of f+ = f_{i,y_i}
+@jit(inline="always")
+def factor_update(mu_p, v_p, mu_m, v_m, t_po, n_po, t_mo, n_mo, damping):
+    """Damped new sites of the factor Theta(f+ - f-) from the marginals of f+ = f_{i,y_i}
     and f- = f_ik and the factor's current sites (notes §7.1).
 
-    Returns ``(ok, tau+, nu+, tau-, nu-)``; ``ok`` is False (sites unchanged) when a cavity or
-    matched Gaussian is not proper, i.e. the factor is skipped this time (the policy of
-    :mod:`sparsegp._numba.ep`, whose cavity and target it uses; the tilted moments are
-    :func:`sparsegp._numba.probit.pairwise_tilted_moments`).
+    Returns ``(ok, change, tau+, nu+, tau-, nu-)``: ``change`` is the larger
+    :func:`sparsegp._numba.ep.site_residual` of the two undamped targets, the one convergence
+    is judged on (a damped step is only ``damping`` times as large), and the sites have moved
+    a fraction ``damping`` of the way to the targets. ``ok`` is False (sites unchanged,
+    ``change`` 0) when a cavity or matched Gaussian is not proper, i.e. the factor is skipped
+    this time (the policy of :mod:`sparsegp._numba.ep`, whose cavity and target it uses; the
+    tilted moments are :func:`sparsegp._numba.probit.pairwise_tilted_moments`).
+
+    Scalars in and out, inlined: the same update writing into the site arrays itself made
+    :func:`gfitc_parallel_update` 13% slower (N = 3 000, C = 4, one thread).
     """
     mc_p, vc_p, ok_p = cavity(mu_p, v_p, t_po, n_po)
     mc_m, vc_m, ok_m = cavity(mu_m, v_m, t_mo, n_mo)
     if not (ok_p and ok_m):
-        return False, t_po, n_po, t_mo, n_mo
+        return False, 0.0, t_po, n_po, t_mo, n_mo
     # the FITC variances are inside the marginals already: no extra variance in the factor
     g, nu2, _, z = pairwise_tilted_moments(mc_p, vc_p, 0.0, mc_m, vc_m, 0.0)
     if not (z > 0.0):
-        return False, t_po, n_po, t_mo, n_mo
+        return False, 0.0, t_po, n_po, t_mo, n_mo
     t_p, n_p, ok_p = site_target(mc_p, vc_p, g, nu2)
     t_m, n_m, ok_m = site_target(mc_m, vc_m, -g, nu2)
     if not (ok_p and ok_m):
-        return False, t_po, n_po, t_mo, n_mo
-    return True, t_p, n_p, t_m, n_m
+        return False, 0.0, t_po, n_po, t_mo, n_mo
+    change = max(site_residual(t_po, n_po, t_p, n_p), site_residual(t_mo, n_mo, t_m, n_m))
+    t_p, n_p = damp_site(t_po, n_po, t_p, n_p, damping)
+    t_m, n_m = damp_site(t_mo, n_mo, t_m, n_m, damping)
+    return True, change, t_p, n_p, t_m, n_m
 
 
 @jit
@@ -212,20 +221,18 @@ def gfitc_parallel_update(y, mu, var, tp, np_, tm, nm, damping, residual, start,
         for k in range(C):
             if k == yi:
                 continue
-            t_po = tp[i, k]
-            n_po = np_[i, k]
-            t_mo = tm[i, k]
-            n_mo = nm[i, k]
-            ok, t_p, n_p, t_m, n_m = factor_sites(mu[yi, i], var[yi, i], mu[k, i], var[k, i],
-                                                  t_po, n_po, t_mo, n_mo)
+            ok, ch, t_p, n_p, t_m, n_m = factor_update(mu[yi, i], var[yi, i], mu[k, i],
+                                                       var[k, i], tp[i, k], np_[i, k], tm[i, k],
+                                                       nm[i, k], damping)
             if not ok:
                 skipped += 1
                 continue
-            ch = max(site_residual(t_po, n_po, t_p, n_p), site_residual(t_mo, n_mo, t_m, n_m))
             if ch > res:
                 res = ch
-            tp[i, k], np_[i, k] = damp_site(t_po, n_po, t_p, n_p, damping)
-            tm[i, k], nm[i, k] = damp_site(t_mo, n_mo, t_m, n_m, damping)
+            tp[i, k] = t_p
+            np_[i, k] = n_p
+            tm[i, k] = t_m
+            nm[i, k] = n_m
         residual[i] = res
     return skipped
 
@@ -282,16 +289,13 @@ def gfitc_ep_sweep(y, U, Dg, tau_bar, nu_bar, Binv, gam, tp, np_, tm, nm, dampin
             n_po = np_[i, k]
             t_mo = tm[i, k]
             n_mo = nm[i, k]
-            ok, t_p, n_p, t_m, n_m = factor_sites(mu_p, v_p, mu_m, v_m, t_po, n_po, t_mo, n_mo)
+            ok, ch, t_p, n_p, t_m, n_m = factor_update(mu_p, v_p, mu_m, v_m, t_po, n_po, t_mo,
+                                                       n_mo, damping)
             if not ok:
                 n_skipped += 1
                 continue
-            # converged on the undamped residual: a damped step is only damping x as large
-            ch = max(site_residual(t_po, n_po, t_p, n_p), site_residual(t_mo, n_mo, t_m, n_m))
             if ch > max_change:
                 max_change = ch
-            t_p, n_p = damp_site(t_po, n_po, t_p, n_p, damping)
-            t_m, n_m = damp_site(t_mo, n_mo, t_m, n_m, damping)
             tp[i, k] = t_p
             np_[i, k] = n_p
             tm[i, k] = t_m
