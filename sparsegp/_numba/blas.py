@@ -43,6 +43,16 @@ def _check_c_order(a):
         raise ValueError("BLAS row kernels need C-contiguous float64 arrays")
 
 
+@jit(inline="always")
+def _gemm_dims(A, B, out):
+    """``(M, K)``: the column counts of A (., M) and B (., K) of a row-range product, after
+    refusing any of A, B and ``out`` that is not C-contiguous (:func:`_check_c_order`)."""
+    _check_c_order(A)
+    _check_c_order(B)
+    _check_c_order(out)
+    return A.shape[1], B.shape[1]
+
+
 @jit
 def _fortran_gemm(trans_a, trans_b, m, n, k, A, lda, B, ldb, beta, out, ldc):
     """Fortran dgemm: out (m × n) = op(A) op(B) + beta out, on raw C-ordered buffers."""
@@ -62,11 +72,7 @@ def gemm_rows(A, B, out, lo, hi, beta):
 
     A (N, M), B (M, K), out (N, K). Rows outside lo..hi-1 are not touched.
     """
-    M = A.shape[1]
-    K = B.shape[1]
-    _check_c_order(A)
-    _check_c_order(B)
-    _check_c_order(out)
+    M, K = _gemm_dims(A, B, out)
     if hi <= lo:
         return
     # outᵀ (K × n) = Bᵀ (K × M) · Aᵀ (M × n), all in Fortran terms
@@ -80,11 +86,7 @@ def gemm_tn_rows(A, B, out, lo, hi, beta):
     A (N, M), B (N, K), out (M, K): the contribution of one row range to a product that sums
     over rows, for a caller that adds the ranges' results.
     """
-    M = A.shape[1]
-    K = B.shape[1]
-    _check_c_order(A)
-    _check_c_order(B)
-    _check_c_order(out)
+    M, K = _gemm_dims(A, B, out)
     if hi <= lo:
         if beta == 0.0:
             out[:] = 0.0
