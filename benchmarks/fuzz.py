@@ -198,15 +198,16 @@ def fit_one(name, seed, index, max_rows=300):
     Returns
     -------
     outcome : dict
-        ``flags`` (set of column names of :data:`COLUMNS`), ``N``, ``D``, ``seconds`` and
-        ``message`` (the exception, or the warnings' first lines, for the details listing).
+        ``flags`` (set of column names of :data:`COLUMNS`), ``N``, ``D``, ``seconds`` (wall),
+        ``cpu_seconds`` (this process's CPU time, every thread) and ``message`` (the
+        exception, or the warnings' first lines, for the details listing).
     """
     from sklearn.exceptions import ConvergenceWarning
     kind = kind_of(name)
     X, y, N = problem(seed, index, kind, max_rows)
     Xtr, ytr = X[:N], y[:N]
     flags, message = set(), ""
-    start = time.perf_counter()
+    start, cpu_start = time.perf_counter(), time.process_time()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         try:
@@ -227,13 +228,14 @@ def fit_one(name, seed, index, max_rows=300):
                 if baseline_signal(X, y, N, kind) >= SIGNAL_MARGIN:
                     flags.add("flat_silent")
     seconds = time.perf_counter() - start
+    cpu_seconds = time.process_time() - cpu_start
     if not message and caught:
         message = "; ".join(sorted({f"{w.category.__name__}: {str(w.message)[:120]}"
                                     for w in caught}))
     if not flags & set(FAILURES) and "value_error" not in flags:
         flags.add("ok")
     return dict(name=name, index=index, flags=flags, N=N, D=X.shape[1], seconds=seconds,
-                message=message)
+                cpu_seconds=cpu_seconds, message=message)
 
 
 # ------------------------------------------------------------------ workers with a time limit
@@ -395,15 +397,24 @@ def run_tasks(tasks, workers, time_limit):
 # ------------------------------------------------------------------ the table
 def tabulate(outcomes, names):
     """The table's lines: one row per estimator, each column a count, then the wall time
-    (sum of its fit times, s) and the longest fit (s)."""
+    (sum of its fit times, s), the longest fit (s), and the CPU time of the fits that recorded
+    it with their number (``cpu s``, ``timed``).
+
+    The workers run one thread each, so a fit's CPU seconds are what it takes alone on a quiet
+    machine, whatever else shared the cores; its wall seconds include that sharing and any
+    pause of the run. Results written before fits recorded CPU time count in ``fits`` but not
+    in ``timed``."""
     width = max(len(n) for n in names)
     lines = [f"{'estimator':<{width}} {'fits':>5} " + " ".join(f"{c:>11}" for c in COLUMNS)
-             + f" {'wall s':>8} {'max s':>7}"]
+             + f" {'wall s':>8} {'max s':>7} {'cpu s':>8} {'timed':>6}"]
     for name in names:
-        seconds = [o["seconds"] for o in outcomes if o["name"] == name]
-        counts = [sum(c in o["flags"] for o in outcomes if o["name"] == name) for c in COLUMNS]
+        mine = [o for o in outcomes if o["name"] == name]
+        seconds = [o["seconds"] for o in mine]
+        cpu = [o["cpu_seconds"] for o in mine if o.get("cpu_seconds") is not None]
+        counts = [sum(c in o["flags"] for o in mine) for c in COLUMNS]
         lines.append(f"{name:<{width}} {len(seconds):>5} " + " ".join(f"{c:>11}" for c in counts)
-                     + f" {sum(seconds):>8.1f} {max(seconds, default=0.0):>7.1f}")
+                     + f" {sum(seconds):>8.1f} {max(seconds, default=0.0):>7.1f}"
+                     + f" {sum(cpu):>8.1f} {len(cpu):>6}")
     return lines
 
 
