@@ -41,6 +41,9 @@ from sparsegp.plotting._mpl import pyplot
 CLOCKS = {"wall": time.perf_counter, "cpu": time.process_time}
 #: traces written before the clock was recorded were timed on the wall clock
 CLOCK_UNSTATED = {"clock": "wall"}
+#: the time axis's label for each clock ("mixed": traces of both clocks in one figure)
+CLOCK_LABELS = {"wall": "training time (s)", "cpu": "training CPU time (s)",
+                "mixed": "training time (s; wall and CPU clocks mixed)"}
 
 
 class BudgetReached(Exception):
@@ -247,10 +250,8 @@ def draw_traces(traces, out, name, tag, M, batch_size, clock="wall"):
                         title=f"{name.upper()}, M = {M}, minibatch {batch_size}")
     plot_metric_vs_time({k: (v[0], v[2]) for k, v in traces.items()}, ax=axes[1],
                         ylabel="test error")
-    label = {"wall": "training time (s)", "cpu": "training CPU time (s)",
-             "mixed": "training time (s; wall and CPU clocks mixed)"}[clock]
     for ax in axes:
-        ax.set_xlabel(label)
+        ax.set_xlabel(CLOCK_LABELS[clock])
     fig.tight_layout()
     fig.savefig(out / f"multiclass_fig5_{name}{tag}.png", dpi=120)
     print("wrote", out / f"multiclass_fig5_{name}{tag}.png")

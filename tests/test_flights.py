@@ -102,4 +102,6 @@ def test_vi_bound_figure_script_runs_in_quick_mode(real_flights_home, tmp_path):
     # Jensen at every recorded step: the bound's data term is below the log-likelihood
     assert len(summary["time"]) >= 2
     assert np.all(np.asarray(summary["ell"]) <= np.asarray(summary["log_pred"]))
+    # written after every evaluation, and marked finished (on the default clock) at the end
+    assert summary["finished"] is True and summary["clock"] == "wall"
     assert (tmp_path / "multiclass_fig7_vi_bound_quick.png").stat().st_size > 10_000
