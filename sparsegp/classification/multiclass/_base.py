@@ -439,11 +439,9 @@ class MultiClassGPClassifier(FrequencyCheckMixin, ClassifierMixin, InducingPoint
         # near the prior without a word
         pairs = np.triu_indices(rows.shape[0], 1)
         # classes usually share one start, so each distinct row of length-scales is read once
-        by_row = {}
-        for ls in lengthscale:
-            if ls.tobytes() not in by_row:
-                by_row[ls.tobytes()] = 0.5 * np.median(_cov.sqdist(rows / ls, rows / ls)[pairs])
-        exponents = [by_row[ls.tobytes()] for ls in lengthscale]
+        distinct, which = np.unique(lengthscale, axis=0, return_inverse=True)
+        per_row = [0.5 * np.median(_cov.sqdist(rows / ls, rows / ls)[pairs]) for ls in distinct]
+        exponents = [per_row[k] for k in np.ravel(which)]
         if max(exponents) <= DEGENERATE_EXPONENT:
             return lengthscale
         if not learnt.any():
