@@ -5,10 +5,12 @@ from sklearn.exceptions import ConvergenceWarning as SklearnConvergenceWarning
 
 from sparsegp import EPClassifier, GFITCClassifier, SparseGPRegressor
 from sparsegp._ascend import Adam, SignAdaptiveStep, ascend
+from sparsegp import _optimize
 from sparsegp._optimize import (
     FAILED_OBJECTIVE,
     OPEN_SIDE,
     RESTART_HALF_WIDTH,
+    STOP_RISES,
     maximize,
     restart_points,
 )
@@ -331,18 +333,56 @@ def _slow_climb():
 START = np.array([-1.2, 1.0, -1.2, 1.0])
 
 
+def _rises(thetas):
+    """After each point, how many iterations in a row the largest |gradient| component of
+    :func:`_slow_climb` has grown (unbounded, so the projected gradient is the gradient)."""
+    sizes = [np.max(np.abs(_slow_climb()(t, None)[1])) for t in thetas]
+    run, out = 0, [0]
+    for a, b in zip(sizes, sizes[1:]):
+        run = run + 1 if b > a else 0
+        out.append(run)
+    return np.array(out)
+
+
 @pytest.mark.parametrize("method", ["lbfgs", "cg"])
 def test_rule_stops_at_the_first_window_whose_gain_is_below_tol(method):
-    values = []
+    values, thetas = [], [START]
     tol, window = 1e-3, 5
+
+    def record(k, theta, value, state):
+        values.append(value)
+        thetas.append(theta)
+
     res = maximize(_slow_climb(), START, method=method, max_iter=500, tol=tol,
-                   window=window, callback=lambda k, th, v, s: values.append(v))
+                   window=window, callback=record)
     assert res.converged and "gained at most" in res.message
     assert res.n_iter == len(values) > 2 * window
     best = np.maximum.accumulate(np.r_[_slow_climb()(START, None)[0], values])
     gains = best[window:] - best[:-window]          # gains[k - window] ends at iteration k
-    assert gains[-1] <= tol                          # it stopped on the rule ...
-    assert np.all(gains[:-1] > tol)                  # ... at the first window that met it
+    climbing = _rises(thetas)[window:] >= STOP_RISES
+    assert gains[-1] <= tol and not climbing[-1]     # it stopped on the rule ...
+    assert np.all((gains[:-1] > tol) | climbing[:-1])   # ... at the first window that met it
+
+
+def test_rule_does_not_stop_while_the_gradient_grows(monkeypatch):
+    # CG on the valley: at iteration 41 the best value has gained under 1e-3 over five
+    # iterations, but the gradient has grown at each of the last two, and the climb goes on
+    # to a best value 14 times closer to the top (0)
+    values, thetas = [], [START]
+
+    def record(k, theta, value, state):
+        values.append(value)
+        thetas.append(theta)
+
+    res = maximize(_slow_climb(), START, method="cg", max_iter=500, tol=1e-3, callback=record)
+    best = np.maximum.accumulate(np.r_[_slow_climb()(START, None)[0], values])
+    held = [k for k in range(5, res.n_iter)
+            if best[k] - best[k - 5] <= 1e-3 and _rises(thetas)[k] >= STOP_RISES]
+    assert held                                      # the guard kept it going at least once
+    monkeypatch.setattr(_optimize, "STOP_RISES", np.inf)    # the gain alone
+    gain_only = maximize(_slow_climb(), START, method="cg", max_iter=500, tol=1e-3)
+    assert gain_only.n_iter == held[0] < res.n_iter
+    assert res.value > 10 * gain_only.value
 
 
 def test_rule_is_off_without_tol_and_the_schedule_runs_to_max_iter():
