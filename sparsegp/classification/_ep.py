@@ -229,10 +229,10 @@ class EPClassifier(_BinaryGPClassifierMixin, ClassifierMixin, SparseGPEstimator)
         a warning.
     tol : float or None, default=3e-4
         Stopping tolerance in nats per training row: the search has converged once the log
-        evidence gains less than ``tol * n_samples`` over the last five iterations, or when
-        scipy's own test is met (:mod:`sparsegp._optimize`, "Stopping rule";
-        ``benchmarks/DEFAULTS.md``). 0 runs to scipy's test; None runs ``max_iter``
-        iterations, the papers' schedules.
+        evidence gains less than ``tol * n_samples`` over the last five iterations while its
+        gradient is not growing, or when scipy's own test is met (:mod:`sparsegp._optimize`,
+        "Stopping rule"; ``benchmarks/DEFAULTS.md``). 0 runs to scipy's test; None runs
+        ``max_iter`` iterations, the papers' schedules.
     n_restarts : int, default=0
         Extra starts whose log kernel parameters are drawn uniformly inside the kernel's
         bounds (within a factor 10 of the given values where unbounded, as for the default

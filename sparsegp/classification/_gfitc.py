@@ -98,12 +98,13 @@ class GFITCClassifier(_BinaryGPClassifierMixin, ClassifierMixin, InducingPointEs
     tol : float or None, default=3e-4
         Stopping tolerance in nats per training row: a start has converged once its log
         evidence gains less than ``tol * max(n_samples, 3000)`` over the last five
-        iterations, or when scipy's own test is met (:mod:`sparsegp._optimize`, "Stopping
-        rule"). The evidence climbs on long after the predictions stop improving: the
-        pseudo-inputs then fit noise (xor, N = 400, M = 4: run to L-BFGS-B's own test, test
-        NLP .357 becomes .428), so the default stops once the remaining gain is below a nat
-        on small data and 3e-4 nats a row on large (``benchmarks/DEFAULTS.md``). 0 runs to
-        scipy's test; None runs ``max_iter`` iterations.
+        iterations while its gradient is not growing, or when scipy's own test is met
+        (:mod:`sparsegp._optimize`, "Stopping rule"). The evidence climbs on long after the
+        predictions stop improving: the pseudo-inputs then fit noise (xor, N = 400, M = 4:
+        run to L-BFGS-B's own test, test NLP .357 becomes .428), so the default stops once
+        the remaining gain is below a nat on small data and 3e-4 nats a row on large
+        (``benchmarks/DEFAULTS.md``). 0 runs to scipy's test; None runs ``max_iter``
+        iterations.
     n_restarts : int, default=0
         Extra random initialisations (new pseudo-inputs from ``init``; variance and
         length-scales drawn uniformly inside the kernel's bounds, within a factor 10 of the

@@ -171,11 +171,11 @@ class SparseGPRegressor(RegressorMixin, _FitCheckMixin, _PredictMixin, _SearchMi
     tol : float or None, default=3e-5
         Stopping tolerance in nats per training row: a search has converged once its
         evidence (on the normalised targets) gains less than ``tol * max(n_samples, 3000)``
-        over the last five iterations, or when L-BFGS-B's own test is met
-        (:mod:`sparsegp._optimize`, "Stopping rule"). Tighter than the classifiers' 3e-4: a
-        regression evaluation is cheap, and on Friedman #1 the inducing inputs still improve
-        the test R² at gains of 1e-4 nats a row (``benchmarks/DEFAULTS.md``). 0 runs to
-        scipy's test; None runs ``max_iter`` iterations.
+        over the last five iterations while its gradient is not growing, or at L-BFGS-B's
+        own test (:mod:`sparsegp._optimize`, "Stopping rule"). Tighter than the classifiers'
+        3e-4: a regression evaluation is cheap, and on Friedman #1 the inducing inputs still
+        improve the test R² at gains of 1e-4 nats a row (``benchmarks/DEFAULTS.md``). 0 runs
+        to scipy's test; None runs ``max_iter`` iterations.
     coarse_rows : "auto", int or None, default="auto"
         A coarse start for large training sets: the search that places the inducing inputs
         by the VFE bound (every sparse method's at ``inducing_objective="auto"``) runs first
