@@ -579,7 +579,8 @@ def _sparsegp_accuracy_trace(est, variant, d, points, t0):
     n_theta = est.theta_.size
     out = []
     for t, x, *_ in points:
-        s2, ls, sn2 = est._unpack(x[:n_theta], D)
+        # T2's SE-ARD kernel has no constant summand, so the bias variance (4th) is None
+        s2, ls, sn2, _ = est._unpack(x[:n_theta], D)
         Z = x[n_theta:].reshape(-1, D) if x.size > n_theta else est._Z
         model = sparsegp.SparseGPRegressor(
             variant, inducing_points=est._scaling.inverse_transform(Z),

@@ -65,3 +65,24 @@ def test_t2_equal_objective_compares_at_the_worse_final():
     assert (e["sparsegp_seconds"], e["peer_seconds"], e["ratio"]) == (3.0, 6.0, 2.0)
     # each row learns when it reached the other's final: the peer did, sparsegp did not
     assert ours["time_to_reach"] is None and peer["time_to_reach"] == 6.0
+
+
+def test_t2_accuracy_trace_scores_every_traced_point_of_a_regressor_search():
+    # the trace rebuilds the model at each evaluated point from the estimator's private
+    # unpacking of its parameter vector; it broke once that unpacking gained a value
+    import sparsegp
+    from sparsegp.kernels import SquaredExponential
+    cfg = dict(bench_peers.QUICK["T2"], N=400, n_test=100)
+    d = bench_peers.make_t2(cfg, seed=0)
+    D = d["Xtr"].shape[1]
+    est = sparsegp.SparseGPRegressor("vfe", inducing_points=d["Z"],
+                                     kernel=SquaredExponential(1.0, np.ones(D)),
+                                     noise_variance=1.0, normalize_y=False, max_iter=5, tol=None,
+                                     random_state=0)
+    points = []
+    with bench_peers._traced_sparsegp_search(points):
+        est.fit(d["Xtr"], d["ytr"])
+    trace = bench_peers._sparsegp_accuracy_trace(est, "vfe", d, points, points[0][0])
+    assert len(trace) == len(points) > 1
+    nlp, rmse = np.array([t[1] for t in trace]), np.array([t[2] for t in trace])
+    assert np.all(np.isfinite(nlp)) and np.all(rmse > 0)
