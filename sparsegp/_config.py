@@ -15,10 +15,10 @@ TOL = 3e-4
 #: still improve the test R² at gains of 1e-4 nats a row (benchmarks/DEFAULTS.md).
 REGRESSION_TOL = 3e-5
 #: Multi-class GFITC's default: ten times finer than TOL, as on folds 0-2 of seed 002's six
-#: sets of at most 486 rows TOL stopped glass and vowel6 early (test NLP up to +0.24), while
-#: this one's median test NLP is 0.004 below the 250-iteration budget's, and it runs 0.37 of
+#: sets of at most 486 rows TOL stopped glass and vowel6 early (test NLP up to +0.26), while
+#: this one's median test NLP is 0.003 below the 250-iteration budget's, and it runs 0.38 of
 #: its time (benchmarks/DEFAULTS.md, "Multi-class GFITC: a stopping rule measured"). Not yet
-#: the default: two of the six sets end higher on average, two sets are not measured.
+#: the default: one of the six sets (vowel6) ends higher on average, two are not measured.
 MC_GFITC_TOL = 3e-5
 #: Rows a tolerance is counted on at the least: at TOL, one nat. Below about 3 000 rows,
 #: TOL * N is a fraction of a nat, finer than the EP evidence's own approximation error and

@@ -73,13 +73,13 @@ class MultiClassGFITCClassifier(MultiClassGPClassifier):
     tol : float or None, default=None
         The training driver's stopping rule in nats per training row
         (:mod:`sparsegp._optimize`, as ``GFITCClassifier``'s): a fit stops once five
-        iterations gain less than ``tol * max(N, 3000)`` in log Z_EP. None (the default)
-        runs the ``max_iter`` budget, the paper's schedule. ``3e-5``
-        (``sparsegp._config.MC_GFITC_TOL``, 0.09 nats up to 3 000 rows) is the measured
-        candidate for the default: on folds 0-2 of six of the paper's eight data sets it ends
-        a median 0.004 lower in test NLP than the budget in 0.37 of its time, but vowel6
-        (+0.0095 on average) and wine (+0.0013) end higher, and vehicle and satellite are
-        not measured yet (``benchmarks/DEFAULTS.md``), so the default stays the budget.
+        iterations gain less than ``tol * max(N, 3000)`` in log Z_EP while its gradient is
+        not growing. None (the default) runs the ``max_iter`` budget, the paper's schedule.
+        ``3e-5`` (``sparsegp._config.MC_GFITC_TOL``, 0.09 nats up to 3 000 rows) is the
+        measured candidate for the default: on folds 0-2 of six of the paper's eight data
+        sets it ends a median 0.003 lower in test NLP than the budget in 0.38 of its time, but
+        vowel6 (+0.0040 on average) ends higher, and vehicle and satellite are not measured
+        yet (``benchmarks/DEFAULTS.md``), so the default stays the budget.
     optimizer : {"lbfgs", "cg"} or None, default="lbfgs"
         How log Z_EP is maximised over the hyper-parameters and inducing inputs, through
         :func:`sparsegp._optimize.maximize`: L-BFGS-B (the paper's) or nonlinear conjugate
