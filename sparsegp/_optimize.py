@@ -62,10 +62,10 @@ Stopping rule
     grow. So the rule also asks that the largest component of the projected gradient has not
     grown at each of the last :data:`STOP_RISES` iterations (read from the evaluation at the
     accepted point; where a ``warm`` run has none, that iteration counts as no growth). On
-    raw diabetes the subset of
-    records (SoD) gains 1e-3 nats over iterations 3-7 while that component grows 0.041,
-    0.044, 0.098, 0.224; the plateau ends at iteration 8 and the search climbs 2 more nats
-    (benchmarks/DEFAULTS.md, "A plateau the rule takes for the top").
+    raw diabetes the subset of records (SoD) gains 1e-3 nats over iterations 3-7 while that
+    component grows 0.041, 0.044, 0.098, 0.224; the plateau ends at iteration 8 and the
+    search climbs 2 more nats (benchmarks/DEFAULTS.md, "A plateau the rule takes for the
+    top").
     ``tol=None`` turns the rule off and runs the fixed schedule of ``max_iter`` steps (the
     papers' 20 CG steps), exactly as before the rule existed.
 
