@@ -344,15 +344,21 @@ def _rises(thetas):
     return np.array(out)
 
 
-@pytest.mark.parametrize("method", ["lbfgs", "cg"])
-def test_rule_stops_at_the_first_window_whose_gain_is_below_tol(method):
+def _recorder():
+    """Lists of the values and points (from START) a maximize callback sees, and that callback."""
     values, thetas = [], [START]
-    tol, window = 1e-3, 5
 
     def record(k, theta, value, state):
         values.append(value)
         thetas.append(theta)
 
+    return values, thetas, record
+
+
+@pytest.mark.parametrize("method", ["lbfgs", "cg"])
+def test_rule_stops_at_the_first_window_whose_gain_is_below_tol(method):
+    values, thetas, record = _recorder()
+    tol, window = 1e-3, 5
     res = maximize(_slow_climb(), START, method=method, max_iter=500, tol=tol,
                    window=window, callback=record)
     assert res.converged and "gained at most" in res.message
@@ -368,12 +374,7 @@ def test_rule_does_not_stop_while_the_gradient_grows(monkeypatch):
     # CG on the valley: at iteration 41 the best value has gained under 1e-3 over five
     # iterations, but the gradient has grown at each of the last two, and the climb goes on
     # to a best value 14 times closer to the top (0)
-    values, thetas = [], [START]
-
-    def record(k, theta, value, state):
-        values.append(value)
-        thetas.append(theta)
-
+    values, thetas, record = _recorder()
     res = maximize(_slow_climb(), START, method="cg", max_iter=500, tol=1e-3, callback=record)
     best = np.maximum.accumulate(np.r_[_slow_climb()(START, None)[0], values])
     held = [k for k in range(5, res.n_iter)
