@@ -7,6 +7,7 @@ finds signal. Reproduce a failure with ``python benchmarks/fuzz.py --estimators 
 import os
 import sys
 
+import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -58,6 +59,18 @@ def test_a_silent_flat_classifier_is_counted(monkeypatch):
     monkeypatch.setattr(fuzz, "make_estimator", lambda name, random_state: Flat())
     outcome = fuzz.fit_one("GFITCClassifier", SEED, index, max_rows=MAX_ROWS)
     assert outcome["flags"] == {"flat_silent"}
+
+
+def test_targets_constant_to_round_off_hold_no_signal():
+    # fuzz seed 0, problem 2023: regression targets equal but for their last bit, which a
+    # linear fit reproduces (R² 1.0); a regressor that predicts them as constant is right
+    X, y, N = fuzz.problem(0, 2023, "regression", 300)
+    assert 0 < np.ptp(y[:N]) <= 4 * np.spacing(np.abs(y[:N]).max())
+    assert fuzz.baseline_signal(X, y, N, "regression") == 0.0
+    # the same rows with targets that vary in earnest: signal again
+    rng = np.random.default_rng(0)
+    y_signal = X[:, np.argmax(np.std(X, axis=0))] * 1e-6 + y + 1e-9 * rng.standard_normal(y.size)
+    assert fuzz.baseline_signal(X, y_signal, N, "regression") >= fuzz.SIGNAL_MARGIN
 
 
 def test_a_fit_records_its_cpu_time_and_the_table_sums_it():
