@@ -189,8 +189,10 @@ class StagewiseGPClassifier(_BinaryGPClassifierMixin, ClassifierMixin, SparseGPE
     Eq. 4 fits the hyper-parameters, the bias among them, to the non-active points alone;
     over one class it is minimised by a bias that predicts that class everywhere. So every
     selection rule leaves at least half of each class's share of the n - d_max non-active
-    points out of the active set (:func:`class_reserve`; zero when d_max = n - 1), and
-    ``d_max="auto"`` keeps half the rows non-active. Adaptive sampling, which prefers badly
+    points, and at least one point of each class, out of the active set
+    (:func:`class_reserve`; with one non-active point, d_max = n - 1, there is no room for
+    both, and eq. 4 over one class has no minimum, so the outer loop then keeps the
+    hyper-parameters it has), and ``d_max="auto"`` keeps half the rows non-active. Adaptive sampling, which prefers badly
     predicted points, otherwise took a whole class into the active set on most data sets of
     under 80 rows, and the fit ended at a constant predictor (issue 49).
 
@@ -310,7 +312,7 @@ class StagewiseGPClassifier(_BinaryGPClassifierMixin, ClassifierMixin, SparseGPE
             active, p, m, trace = _inner_loop(X, y_pm, state, d_max, selection, kappa,
                                               site_update, s2, ls, b, rng, family,
                                               bias_variance=0.0 if vb is None else vb)
-            if optimizer is not None:
+            if optimizer is not None and not _one_class_left(y_pm, active):
                 theta_new, nlp = _optimise_hyper(X, y_pm, active, p, m, theta, ard, family,
                                                  free, bounds, optimizer, with_vb)
             else:
@@ -439,7 +441,19 @@ and its gradient (notes §3.7) is exact."""
 
 
 # ----------------------------------------------------------------------------------------------
-# the kept model's prediction factor
+# the outer loop's guard and the kept model's prediction factor
+
+
+def _one_class_left(y, active):
+    """Are the non-active labels ``y`` (in {-1, +1}) all of one class?
+
+    Eq. 4 over one class has no minimum: the bias runs off until that class has probability 1
+    everywhere. :func:`~sparsegp.classification._stagewise_select.class_reserve` keeps both
+    classes out of the active set whenever the n - d_max non-active points leave room for
+    one of each; with a single non-active point (d_max = n - 1, or two training rows) they
+    cannot, and the outer loop then keeps the hyper-parameters it has."""
+    rest = np.delete(y, active)
+    return bool(np.all(rest == rest[0]))
 
 
 def _predictor(Xu, p, m, s2, ls, family=SE, bias_variance=None):

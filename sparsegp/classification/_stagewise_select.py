@@ -63,6 +63,9 @@ def _inner_loop(X, y, state, d_max, selection, kappa, site_update, s2, ls, b, rn
     # may choose: the non-active points of the classes above their reserve
     left = np.array([np.sum(y < 0), np.sum(y > 0)])
     blocked = np.zeros(n, dtype=bool)
+    for side, label in enumerate((-1.0, 1.0)):
+        if left[side] <= reserve[side]:      # a class of one point, kept whole for eq. 4
+            blocked[y == label] = True
     for t in range(d_max):
         n_free = n - t
         # eq. 4 after including a candidate averages over the n_free - 1 others
@@ -126,9 +129,12 @@ def class_reserve(y, d_max):
     can take every point of that class into the active set; eq. 4 over one class is then
     minimised by a bias that predicts that class everywhere, and the outer loop keeps that
     model, its NLP near 0, as the best: a constant predictor (issue 49). Keeping
-    ``RESERVE_FRACTION`` of each class's share of the n - d_max non-active points keeps
-    both classes in eq. 4; the shares sum to at most half the non-active set, so the
-    selection always has a candidate.
+    ``RESERVE_FRACTION`` of each class's share of the n - d_max non-active points, and at
+    least one point of each class, keeps both classes in eq. 4. A share rounds to none for a
+    class of a few points among a few rows (fuzz problems of 4-44 rows collapsed so); when
+    the non-active set has no room for one point of each (d_max = n - 1), the shares alone
+    are kept. Either way the reserves fit in the non-active set, so the selection always
+    has a candidate.
 
     Parameters
     ----------
@@ -144,7 +150,9 @@ def class_reserve(y, d_max):
     """
     n = y.shape[0]
     counts = np.array([np.sum(y < 0), np.sum(y > 0)])
-    return np.floor(RESERVE_FRACTION * counts * (n - d_max) / n).astype(np.int64)
+    share = np.floor(RESERVE_FRACTION * counts * (n - d_max) / n).astype(np.int64)
+    at_least_one = np.maximum(share, np.minimum(counts, 1))
+    return at_least_one if at_least_one.sum() <= n - d_max else share
 
 
 def _optimise_site(state, y, b, weights, norm, col, j, skip):
