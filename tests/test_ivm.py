@@ -8,7 +8,7 @@ from scipy import stats
 from scipy.special import log_ndtr, ndtri
 
 from reference.dense_ivm import dense_greedy_entropy, se_bias_kernel
-from sparsegp import IVMClassifier
+from sparsegp import IVMClassifier, MultiClassEPClassifier
 from sparsegp.exceptions import ConvergenceWarning
 from sparsegp._scaling import data_lengthscale
 from sparsegp.classification._ivm_model import approx_log_likelihood
@@ -368,8 +368,9 @@ def test_validation_search_keeps_honest_probabilities_on_every_split(seed):
 
 def test_digits_probabilities_are_as_honest_as_multiclass_ep():
     # issue 49: standardised digits, IVM 0.965 accurate with log loss 1.41 against
-    # MultiClassEPClassifier's 0.151 (this split: 0.1507, measured; 32 s, so not refitted
-    # here). Coupled tasks, held-out NLP and the wider variance grid: 0.114-0.120
+    # MultiClassEPClassifier's 0.151. Coupled tasks, held-out NLP and the wider variance
+    # grid: 0.114-0.120. EP is fitted here (5 s; it took 32 s when this test was written and
+    # held 0.1507 for it then; 0.1343 since its k-means start)
     from sklearn.datasets import load_digits
     from sklearn.metrics import log_loss
     from sklearn.model_selection import train_test_split
@@ -379,5 +380,6 @@ def test_digits_probabilities_are_as_honest_as_multiclass_ep():
     scaler = StandardScaler().fit(Xtr)
     clf = IVMClassifier(random_state=0).fit(scaler.transform(Xtr), ytr)
     P = clf.predict_proba(scaler.transform(Xte))
-    assert log_loss(yte, P) < 0.1507 + 0.05
+    ep = MultiClassEPClassifier(random_state=0).fit(scaler.transform(Xtr), ytr)
+    assert log_loss(yte, P) < log_loss(yte, ep.predict_proba(scaler.transform(Xte))) + 0.05
     assert np.mean(clf.classes_[np.argmax(P, axis=1)] == yte) > 0.96
