@@ -93,7 +93,10 @@ def main():
         print("problem %4d N %2d D %2d  train %.3f test %.3f | logistic test %.3f | flat %d "
               "collapsed %d (logistic %d %d) warnings %d" % rows[-1], flush=True)
     r = np.array([row[3:] for row in rows], dtype=float)
-    count = lambda column: int(r[:, column].sum())     # noqa: E731
+
+    def count(column):
+        return int(r[:, column].sum())
+
     print(f"{len(rows)} problems, {args.estimator}: flat {count(3)} (silent "
           f"{int(np.sum((r[:, 3] > 0) & (r[:, 7] == 0)))}), collapsed {count(4)}; logistic "
           f"regression flat {count(5)}, collapsed {count(6)}; mean test accuracy "

@@ -192,9 +192,10 @@ class StagewiseGPClassifier(_BinaryGPClassifierMixin, ClassifierMixin, SparseGPE
     points, and at least one point of each class, out of the active set
     (:func:`class_reserve`; with one non-active point, d_max = n - 1, there is no room for
     both, and eq. 4 over one class has no minimum, so the outer loop then keeps the
-    hyper-parameters it has), and ``d_max="auto"`` keeps half the rows non-active. Adaptive sampling, which prefers badly
-    predicted points, otherwise took a whole class into the active set on most data sets of
-    under 80 rows, and the fit ended at a constant predictor (issue 49).
+    hyper-parameters it has), and ``d_max="auto"`` keeps half the rows non-active.
+    Adaptive sampling, which prefers badly predicted points, otherwise took a whole class
+    into the active set on most data sets of under 80 rows, and the fit ended at a constant
+    predictor (issue 49).
 
     Algorithm 1 is greedy: each inclusion takes the best-scoring candidate, and near-tied
     candidates can differ only in the last bits of their scores. On data whose labels carry
