@@ -64,14 +64,12 @@ def posterior_extended(Kuu, Kcu, kdiag, p, m):
     for j in range(S.size):
         L[j, j] = np.sqrt(B[j, j] - L[j, :j] @ L[j, :j])
         L[j + 1:, j] = (B[j + 1:, j] - L[j + 1:, :j] @ L[j, :j]) / L[j, j]
-    # V = L^-1 S K_uc, so that k_iu C k_ui = |V_:i|^2 and k_iu C m = V_:i . (L^-1 S m)
-    R = S[:, None] * np.asarray(Kcu, dtype=ld).T
-    w = S * np.asarray(m, dtype=ld)
+    # R = L^-1 S [K_uc, m], so that k_iu C k_ui = |R_:i|^2 and k_iu C m = R_:i . R_:c
+    R = S[:, None] * np.column_stack([np.asarray(Kcu, dtype=ld).T, np.asarray(m, dtype=ld)])
     for j in range(S.size):
         R[j] = (R[j] - L[j, :j] @ R[:j]) / L[j, j]
-        w[j] = (w[j] - L[j, :j] @ w[:j]) / L[j, j]
-    h = R.T @ w
-    diagA = np.asarray(kdiag, dtype=ld) - np.sum(R * R, axis=0)
+    h = R[:, :-1].T @ R[:, -1]
+    diagA = np.asarray(kdiag, dtype=ld) - np.sum(R[:, :-1] ** 2, axis=0)
     return h.astype(float), diagA.astype(float)
 
 
